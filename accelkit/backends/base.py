@@ -1,0 +1,96 @@
+"""The interface every backend module implements, and the registry that finds them.
+
+Adding a backend means adding one module in this package that calls `register`; nothing
+outside `accelkit/backends/` branches on a backend's name.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from accelkit.errors import BadInput
+
+
+@dataclass(frozen=True)
+class Availability:
+    available: bool
+    reason: str = ""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """One visible device, as far as torch and the vendor tools can tell."""
+
+    index: int
+    name: str
+    memory_bytes: int | None = None
+    arch: str | None = None  # "sm_90", "gfx942", "pvc", ...
+    driver: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Backend(Protocol):
+    name: str
+    """accelkit's name: cpu, cuda, rocm, xpu, mps."""
+    torch_device_type: str
+    """torch's device type: ROCm devices are `cuda` devices in torch."""
+    description: str
+
+    def availability(self) -> Availability:
+        """Whether torch here can run on this backend; never raises."""
+        ...
+
+    def devices(self) -> list[DeviceInfo]:
+        """The visible devices (empty when unavailable); never raises."""
+        ...
+
+    def versions(self) -> dict[str, str | None]:
+        """Toolkit/runtime versions compiled into torch and driver versions; never raises."""
+        ...
+
+
+_REGISTRY: dict[str, Backend] = {}
+
+
+def register(backend: Backend) -> Backend:
+    if backend.name in _REGISTRY:
+        raise ValueError(f"backend {backend.name!r} registered twice")
+    _REGISTRY[backend.name] = backend
+    return backend
+
+
+# The order users see in tables and help texts; backends not listed come after.
+_DISPLAY_ORDER = ("cpu", "cuda", "rocm", "xpu", "mps")
+
+
+def names() -> list[str]:
+    return [backend.name for backend in all_backends()]
+
+
+def all_backends() -> list[Backend]:
+    _load_all()
+
+    def rank(backend: Backend) -> int:
+        order = _DISPLAY_ORDER
+        return order.index(backend.name) if backend.name in order else len(order)
+
+    return sorted(_REGISTRY.values(), key=rank)
+
+
+def get(name: str, *, flag: str = "--device") -> Backend:
+    """The backend called `name`; unknown names are bad input with a hint."""
+    _load_all()
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        valid = ", ".join(names())
+        raise BadInput(f"{flag}: unknown backend {name!r}{hint}; valid: {valid}") from None
+
+
+def _load_all() -> None:
+    # Importing the modules registers them.
+    from accelkit.backends import cpu, cuda, mps, rocm, xpu  # noqa: F401

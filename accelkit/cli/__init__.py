@@ -1,0 +1,101 @@
+"""The `accelkit` command: thin typer commands that parse, call the core and render.
+
+Start-up must stay fast: nothing imported here may import torch (or pydantic, docker):
+command bodies import the core lazily. `benchmarks/bench_startup.py` measures it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated
+
+import typer
+
+from accelkit import __version__
+from accelkit.errors import AccelkitError, ExitCode
+
+app = typer.Typer(
+    name="accelkit",
+    help="Build, set up and test PyTorch accelerator variants with one shared suite.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+_state = {"debug": False}
+
+# typer re-exports click's exception classes under its own names (recent typer releases
+# vendor click): reach them through typer so both kinds of release work.
+_UsageError: type[Exception] = typer.BadParameter.__mro__[1]
+_ClickException: type[Exception] = typer.BadParameter.__mro__[2]
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"accelkit {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    _state["debug"] = debug
+
+
+def _register() -> None:
+    # Each module adds its own commands to `app`; importing them must stay cheap.
+    from accelkit.cli import doctor, test  # noqa: F401
+
+
+def _error_line(message: str) -> None:
+    """Print one line on stderr, plus a GitHub Actions annotation when running there."""
+    sys.stderr.write(f"accelkit: error: {message}\n")
+    if os.environ.get("GITHUB_ACTIONS") == "true":
+        # Annotation messages must be single-line; '%' and newlines are escaped per the spec.
+        escaped = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        sys.stdout.write(f"::error::{escaped}\n")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every user-facing failure becomes one line and its exit code."""
+    _register()
+    command = typer.main.get_command(app)
+    args = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in args
+    try:
+        rv = command.main(args=args, prog_name="accelkit", standalone_mode=False)
+    except AccelkitError as exc:
+        if debug:
+            raise
+        _error_line(exc.message)
+        sys.exit(int(exc.exit_code))
+    except _UsageError as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # help was printed already
+            sys.exit(int(ExitCode.BAD_INPUT))
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        _error_line(f"{exc.format_message()}{hint}")  # type: ignore[attr-defined]
+        sys.exit(int(ExitCode.BAD_INPUT))
+    except (typer.Abort, KeyboardInterrupt):
+        _error_line("interrupted")
+        sys.exit(130)
+    except _ClickException as exc:
+        _error_line(exc.format_message())  # type: ignore[attr-defined]
+        sys.exit(int(getattr(exc, "exit_code", 1)))
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:
+        if debug:
+            raise
+        _error_line(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        sys.exit(int(ExitCode.FAILED))
+    sys.exit(int(rv) if isinstance(rv, int) else 0)

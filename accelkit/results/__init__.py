@@ -1,0 +1,1 @@
+"""Results: the versioned results-file schema, atomic writers, compare and report."""

@@ -1,0 +1,98 @@
+"""The results file (`accelkit test --json PATH`): schema `accelkit.results/1`.
+
+The contract of DESIGN.md, as pydantic models. `schema.json` beside this module is the
+published JSON Schema, generated from these models (see `tests/test_results_model.py`;
+regenerate with `python -m accelkit.results.model > accelkit/results/schema.json`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_ID = "accelkit.results/1"
+
+Status = Literal["passed", "failed", "skipped", "error", "crashed", "timeout"]
+STATUSES: tuple[Status, ...] = ("passed", "failed", "skipped", "error", "crashed", "timeout")
+# Statuses that make `accelkit test` exit 1.
+BAD_STATUSES: frozenset[str] = frozenset({"failed", "error", "crashed", "timeout"})
+Suite = Literal["conformance", "perf"]
+SUITES: tuple[Suite, ...] = ("conformance", "perf")
+
+
+class _Model(BaseModel):
+    # Unknown keys are kept, so a newer writer's additions survive a round trip.
+    model_config = ConfigDict(extra="allow")
+
+
+class Metric(_Model):
+    value: float
+    unit: str
+    higher_is_better: bool
+    samples: list[float] = Field(default_factory=list)
+
+
+class Case(_Model):
+    id: str
+    suite: Suite
+    status: Status
+    message: str = ""
+    duration_s: float = 0.0
+    metrics: dict[str, Metric] = Field(default_factory=dict)
+
+
+class Capability(_Model):
+    available: bool
+    reason: str = ""
+
+
+class RunInfo(_Model):
+    started: str
+    # None while the run is in progress, or when it was killed before it finished.
+    finished: str | None = None
+    device: str
+    suites: list[Suite]
+    argv: list[str]
+
+
+class Summary(_Model):
+    passed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    error: int = 0
+    crashed: int = 0
+    timeout: int = 0
+
+    @classmethod
+    def of(cls, cases: list[Case]) -> Summary:
+        counts = dict.fromkeys(STATUSES, 0)
+        for case in cases:
+            counts[case.status] += 1
+        return cls(**counts)
+
+
+class Results(_Model):
+    schema_: Literal["accelkit.results/1"] = Field(default=SCHEMA_ID, alias="schema")
+    run: RunInfo
+    env: dict[str, object] = Field(default_factory=dict)
+    capabilities: dict[str, Capability] = Field(default_factory=dict)
+    cases: list[Case] = Field(default_factory=list)
+    summary: Summary = Field(default_factory=Summary)
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    def to_json_dict(self) -> dict[str, object]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def json_schema() -> dict[str, object]:
+    schema = Results.model_json_schema(by_alias=True)
+    schema["$id"] = SCHEMA_ID
+    schema["title"] = "accelkit results file"
+    return schema
+
+
+if __name__ == "__main__":
+    print(json.dumps(json_schema(), indent=2, sort_keys=True))
