@@ -37,6 +37,8 @@ class Backend(Protocol):
     torch_device_type: str
     """torch's device type: ROCm devices are `cuda` devices in torch."""
     description: str
+    targets: tuple[str, ...]
+    """GPU targets a build or a matrix leg may name (sm_90, gfx942, pvc); empty for none."""
 
     def availability(self) -> Availability:
         """Whether torch here can run on this backend; never raises."""

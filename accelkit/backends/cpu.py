@@ -13,6 +13,7 @@ class CpuBackend:
     name = "cpu"
     torch_device_type = "cpu"
     description = "the host CPU"
+    targets: tuple[str, ...] = ()
 
     def availability(self) -> Availability:
         if torch_or_none() is None:

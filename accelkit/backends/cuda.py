@@ -45,6 +45,20 @@ class CudaBackend:
     name = "cuda"
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
+    # Compute capabilities as Inductor/nvcc name them; sm_107 is Rubin (CUDA >= 13.4).
+    targets: tuple[str, ...] = (
+        "sm_75",
+        "sm_80",
+        "sm_86",
+        "sm_89",
+        "sm_90",
+        "sm_100",
+        "sm_103",
+        "sm_107",
+        "sm_110",
+        "sm_120",
+        "sm_121",
+    )
 
     def availability(self) -> Availability:
         torch = torch_or_none()
@@ -68,9 +82,7 @@ class CudaBackend:
         if torch is None or not self.availability().available:
             return []
         devices = cuda_devices(torch, rocm=False)
-        driver = tool_output(
-            ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-        )
+        driver = tool_output(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"])
         if driver:
             drivers = driver.splitlines()
             devices = [

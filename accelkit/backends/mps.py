@@ -12,6 +12,7 @@ class MpsBackend:
     name = "mps"
     torch_device_type = "mps"
     description = "Apple Silicon GPUs through Metal (macOS)"
+    targets: tuple[str, ...] = ()
 
     def availability(self) -> Availability:
         torch = torch_or_none()

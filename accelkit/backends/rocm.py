@@ -7,11 +7,34 @@ from accelkit.backends.base import Availability, DeviceInfo, register
 from accelkit.backends.cuda import cuda_devices
 from accelkit.probe import torch_import_error, torch_or_none
 
+# TheRock's GPU families (the legacy per-family wheel indexes are named after them) and
+# the gfx targets each covers. See ../shared/notes/therock.md.
+GFX_FAMILIES: dict[str, tuple[str, ...]] = {
+    "gfx90a": ("gfx90a",),
+    "gfx94X-dcgpu": ("gfx942",),
+    "gfx950-dcgpu": ("gfx950",),
+    "gfx101X-dgpu": ("gfx1010", "gfx1011", "gfx1012"),
+    "gfx103X-all": ("gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035", "gfx1036"),
+    "gfx110X-all": ("gfx1100", "gfx1101", "gfx1102", "gfx1103"),
+    "gfx115X-all": ("gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+    "gfx1151": ("gfx1151",),
+    "gfx120X-all": ("gfx1200", "gfx1201"),
+}
+
+
+def family_of(gfx: str) -> str | None:
+    """The narrowest TheRock family that contains `gfx`."""
+    matches = [name for name, members in GFX_FAMILIES.items() if gfx in members]
+    return min(matches, key=lambda name: len(GFX_FAMILIES[name])) if matches else None
+
 
 class RocmBackend:
     name = "rocm"
     torch_device_type = "cuda"
     description = "AMD GPUs through ROCm (HIP)"
+    targets: tuple[str, ...] = tuple(
+        sorted({gfx for members in GFX_FAMILIES.values() for gfx in members})
+    )
 
     def availability(self) -> Availability:
         torch = torch_or_none()

@@ -10,6 +10,9 @@ class XpuBackend:
     name = "xpu"
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
+    # AOT targets as TORCH_XPU_ARCH_LIST names them: Data Center GPU Max (pvc), Arc B-series
+    # (bmg), Lunar Lake (lnl-m), Arrow Lake H (arl-h), Meteor Lake (mtl-h), Arc A-series (dg2).
+    targets: tuple[str, ...] = ("pvc", "bmg", "lnl-m", "arl-h", "mtl-h", "dg2")
 
     def availability(self) -> Availability:
         torch = torch_or_none()

@@ -45,7 +45,9 @@ def _root(
     ] = False,
     version: Annotated[
         bool,
-        typer.Option("--version", callback=_version_callback, is_eager=True, help="Print the version."),
+        typer.Option(
+            "--version", callback=_version_callback, is_eager=True, help="Print the version."
+        ),
     ] = False,
 ) -> None:
     _state["debug"] = debug
@@ -53,7 +55,7 @@ def _root(
 
 def _register() -> None:
     # Each module adds its own commands to `app`; importing them must stay cheap.
-    from accelkit.cli import doctor, test  # noqa: F401
+    from accelkit.cli import compare, doctor, matrix, test  # noqa: F401
 
 
 def _error_line(message: str) -> None:
@@ -96,6 +98,8 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         if debug:
             raise
-        _error_line(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)")
+        _error_line(
+            f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
+        )
         sys.exit(int(ExitCode.FAILED))
     sys.exit(int(rv) if isinstance(rv, int) else 0)
