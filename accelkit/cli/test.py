@@ -1,1 +1,207 @@
-"""`accelkit test`."""
+"""`accelkit test`: run the shared suite on one backend and render its progress."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from accelkit.cli import app
+
+_STATUS_STYLE = {
+    "passed": "green",
+    "failed": "bold red",
+    "error": "bold red",
+    "crashed": "bold magenta",
+    "timeout": "bold yellow",
+    "skipped": "dim",
+}
+
+
+@app.command(
+    help="Run the shared conformance and performance suite on a device (cpu, cuda, rocm, xpu, mps)."
+)
+def test(
+    device: Annotated[
+        str, typer.Option("--device", "-d", help="Backend to test: cpu, cuda, rocm, xpu or mps.")
+    ] = "cpu",
+    suite: Annotated[
+        str, typer.Option("--suite", help="Which suite: conformance, perf or all.")
+    ] = "all",
+    keyword: Annotated[
+        str | None,
+        typer.Option("-k", help="Only cases matching this pytest -k expression."),
+    ] = None,
+    json_path: Annotated[
+        Path | None,
+        typer.Option("--json", help="Write the results file here (updated as cases finish)."),
+    ] = None,
+    junit_path: Annotated[
+        Path | None, typer.Option("--junit", help="Write JUnit XML here.")
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Per-case timeout in seconds (0: none).")
+    ] = 300.0,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            help="Worker processes that run cases (a crash costs one case); "
+            "0 runs them in one process without crash isolation.",
+        ),
+    ] = 1,
+    seed: Annotated[int, typer.Option("--seed", help="Base random seed (to replay a run).")] = 0,
+    cases: Annotated[
+        Path | None,
+        typer.Option(
+            "--cases",
+            help="Run the cases in this directory (with conformance/ and perf/ folders) "
+            "instead of the built-in suite.",
+        ),
+    ] = None,
+    log: Annotated[Path | None, typer.Option("--log", help="Write pytest's own log here.")] = None,
+) -> None:
+    from rich.console import Console
+
+    from accelkit.suite.runner import RunRequest, run
+
+    request = RunRequest(
+        device=device,
+        suite=suite,
+        keyword=keyword,
+        json_path=json_path,
+        junit_path=junit_path,
+        log_path=log,
+        timeout_s=timeout,
+        workers=workers,
+        seed=seed,
+        cases_dir=cases,
+        argv=tuple(["accelkit", *sys.argv[1:]]),
+    )
+    console = Console(stderr=False, highlight=False)
+    display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)
+    started = time.monotonic()
+    with display:
+        outcome = run(request, display.on_event)
+    _summary(console, outcome, time.monotonic() - started, request)
+    raise typer.Exit(int(outcome.exit_code))
+
+
+class _PlainDisplay:
+    """One line per finished case: for CI logs and pipes."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.done = 0
+        self.total: int | None = None
+
+    def __enter__(self) -> _PlainDisplay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        if event.get("event") == "collected":
+            self.total = int(event["total"])
+            self.console.print(f"collected {self.total} cases")
+        elif event.get("event") == "case":
+            self.done += 1
+            case = event["case"]
+            of = f"/{self.total}" if self.total else ""
+            line = f"[{self.done}{of}] {case['status'].upper():8} {case['id']}"
+            if case["status"] != "passed" and case.get("message"):
+                line += f"  ({case['message'].splitlines()[0][:160]})"
+            self.console.print(line, markup=False, soft_wrap=True)
+
+
+class _LiveDisplay:
+    """A rich live view: progress, counts so far, the case that is running."""
+
+    def __init__(self, console: Any) -> None:
+        from rich.live import Live
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+        self.console = console
+        self.counts: dict[str, int] = {}
+        self.current = ""
+        self.progress = Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        )
+        self.task = self.progress.add_task("collecting", total=None)
+        self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
+
+    def _render(self) -> Any:
+        from rich.console import Group
+        from rich.text import Text
+
+        counts = Text()
+        for status, style in _STATUS_STYLE.items():
+            if self.counts.get(status):
+                counts.append(f"{status} {self.counts[status]}  ", style=style)
+        return Group(self.progress, counts, Text(f"running {self.current}", style="dim"))
+
+    def __enter__(self) -> _LiveDisplay:
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live.__exit__(None, None, None)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("event")
+        if kind == "collected":
+            self.progress.update(self.task, total=int(event["total"]), description="running")
+        elif kind == "start":
+            self.current = str(event["id"])
+        elif kind == "case":
+            case = event["case"]
+            self.counts[case["status"]] = self.counts.get(case["status"], 0) + 1
+            self.progress.advance(self.task)
+            if case["status"] not in ("passed", "skipped"):
+                style = _STATUS_STYLE[case["status"]]
+                first = (case.get("message") or "").splitlines()[:1]
+                self.console.print(
+                    f"[{style}]{case['status'].upper()}[/] {case['id']}"
+                    + (f"  [dim]{first[0][:160]}[/]" if first else ""),
+                    highlight=False,
+                )
+        self.live.update(self._render())
+
+
+def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
+    from rich.table import Table
+
+    results = outcome.results
+    table = Table(title=f"accelkit test --device {request.device}", title_justify="left")
+    table.add_column("suite")
+    for status in _STATUS_STYLE:
+        table.add_column(status, justify="right", style=_STATUS_STYLE[status])
+    for suite in results.run.suites:
+        cases = [c for c in results.cases if c.suite == suite]
+        table.add_row(suite, *(str(sum(c.status == s for c in cases)) for s in _STATUS_STYLE))
+    console.print(table)
+    bad = [c for c in results.cases if c.status not in ("passed", "skipped")]
+    for case in bad[:50]:
+        first = (case.message or "").splitlines()[:1]
+        console.print(
+            f"  {case.status.upper():8} {case.id}" + (f": {first[0][:200]}" if first else ""),
+            markup=False,
+            highlight=False,
+        )
+    if len(bad) > 50:
+        console.print(f"  ... and {len(bad) - 50} more (see the results file)")
+    verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
+    console.print(f"{verdict}: {len(results.cases)} cases in {wall_s:.1f} s", highlight=False)
+    for label, path in (("results", request.json_path), ("junit", request.junit_path)):
+        if path is not None:
+            console.print(f"{label}: {path}", highlight=False)
+    if outcome.log_path is not None:
+        console.print(f"pytest log: {outcome.log_path}", highlight=False)

@@ -26,14 +26,19 @@ def check_output_path(path: Path, *, flag: str) -> Path:
     return path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old or the new file, never a torn one."""
+def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write `text` to `path` so that readers see the old or the new file, never a torn one.
+
+    `durable=False` skips the fsync: still atomic against a killed process, not against a
+    power loss; for frequent intermediate updates.
+    """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
+            if durable:
+                handle.flush()
+                os.fsync(handle.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -8,11 +8,11 @@ regenerate with `python -m accelkit.results.model > accelkit/results/schema.json
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCHEMA_ID = "accelkit.results/1"
+SCHEMA_ID: Final = "accelkit.results/1"
 
 Status = Literal["passed", "failed", "skipped", "error", "crashed", "timeout"]
 STATUSES: tuple[Status, ...] = ("passed", "failed", "skipped", "error", "crashed", "timeout")
@@ -55,6 +55,11 @@ class RunInfo(_Model):
     device: str
     suites: list[Suite]
     argv: list[str]
+    # Replay and provenance: the base random seed, the per-case timeout, and the container
+    # image the suite ran in (None when it ran on the host).
+    seed: int | None = None
+    timeout_s: float | None = None
+    image: str | None = None
 
 
 class Summary(_Model):

@@ -1,0 +1,317 @@
+"""accelkit's pytest plugin: the suite's device option, capability markers, metrics, and
+(in the controlling process) the results file and the event stream the CLI renders.
+
+Loaded with `-p accelkit.suite.plugin` by `accelkit.suite.runner`; pytest-xdist hands the
+same options to every worker. Nothing here imports torch at module level.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+import pytest
+
+from accelkit.suite.caseid import case_id, suite_of
+
+METRIC_PROPERTY = "accelkit.metric"
+MAX_MESSAGE_CHARS = 4000
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("accelkit", "accelkit suite")
+    group.addoption("--accelkit-device", default="cpu", help="accelkit backend name")
+    group.addoption("--accelkit-seed", type=int, default=0, help="base random seed")
+    group.addoption(
+        "--accelkit-results", default=None, help="results file to fill (controller only)"
+    )
+    group.addoption("--accelkit-events-fd", type=int, default=None, help="fd for JSON events")
+    group.addoption(
+        "--accelkit-timeout", type=float, default=0.0, help="per-case timeout, for reporting"
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "requires(*capabilities): run only when every named capability is available; "
+        "otherwise skip with the capability table's reason",
+    )
+    is_worker = hasattr(config, "workerinput")
+    results = config.getoption("--accelkit-results", default=None)
+    if not is_worker and results:
+        events_fd = config.getoption("--accelkit-events-fd")
+        config.pluginmanager.register(
+            ResultsRecorder(
+                Path(results),
+                events=os.fdopen(events_fd, "w", buffering=1) if events_fd is not None else None,
+                timeout_s=float(config.getoption("--accelkit-timeout")),
+            ),
+            "accelkit-recorder",
+        )
+
+
+# --------------------------------------------------------------------------------------
+# What every case sees (worker side)
+
+
+def _capability_table(config: pytest.Config) -> dict[str, dict[str, Any]]:
+    """The capability table of this run, as written in the results file's header."""
+    cached: dict[str, dict[str, Any]] | None = getattr(config, "_accelkit_capabilities", None)
+    if cached is None:
+        path = config.getoption("--accelkit-results", default=None)
+        cached = {}
+        if path:
+            try:
+                cached = dict(json.loads(Path(path).read_text(encoding="utf-8"))["capabilities"])
+            except (OSError, ValueError, KeyError):
+                cached = {}
+        if not cached:
+            from accelkit.probe.capabilities import capabilities
+
+            cached = {
+                name: {"available": a.available, "reason": a.reason}
+                for name, a in capabilities().items()
+            }
+        config._accelkit_capabilities = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    table = _capability_table(item.config)
+    for mark in item.iter_markers("requires"):
+        for name in mark.args:
+            entry = table.get(name)
+            if entry is None:
+                raise pytest.UsageError(f"{item.nodeid}: unknown capability {name!r}")
+            if not entry.get("available"):
+                pytest.skip(f"{name}: {entry.get('reason') or 'unavailable'}")
+
+
+@pytest.fixture(scope="session")
+def accelkit_backend(pytestconfig: pytest.Config) -> str:
+    """accelkit's backend name for this run: cpu, cuda, rocm, xpu or mps."""
+    return str(pytestconfig.getoption("--accelkit-device"))
+
+
+@pytest.fixture(scope="session")
+def device(accelkit_backend: str) -> str:
+    """The torch device type the cases run on (ROCm devices are `cuda` in torch)."""
+    from accelkit import backends
+
+    return backends.get(accelkit_backend).torch_device_type
+
+
+@pytest.fixture(scope="session")
+def capability_table(pytestconfig: pytest.Config) -> dict[str, dict[str, Any]]:
+    return _capability_table(pytestconfig)
+
+
+@pytest.fixture(autouse=True)
+def _accelkit_seed(request: pytest.FixtureRequest) -> int:
+    """Seed every case from the run's seed and its own id: replayable with `--seed N`."""
+    base = int(request.config.getoption("--accelkit-seed"))
+    seed = (base * 1_000_003 + zlib.crc32(request.node.nodeid.encode())) % (2**31)
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.manual_seed(seed)
+    return seed
+
+
+@pytest.fixture
+def record_metric(request: pytest.FixtureRequest) -> Callable[..., None]:
+    """Record a measurement: `record_metric(name, value, unit, higher_is_better, samples)`.
+
+    Extra keyword arguments (iqr, noisy, peak_fraction, ...) are kept in the results file.
+    """
+
+    def record(
+        name: str,
+        value: float,
+        unit: str,
+        higher_is_better: bool,
+        samples: list[float] | None = None,
+        **extra: Any,
+    ) -> None:
+        metric = {
+            "value": float(value),
+            "unit": unit,
+            "higher_is_better": bool(higher_is_better),
+            "samples": [float(s) for s in (samples or [])],
+            **extra,
+        }
+        request.node.user_properties.append((METRIC_PROPERTY, {"name": name, **metric}))
+
+    return record
+
+
+# --------------------------------------------------------------------------------------
+# The controlling process: turn reports into cases, keep the results file, emit events
+
+
+def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (file, line, reason)
+        reason = str(longrepr[2])
+        return reason.removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    text = str(getattr(crash, "message", "") or "") if crash is not None else ""
+    if not text:
+        text = str(longrepr).strip()
+        lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
+        text = "\n".join(ln[1:].strip() for ln in lines) if lines else text
+    return text[:MAX_MESSAGE_CHARS]
+
+
+class ResultsRecorder:
+    """Collects the reports of each case into one `Case` and keeps the file and the CLI told."""
+
+    def __init__(self, path: Path, *, events: IO[str] | None, timeout_s: float) -> None:
+        from accelkit.results.io import load_results
+        from accelkit.results.writer import ResultsWriter
+
+        self._writer = ResultsWriter(path, load_results(path), min_interval_s=0.25)
+        self._events = events
+        self._timeout_s = timeout_s
+        self._started: dict[str, float] = {}
+        self._partial: dict[str, dict[str, Any]] = {}
+        self._total_announced = False
+        self._previous_sigterm: Any = None
+
+    # events ---------------------------------------------------------------------------
+    def _emit(self, event: dict[str, Any]) -> None:
+        if self._events is None:
+            return
+        try:
+            self._events.write(json.dumps(event) + "\n")
+        except (BrokenPipeError, OSError, ValueError):
+            self._events = None  # the reader is gone; keep writing the results file
+
+    # session --------------------------------------------------------------------------
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        def on_sigterm(signum: int, frame: Any) -> None:
+            self._writer.flush()
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGTERM)
+
+        self._previous_sigterm = signal.signal(signal.SIGTERM, on_sigterm)
+
+    def _announce_total(self, ids: list[str]) -> None:
+        if not self._total_announced:
+            self._total_announced = True
+            self._emit({"event": "collected", "total": len(ids)})
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        if not hasattr(session.config, "workerinput") and session.items:
+            self._announce_total([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        self._announce_total(ids)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self._finish_case(
+                report.nodeid or "collection",
+                "error",
+                f"collection failed: {_message(report)}",
+                0.0,
+            )
+
+    # cases ----------------------------------------------------------------------------
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self._started[nodeid] = time.monotonic()
+        self._partial[nodeid] = {"status": None, "message": "", "duration": 0.0, "metrics": {}}
+        self._emit({"event": "start", "id": case_id(nodeid)})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        nodeid = report.nodeid
+        state = self._partial.setdefault(
+            nodeid, {"status": None, "message": "", "duration": 0.0, "metrics": {}}
+        )
+        state["duration"] += float(getattr(report, "duration", 0.0) or 0.0)
+        for key, value in report.user_properties:
+            if key == METRIC_PROPERTY and isinstance(value, dict):
+                metric = dict(value)
+                state["metrics"][str(metric.pop("name"))] = metric
+        when = report.when
+        if when not in ("setup", "call", "teardown"):  # xdist reports a lost worker as "???"
+            self._crashed(nodeid, report)
+            return
+        if report.skipped and hasattr(report, "wasxfail"):
+            state["status"] = state["status"] or "skipped"
+            state["message"] = f"expected failure: {report.wasxfail or _message(report)}"
+        elif report.skipped:
+            state["status"] = state["status"] or "skipped"
+            state["message"] = state["message"] or _message(report)
+        elif report.failed:
+            if when == "call":
+                state["status"] = "failed"
+                state["message"] = _message(report)
+            elif state["status"] in (None, "passed"):
+                state["status"] = "error"
+                state["message"] = f"{when} error: {_message(report)}"
+        elif when == "call":
+            state["status"] = state["status"] or "passed"
+        if when == "teardown":
+            self._finish_case(nodeid, state["status"] or "passed", state["message"], None)
+
+    def _crashed(self, nodeid: str, report: pytest.TestReport) -> None:
+        started = self._started.get(nodeid)
+        elapsed = time.monotonic() - started if started is not None else 0.0
+        if self._timeout_s > 0 and elapsed >= self._timeout_s * 0.98:
+            status = "timeout"
+            message = f"exceeded the per-case timeout of {self._timeout_s:g} s and was stopped"
+        else:
+            status = "crashed"
+            message = f"the process running the case died ({_message(report) or 'no report'})"
+        self._finish_case(nodeid, status, message, elapsed)
+
+    def _finish_case(self, nodeid: str, status: str, message: str, duration: float | None) -> None:
+        from accelkit.results.model import Case, Metric
+
+        state = self._partial.pop(nodeid, {"duration": 0.0, "metrics": {}})
+        self._started.pop(nodeid, None)
+        if duration is None:
+            duration = float(state.get("duration", 0.0))
+        metrics = {
+            name: Metric.model_validate(value) for name, value in state.get("metrics", {}).items()
+        }
+        case = Case(
+            id=case_id(nodeid),
+            suite=suite_of(nodeid),  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]
+            message=message,
+            duration_s=round(duration, 6),
+            metrics=metrics,
+        )
+        self._writer.add(case)
+        self._emit({"event": "case", "case": case.model_dump(mode="json")})
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+        if interrupted:  # leave `finished` unset: the run did not finish
+            self._writer.flush()
+        else:
+            self._writer.finish()
+        self._emit({"event": "finished", "exitstatus": int(exitstatus)})
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)

@@ -1,0 +1,76 @@
+"""Checking a device's answer against an independent reference.
+
+The reference is the same computation in float64 on the CPU (complex128 for complex): never
+the same device and dtype as the answer. Tolerances per dtype live here and only here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+# (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
+# Start from torch.testing's defaults for the dtype; a case whose math accumulates error
+# (reductions, matmul over K terms) scales them with `scale=`.
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float64: (1e-7, 1e-7),
+    torch.float32: (1.3e-6, 1e-5),
+    torch.float16: (1e-3, 1e-5),
+    torch.bfloat16: (1.6e-2, 1e-5),
+    torch.complex128: (1e-7, 1e-7),
+    torch.complex64: (1.3e-6, 1e-5),
+}
+
+
+def tolerance(dtype: torch.dtype, scale: float = 1.0) -> tuple[float, float]:
+    rtol, atol = TOLERANCES[dtype]
+    return rtol * scale, atol * scale
+
+
+def _to_reference(value: Any) -> Any:
+    if isinstance(value, torch.Tensor):
+        value = value.detach().to("cpu")
+        if value.is_complex():
+            return value.to(torch.complex128)
+        if value.is_floating_point():
+            return value.to(torch.float64)
+        return value
+    if isinstance(value, (list, tuple)):
+        return type(value)(_to_reference(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _to_reference(v) for k, v in value.items()}
+    return value
+
+
+def reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """`fn` evaluated in float64/complex128 on the CPU, on the same (rounded) inputs."""
+    return fn(*_to_reference(args), **_to_reference(kwargs))
+
+
+def assert_matches_reference(
+    actual: Any, expected: Any, dtype: torch.dtype, *, scale: float = 1.0, what: str = ""
+) -> None:
+    """Fail with the worst element when `actual` (any device) differs from the reference."""
+    rtol, atol = tolerance(dtype, scale)
+    if isinstance(actual, (list, tuple)):
+        assert len(actual) == len(expected), (
+            f"{what}: {len(actual)} outputs, expected {len(expected)}"
+        )
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_matches_reference(a, e, dtype, scale=scale, what=f"{what}[{i}]")
+        return
+    got = actual.detach().to("cpu")
+    want = expected.to(torch.complex128 if got.is_complex() else torch.float64)
+    torch.testing.assert_close(
+        got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True,
+        msg=lambda m: f"{what} ({dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
+    )  # fmt: skip
+
+
+def make_input(shape: tuple[int, ...], dtype: torch.dtype, device: str, *, low: float = -2.0,
+               high: float = 2.0) -> torch.Tensor:  # fmt: skip
+    """Uniform random values drawn in float32 on the CPU (the case's seed decides them)."""
+    values = torch.empty(shape, dtype=torch.float32).uniform_(low, high)
+    return values.to(dtype).to(device)

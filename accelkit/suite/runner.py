@@ -1,0 +1,281 @@
+"""Runs the shared suite: a plan (`RunRequest`) in, a results file and an outcome out.
+
+The engine is pytest in a child process (its own process group, so a Ctrl-C or a kill takes
+every worker with it), with pytest-xdist workers for crash isolation and pytest-timeout for
+hangs. The accelkit plugin in that process writes the results file as cases finish and sends
+one JSON event per line on a pipe; `run()` hands each event to the caller (the CLI renders
+them) and returns when pytest is done.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
+
+SUITE_ROOT = Path(__file__).resolve().parent
+SUITE_CHOICES = ("conformance", "perf", "all")
+DEFAULT_TIMEOUT_S = 300.0
+# pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
+_MAX_WORKER_RESTARTS = 100_000
+
+Event = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    device: str
+    suite: str = "all"
+    keyword: str | None = None
+    json_path: Path | None = None
+    junit_path: Path | None = None
+    log_path: Path | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    workers: int = 1
+    seed: int = 0
+    cases_dir: Path | None = None
+    argv: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return ("conformance", "perf") if self.suite == "all" else (self.suite,)
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results: Any  # accelkit.results.model.Results (kept lazy for start-up time)
+    exit_code: ExitCode
+    log_path: Path | None
+    pytest_exit: int
+
+
+def validate(request: RunRequest) -> None:
+    """Check everything a user can get wrong before anything starts or is written."""
+    from accelkit import backends
+    from accelkit.results.io import check_output_path
+
+    backends.get(request.device)
+    if request.suite not in SUITE_CHOICES:
+        raise BadInput(
+            f"--suite: unknown suite {request.suite!r}; valid: {', '.join(SUITE_CHOICES)}"
+        )
+    if request.timeout_s < 0:
+        raise BadInput(
+            f"--timeout: must be >= 0 seconds (0 disables it), got {request.timeout_s:g}"
+        )
+    if request.workers < 0:
+        raise BadInput(f"--workers: must be >= 0, got {request.workers}")
+    for flag, path in (
+        ("--json", request.json_path),
+        ("--junit", request.junit_path),
+        ("--log", request.log_path),
+    ):
+        if path is not None:
+            check_output_path(path, flag=flag)
+    outputs = [p.resolve() for p in (request.json_path, request.junit_path, request.log_path) if p]
+    if len(set(outputs)) != len(outputs):
+        raise BadInput("--json, --junit and --log must name different files")
+    if request.cases_dir is not None and not request.cases_dir.is_dir():
+        raise BadInput(f"--cases {request.cases_dir}: not a directory")
+    if request.keyword is not None and not request.keyword.strip():
+        raise BadInput("-k: empty expression")
+    for suite in request.suites:
+        if not (_cases_root(request) / suite).is_dir():
+            raise BadInput(f"--suite {suite}: {_cases_root(request) / suite} has no cases")
+
+
+def _cases_root(request: RunRequest) -> Path:
+    return request.cases_dir.resolve() if request.cases_dir is not None else SUITE_ROOT
+
+
+def check_device(request: RunRequest) -> None:
+    from accelkit import backends
+
+    availability = backends.get(request.device).availability()
+    if not availability.available:
+        raise Unavailable(f"{request.device}: not available: {availability.reason}")
+
+
+def header(request: RunRequest) -> Any:
+    """The results file's header: run info, environment fingerprint, capability table."""
+    from accelkit.probe.capabilities import capabilities
+    from accelkit.probe.fingerprint import fingerprint
+    from accelkit.results.model import Capability, Results, RunInfo
+    from accelkit.results.writer import now_iso
+
+    return Results(
+        run=RunInfo(
+            started=now_iso(),
+            device=request.device,
+            suites=list(request.suites),  # type: ignore[arg-type]
+            argv=list(request.argv),
+            seed=request.seed,
+            timeout_s=request.timeout_s,
+        ),
+        env=fingerprint(),
+        capabilities={
+            name: Capability(available=a.available, reason=a.reason)
+            for name, a in capabilities().items()
+        },
+    )
+
+
+def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list[str]:
+    root = _cases_root(request)
+    argv = [
+        sys.executable, "-m", "pytest",
+        "-c", str(SUITE_ROOT / "pytest.ini"),
+        "--rootdir", str(root),
+        "-p", "accelkit.suite.plugin",
+        "-p", "pytest_timeout",
+        "-p", "no:cacheprovider",
+        "--accelkit-device", request.device,
+        "--accelkit-seed", str(request.seed),
+        "--accelkit-results", str(results_path),
+        "--accelkit-events-fd", str(events_fd),
+        "--accelkit-timeout", str(request.timeout_s),
+        "--timeout", str(request.timeout_s),
+        # The thread method ends the worker process: it also stops a hang in native code.
+        "--timeout-method", "thread",
+        "-rfEs", "--tb=short", "-q",
+    ]  # fmt: skip
+    if request.workers > 0:
+        argv += ["-p", "xdist.plugin", "-n", str(request.workers),
+                 "--max-worker-restart", str(_MAX_WORKER_RESTARTS)]  # fmt: skip
+    if request.keyword:
+        argv += ["-k", request.keyword]
+    argv += [str(root / suite) for suite in request.suites]
+    return argv
+
+
+def _child_env() -> dict[str, str]:
+    env = dict(os.environ)
+    # Only the plugins accelkit names run: a plugin installed for other work must not
+    # change how the suite runs (or slow it down).
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) -> RunOutcome:
+    """Run the suite as planned; raises BadInput/Unavailable before starting anything."""
+    from accelkit.results.io import load_results
+    from accelkit.results.junit import write_junit
+    from accelkit.results.writer import ResultsWriter
+
+    validate(request)
+    check_device(request)
+    with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp:
+        results_path = request.json_path or Path(tmp) / "results.json"
+        log_path = request.log_path or Path(tmp) / "pytest.log"
+        ResultsWriter(results_path, header(request)).write(durable=True)
+        pytest_exit = _run_pytest(request, results_path, log_path, on_event or (lambda e: None))
+        results = load_results(results_path)
+        if request.junit_path is not None:
+            write_junit(results, request.junit_path)
+        exit_code = _exit_code(results, pytest_exit)
+        kept_log: Path | None = log_path
+        if request.log_path is None:
+            kept_log = None
+            if exit_code != ExitCode.OK or pytest_exit not in (0, 1):
+                kept_log = _keep(log_path)
+        if pytest_exit == 2 and not results.cases:
+            detail = _last_error_line(log_path)
+            raise BadInput(f"the suite could not start: {detail}")
+        if pytest_exit == 5 and not results.cases:
+            what = f"-k {request.keyword!r}" if request.keyword else "the selection"
+            raise BadInput(f"{what} matched no case")
+        if pytest_exit in (3, 4) and not results.cases:
+            raise Failed(f"pytest failed before running any case: {_last_error_line(log_path)}")
+        return RunOutcome(results=results, exit_code=exit_code, log_path=kept_log,
+                          pytest_exit=pytest_exit)  # fmt: skip
+
+
+def _exit_code(results: Any, pytest_exit: int) -> ExitCode:
+    from accelkit.results.model import BAD_STATUSES
+
+    if any(case.status in BAD_STATUSES for case in results.cases):
+        return ExitCode.FAILED
+    if pytest_exit not in (0, 5):  # interrupted, internal error: not a clean pass
+        return ExitCode.FAILED
+    return ExitCode.OK
+
+
+def _run_pytest(
+    request: RunRequest, results_path: Path, log_path: Path, on_event: Callable[[Event], None]
+) -> int:
+    read_fd, write_fd = os.pipe()
+    with open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(
+                pytest_argv(request, results_path, write_fd),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=_child_env(),
+                pass_fds=(write_fd,),
+                start_new_session=True,  # its own process group: we stop it and its workers
+                cwd=str(_cases_root(request)),
+            )
+        finally:
+            os.close(write_fd)
+        try:
+            for event in _events(read_fd):
+                on_event(event)
+            return proc.wait()
+        except BaseException:
+            _stop_group(proc)
+            raise
+
+
+def _events(read_fd: int) -> Iterator[Event]:
+    with os.fdopen(read_fd, "r", encoding="utf-8") as stream:
+        for line in stream:
+            with contextlib.suppress(ValueError):
+                event = json.loads(line)
+                if isinstance(event, dict):
+                    yield event
+
+
+def _stop_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop pytest and all its workers: SIGINT first (it writes what finished), then kill."""
+    for sig, wait_s in ((signal.SIGINT, 10.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, sig)
+        try:
+            proc.wait(timeout=wait_s)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    # Workers may linger after the leader exits; the group goes with it.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _keep(log_path: Path) -> Path:
+    fd, kept = tempfile.mkstemp(prefix="accelkit-pytest-", suffix=".log")
+    with os.fdopen(fd, "wb") as out, open(log_path, "rb") as src:
+        out.write(src.read())
+    return Path(kept)
+
+
+def _last_error_line(log_path: Path) -> str:
+    try:
+        lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return "no log"
+    for line in reversed(lines):
+        stripped = line.strip()
+        if stripped.startswith(("ERROR", "E ", "pytest: error")) or "Error" in stripped:
+            return stripped[:300]
+    return (lines[-1].strip() if lines else "no output")[:300]
