@@ -81,7 +81,7 @@ class RocmBackend:
 def _rocm_sdk_version() -> str | None:
     # TheRock's pip SDK ships a `rocm_sdk` module; older ROCm installs do not.
     try:
-        import rocm_sdk  # type: ignore[import-not-found]
+        import rocm_sdk
     except Exception:
         return None
     version = getattr(rocm_sdk, "__version__", None)

@@ -211,11 +211,51 @@ def _exit_code(results: Any, pytest_exit: int) -> ExitCode:
     return ExitCode.OK
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived: stop the suite like a Ctrl-C, so nothing is left running."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """A pre-exec hook (Linux): the pytest child is killed if accelkit is killed outright.
+
+    Everything is resolved here, in the parent: between fork and exec the hook only makes
+    one system call, taking no lock another thread (rich's refresh thread) could hold.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigkill = 1, int(signal.SIGKILL)
+    return lambda: prctl(pr_set_pdeathsig, sigkill)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _run_pytest(
     request: RunRequest, results_path: Path, log_path: Path, on_event: Callable[[Event], None]
 ) -> int:
     read_fd, write_fd = os.pipe()
-    with open(log_path, "wb") as log:
+    with open(log_path, "wb") as log, _sigterm_as_interrupt():
         try:
             proc = subprocess.Popen(
                 pytest_argv(request, results_path, write_fd),
@@ -225,6 +265,7 @@ def _run_pytest(
                 env=_child_env(),
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
+                preexec_fn=_die_with_parent(),
                 cwd=str(_cases_root(request)),
             )
         finally:

@@ -1,0 +1,122 @@
+"""Results file: model, published schema, atomic writer, JUnit, case ids."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from accelkit.errors import BadInput
+from accelkit.results.io import load_results
+from accelkit.results.junit import junit_xml
+from accelkit.results.model import Case, Metric, Results, RunInfo, Summary, json_schema
+from accelkit.results.writer import ResultsWriter, now_iso
+from accelkit.suite.caseid import case_id, suite_of
+
+SCHEMA_FILE = Path(__file__).resolve().parent.parent / "accelkit" / "results" / "schema.json"
+
+
+def _header() -> Results:
+    return Results(run=RunInfo(started=now_iso(), device="cpu", suites=["conformance"], argv=[]))
+
+
+def test_published_schema_matches_the_model() -> None:
+    # Regenerate with: python -m accelkit.results.model > accelkit/results/schema.json
+    assert json.loads(SCHEMA_FILE.read_text()) == json.loads(json.dumps(json_schema()))
+
+
+def test_writer_keeps_a_valid_file_after_every_case(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    writer = ResultsWriter(path, _header())
+    writer.write()
+    assert load_results(path).cases == []
+    statuses = ["passed", "failed", "skipped", "error", "crashed", "timeout"]
+    for i, status in enumerate(statuses):
+        writer.add(Case(id=f"conformance/x/{i}", suite="conformance", status=status))  # type: ignore[arg-type]
+        loaded = load_results(path)
+        assert [c.status for c in loaded.cases] == statuses[: i + 1]
+        assert loaded.run.finished is None
+    final = writer.finish()
+    assert load_results(path).run.finished == final.run.finished
+    assert final.summary == Summary(passed=1, failed=1, skipped=1, error=1, crashed=1, timeout=1)
+    assert not [p for p in tmp_path.iterdir() if p.name != "r.json"]  # no temp files left
+
+
+def test_throttled_writer_never_holds_back_failures(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    writer = ResultsWriter(path, _header(), min_interval_s=3600)
+    writer.write()
+    writer.add(Case(id="a", suite="conformance", status="passed"))
+    assert load_results(path).cases == []  # held back
+    writer.add(Case(id="b", suite="conformance", status="failed"))
+    assert [c.id for c in load_results(path).cases] == ["a", "b"]
+
+
+@pytest.mark.parametrize(
+    ("content", "needle"),
+    [
+        ("{not json", "not valid JSON"),
+        ('{"schema": "accelkit.results/9"}', "unknown schema"),
+        ("[]", "not an accelkit results file"),
+        ('{"schema": "accelkit.results/1", "run": {}}', "invalid results file"),
+    ],
+)
+def test_load_results_rejects_bad_files_in_one_line(
+    tmp_path: Path, content: str, needle: str
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(BadInput) as info:
+        load_results(path)
+    assert needle in str(info.value) and "\n" not in str(info.value)
+
+
+def test_junit_maps_statuses() -> None:
+    results = _header().model_copy(
+        update={
+            "cases": [
+                Case(id="conformance/a/ok", suite="conformance", status="passed"),
+                Case(id="conformance/a/bad", suite="conformance", status="failed", message="x\ny"),
+                Case(
+                    id="conformance/a/boom", suite="conformance", status="crashed", message="died"
+                ),
+                Case(id="conformance/a/slow", suite="conformance", status="timeout", message="t"),
+                Case(id="conformance/a/no", suite="conformance", status="skipped", message="why"),
+                Case(
+                    id="perf/gemm",
+                    suite="perf",
+                    status="passed",
+                    metrics={"tflops": Metric(value=1.5, unit="TFLOP/s", higher_is_better=True)},
+                ),
+            ]
+        }
+    )
+    root = ET.fromstring(junit_xml(results))
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
+        "6", "1", "2", "1",
+    )  # fmt: skip
+    failure = root.find(".//testcase[@name='bad']/failure")
+    assert failure is not None and failure.get("message") == "x" and failure.text == "x\ny"
+    crashed = root.find(".//testcase[@name='boom']/error")
+    assert crashed is not None and crashed.get("type") == "crashed"
+    prop = root.find(".//testcase[@name='gemm']/properties/property")
+    assert prop is not None and prop.get("value") == "1.5 TFLOP/s"
+
+
+@pytest.mark.parametrize(
+    ("nodeid", "expected"),
+    [
+        ("conformance/test_ops.py::test_ops[add/float32]", "conformance/ops/add/float32"),
+        (
+            "conformance/test_control_flow.py::test_switch[eager]",
+            "conformance/control_flow/switch/eager",
+        ),
+        ("perf/test_gemm.py::test_gemm", "perf/gemm"),
+        ("perf/test_gemm.py::test_bf16[4096]", "perf/gemm/bf16/4096"),
+    ],
+)
+def test_case_ids(nodeid: str, expected: str) -> None:
+    assert case_id(nodeid) == expected
+    assert suite_of(nodeid) == expected.split("/")[0]

@@ -1,0 +1,181 @@
+"""The suite runner end to end: real pytest, real worker processes, real crashes and hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from accelkit.results.io import load_results
+from tests.helpers import FIXTURE_CASES, REPO, assert_one_line_error, run_cli
+
+pytestmark = pytest.mark.slow
+
+
+def _statuses(path: Path) -> dict[str, str]:
+    return {case.id: case.status for case in load_results(path).cases}
+
+
+def test_every_status_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
+    results, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = run_cli(
+        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "statuses or records",
+        "--timeout", "8", "--json", str(results), "--junit", str(junit),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    statuses = _statuses(results)
+    prefix = "conformance/statuses/"
+    assert statuses == {
+        prefix + "passes": "passed",
+        prefix + "fails": "failed",
+        prefix + "needs_xpu_graph": "skipped",
+        prefix + "setup_error": "error",
+        prefix + "crashes": "crashed",
+        prefix + "hangs": "timeout",
+        prefix + "after_the_others": "passed",
+        "perf/metric/records": "passed",
+    }
+    loaded = load_results(results)
+    by_id = {case.id: case for case in loaded.cases}
+    assert "arithmetic is broken" in by_id[prefix + "fails"].message
+    assert by_id[prefix + "needs_xpu_graph"].message == (
+        "xpu_graph: " + loaded.capabilities["xpu_graph"].reason
+    )
+    assert loaded.capabilities["xpu_graph"].reason  # the reason is never empty
+    assert "fixture exploded" in by_id[prefix + "setup_error"].message
+    assert "8 s" in by_id[prefix + "hangs"].message
+    metric = by_id["perf/metric/records"].metrics["latency"]
+    assert (metric.value, metric.unit, metric.higher_is_better) == (0.5, "s", False)
+    assert metric.samples == [0.4, 0.5, 0.6]
+    assert loaded.summary.model_dump() == {
+        "passed": 3, "failed": 1, "skipped": 1, "error": 1, "crashed": 1, "timeout": 1,
+    }  # fmt: skip
+    assert loaded.run.finished is not None
+    assert loaded.run.device == "cpu" and loaded.env["torch"]
+
+    root = ET.parse(junit).getroot()
+    assert root.get("tests") == "8"
+    assert root.get("failures") == "1" and root.get("errors") == "3" and root.get("skipped") == "1"
+    skipped = root.find(".//testcase[@name='needs_xpu_graph']/skipped")
+    assert skipped is not None and "xpu_graph" in (skipped.get("message") or "")
+    # Human output names the bad cases.
+    assert "CRASHED" in proc.stdout and "TIMEOUT" in proc.stdout
+
+
+def test_a_killed_run_leaves_a_valid_results_file(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelkit", "test", "--device", "cpu", "--cases",
+         str(FIXTURE_CASES), "-k", "tick", "--json", str(results)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    seen = 0
+    for line in proc.stdout:
+        if "PASSED" in line:
+            seen += 1
+            if seen == 5:
+                break
+    # Kill pytest itself (the process that writes the file) outright, mid-run.
+    pytest_pids = subprocess.run(
+        ["pgrep", "-f", f"accelkit-results {results}"], capture_output=True, text=True
+    ).stdout.split()
+    assert pytest_pids
+    for pid in pytest_pids:
+        os.kill(int(pid), signal.SIGKILL)
+    proc.wait(timeout=60)
+    loaded = load_results(results)  # valid JSON of the documented schema
+    assert len(loaded.cases) >= 3
+    assert all(case.status == "passed" for case in loaded.cases)
+    assert loaded.run.finished is None  # the run did not finish
+    assert proc.returncode == 1
+
+
+def test_sigterm_stops_the_run_and_leaves_nothing_running(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "accelkit", "test", "--device", "cpu", "--cases",
+         str(FIXTURE_CASES), "-k", "tick", "--json", str(results)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "PASSED" in line:
+            break
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=60)
+    assert proc.returncode != 0
+    time.sleep(0.5)
+    leftover = subprocess.run(
+        ["pgrep", "-f", f"accelkit-results {results}"], capture_output=True, text=True
+    ).stdout.split()
+    assert leftover == []
+    assert len(load_results(results).cases) >= 1
+
+
+def test_the_builtin_suite_passes_on_cpu(tmp_path: Path) -> None:
+    """The README's main job: `accelkit test --device cpu --json r.json --junit r.xml`."""
+    results, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = run_cli("test", "--device", "cpu", "--json", str(results), "--junit", str(junit))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    raw = json.loads(results.read_text())
+    assert raw["schema"] == "accelkit.results/1"
+    assert set(raw) >= {"schema", "run", "env", "capabilities", "cases", "summary"}
+    loaded = load_results(results)
+    assert len(loaded.cases) >= 15
+    ids = {case.id for case in loaded.cases}
+    for feature in ("switch", "while_loop", "cond", "dynamic_spec", "all_reduce", "ops/matmul"):
+        assert any(feature in case_id for case_id in ids), feature
+    assert loaded.summary.failed == loaded.summary.error == loaded.summary.crashed == 0
+    assert ET.parse(junit).getroot().get("tests") == str(len(loaded.cases))
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--device", "tpu"], "unknown backend 'tpu'"),
+        (["--device", "cpu", "--suite", "fuzz"], "unknown suite 'fuzz'"),
+        (["--device", "cpu", "--timeout", "-1"], "--timeout"),
+        (["--device", "cpu", "--json", "missing-dir/r.json"], "does not exist"),
+        (["--device", "cpu", "--json", "."], "is a directory"),
+        (["--device", "cpu", "--junit", "nowhere/r.xml"], "does not exist"),
+        (["--device", "cpu", "--cases", "no-such-dir"], "not a directory"),
+        (["--device", "cpu", "--workers", "-2"], "--workers"),
+        (["--device", "cpu", "--bogus"], "No such option"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(
+    tmp_path: Path, args: list[str], needle: str
+) -> None:
+    before = set(tmp_path.iterdir())
+    proc = run_cli("test", *args, cwd=tmp_path)
+    assert_one_line_error(proc, 2, needle)
+    assert set(tmp_path.iterdir()) == before
+
+
+def test_an_absent_device_exits_3_at_once(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    started = time.monotonic()
+    proc = run_cli("test", "--device", "xpu", "--json", str(results))
+    assert_one_line_error(proc, 3, "xpu: not available: torch built without XPU support")
+    assert time.monotonic() - started < 60
+    assert not results.exists()
+
+
+def test_a_keyword_matching_nothing_is_bad_input(tmp_path: Path) -> None:
+    proc = run_cli(
+        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "no_such_case_anywhere"
+    )
+    assert_one_line_error(proc, 2, "matched no case")
+
+
+def test_the_repo_has_no_stray_pytest_cache() -> None:
+    # The suite runs with -p no:cacheprovider: nothing is written into the installed package.
+    assert not (REPO / "accelkit" / "suite" / ".pytest_cache").exists()
