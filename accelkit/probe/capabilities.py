@@ -1,0 +1,615 @@
+"""What this torch on this machine can do: one named check per backend and per 2.14 feature.
+
+Each check returns an `Availability` whose reason says precisely why not (and is empty when
+the capability is there). Checks are registered with `@capability_check("name")`;
+`capability(name)` runs one and caches the answer (the suite's skip markers call it for
+every case in every pytest worker), `capabilities()` runs them all in a stable order.
+
+Rules every check follows:
+- never import more than the answer needs, and never initialise a GPU context on a machine
+  without a GPU (`torch.cuda.is_available()` asks the driver, it creates no context);
+- verify private names with `hasattr`/`importlib` against the installed torch (see
+  ../shared/notes/torch-2.14-api.md): several 2.14 features are underscore APIs;
+- check the torch build first where that is cheap, then the device, then expensive imports,
+  so a worker asking for one capability on a CPU machine pays little.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.util
+import inspect
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+from accelkit.backends import Availability, all_backends
+from accelkit.probe import torch_import_error, torch_or_none
+
+CheckFn = Callable[[], Availability]
+
+
+@dataclass(frozen=True)
+class _Registered:
+    check: CheckFn
+    needs_torch: bool
+
+
+_CHECKS: dict[str, _Registered] = {}
+_CACHE: dict[str, Availability] = {}
+_LOCK = threading.RLock()
+
+
+def capability_check(name: str, *, needs_torch: bool = True) -> Callable[[CheckFn], CheckFn]:
+    """Register the decorated function as the check for capability `name`.
+
+    With `needs_torch` (the default) the check is not called when torch cannot be imported:
+    the capability is then unavailable with the import error as the reason.
+    """
+
+    def decorate(check: CheckFn) -> CheckFn:
+        with _LOCK:
+            if name in _CHECKS:
+                raise ValueError(f"capability {name!r} registered twice")
+            _CHECKS[name] = _Registered(check, needs_torch)
+        return check
+
+    return decorate
+
+
+def names() -> list[str]:
+    """Every registered capability, in registration (= display) order."""
+    with _LOCK:
+        return list(_CHECKS)
+
+
+def capability(name: str) -> Availability:
+    """Whether capability `name` is available here; computed once per process.
+
+    Raises KeyError for a name no check is registered for.
+    """
+    with _LOCK:
+        cached = _CACHE.get(name)
+        if cached is not None:
+            return cached
+        registered = _CHECKS[name]  # KeyError for unknown names, on purpose
+        result = _run(registered)
+        _CACHE[name] = result
+        return result
+
+
+def capabilities() -> dict[str, Availability]:
+    """Every capability, in a stable order: backends first, then features."""
+    return {name: capability(name) for name in names()}
+
+
+def reset() -> None:
+    """Forget cached answers (tests; or after the environment changed)."""
+    with _LOCK:
+        _CACHE.clear()
+
+
+@contextlib.contextmanager
+def override(name: str, availability: Availability) -> Iterator[None]:
+    """Pretend capability `name` is `availability` inside the block (tests)."""
+    with _LOCK:
+        if name not in _CHECKS:
+            raise KeyError(name)
+        previous = _CACHE.get(name)
+        _CACHE[name] = availability
+    try:
+        yield
+    finally:
+        with _LOCK:
+            if previous is None:
+                _CACHE.pop(name, None)
+            else:
+                _CACHE[name] = previous
+
+
+@contextlib.contextmanager
+def isolated_registry() -> Iterator[None]:
+    """An empty registry and cache inside the block, the real ones restored after (tests)."""
+    with _LOCK:
+        saved_checks = dict(_CHECKS)
+        saved_cache = dict(_CACHE)
+        _CHECKS.clear()
+        _CACHE.clear()
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _CHECKS.clear()
+            _CHECKS.update(saved_checks)
+            _CACHE.clear()
+            _CACHE.update(saved_cache)
+
+
+def _run(registered: _Registered) -> Availability:
+    if registered.needs_torch and torch_or_none() is None:
+        return Availability(False, torch_import_error())
+    try:
+        # Probing may make torch warn (CUDA init, missing headers): the answer is the
+        # reason we return, not noise on stderr.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = registered.check()
+    except Exception as exc:
+        return Availability(False, f"check failed: {type(exc).__name__}: {exc}")
+    if not isinstance(result, Availability):
+        return Availability(False, f"check failed: returned {type(result).__name__}")
+    return result
+
+
+# --------------------------------------------------------------------------------------
+# Helpers shared by the checks
+
+
+def _torch() -> Any:
+    # `needs_torch` checks only run when this is not None.
+    return torch_or_none()
+
+
+def _version(torch: Any) -> str:
+    return str(getattr(torch, "__version__", "?"))
+
+
+def _has_module(name: str) -> bool:
+    """Whether `name` can be imported, without importing it (parents are imported)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _import(name: str) -> ModuleType | None:
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def _cuda_devices(torch: Any) -> tuple[int, str]:
+    """How many torch `cuda` devices there are (AMD ones on ROCm builds), and why none."""
+    if not getattr(torch.version, "cuda", None) and not getattr(torch.version, "hip", None):
+        return 0, "torch built without CUDA"
+    kind = "ROCm" if getattr(torch.version, "hip", None) else "CUDA"
+    if not torch.cuda.is_available():
+        return 0, f"no {kind} device"
+    return int(torch.cuda.device_count()), ""
+
+
+def _needs_cuda_devices(torch: Any, wanted: int) -> Availability:
+    count, why = _cuda_devices(torch)
+    if count >= wanted:
+        return Availability(True, "")
+    if wanted == 1:
+        return Availability(False, why)
+    return Availability(False, f"needs {wanted} CUDA devices, found {count}")
+
+
+def _distributed(torch: Any) -> Any:
+    """torch.distributed, or None when torch was built without it."""
+    dist = _import("torch.distributed")
+    if dist is None or not dist.is_available():
+        return None
+    return dist
+
+
+def _backend_available(dist: Any, name: str) -> bool:
+    try:
+        return bool(dist.is_backend_available(name))
+    except Exception:
+        return False
+
+
+_NO_DIST = "torch built without distributed support (torch.distributed.is_available() is False)"
+
+
+def _c10d_backend(name: str) -> Availability:
+    torch = _torch()
+    dist = _distributed(torch)
+    if dist is None:
+        return Availability(False, _NO_DIST)
+    if not _backend_available(dist, name):
+        return Availability(
+            False, f"c10d backend {name!r} is not available in torch {_version(torch)}"
+        )
+    return Availability(True, "")
+
+
+def _inductor_config() -> Any:
+    return importlib.import_module("torch._inductor.config")
+
+
+# --------------------------------------------------------------------------------------
+# Backends first, in the registry's display order (cpu, cuda, rocm, xpu, mps).
+
+
+def _register_backends() -> None:
+    for backend in all_backends():
+        # Backends report a missing torch themselves, with the same reason.
+        capability_check(backend.name, needs_torch=False)(backend.availability)
+
+
+_register_backends()
+
+
+def _backend(name: str) -> Availability:
+    return capability(name)
+
+
+# --------------------------------------------------------------------------------------
+# Control flow and dynamic shapes (all run on the CPU)
+
+
+@capability_check("switch")
+def _switch() -> Availability:
+    torch = _torch()
+    hops = _import("torch._higher_order_ops")
+    if hops is None or not callable(getattr(hops, "switch", None)):
+        return Availability(False, f"torch {_version(torch)} has no torch._higher_order_ops.switch")
+    return Availability(True, "")
+
+
+@capability_check("cond")
+def _cond() -> Availability:
+    torch = _torch()
+    if not callable(getattr(torch, "cond", None)):
+        return Availability(False, f"torch {_version(torch)} has no torch.cond")
+    return Availability(True, "")
+
+
+@capability_check("while_loop")
+def _while_loop() -> Availability:
+    torch = _torch()
+    if not callable(getattr(torch, "while_loop", None)):
+        return Availability(False, f"torch {_version(torch)} has no torch.while_loop")
+    return Availability(True, "")
+
+
+_DYNAMIC_SPEC_NAMES = ("dynamic_spec", "TensorSpec", "ShapeVar", "IntVar", "STATIC", "ShapesSpec")
+
+
+@capability_check("dynamic_spec")
+def _dynamic_spec() -> Availability:
+    torch = _torch()
+    module_name = "torch.fx.experimental.dynamic_spec"
+    if not _has_module(module_name):
+        return Availability(False, f"torch {_version(torch)} has no {module_name}")
+    module = importlib.import_module(module_name)
+    missing = [name for name in _DYNAMIC_SPEC_NAMES if not hasattr(module, name)]
+    if missing:
+        return Availability(
+            False, f"torch {_version(torch)}: {module_name} lacks {', '.join(missing)}"
+        )
+    return Availability(True, "")
+
+
+@capability_check("complex_compile")
+def _complex_compile() -> Availability:
+    torch = _torch()
+    config = _import("torch._functorch.config")
+    if config is None or not hasattr(config, "enable_complex_wrapper"):
+        return Availability(
+            False, f"torch {_version(torch)} has no torch._functorch.config.enable_complex_wrapper"
+        )
+    if not _has_module("torch._subclasses.complex_tensor"):
+        return Availability(
+            False, f"torch {_version(torch)} has no torch._subclasses.complex_tensor"
+        )
+    return Availability(True, "")
+
+
+# --------------------------------------------------------------------------------------
+# Compilers and the OpInfo corpus
+
+
+@capability_check("inductor")
+def _inductor() -> Availability:
+    torch = _torch()
+    if not callable(getattr(torch, "compile", None)):
+        return Availability(False, f"torch {_version(torch)} has no torch.compile")
+    if sys.platform == "win32":
+        candidates = [os.environ.get("CXX", "cl")]
+    else:
+        # Inductor searches config.cpp.cxx in order; None means "install g++ from conda",
+        # which a probe must never do (torch only does it with TORCH_INDUCTOR_INSTALL_GXX).
+        cxx = _inductor_config().cpp.cxx
+        search = list(cxx) if isinstance(cxx, (list, tuple)) else [cxx]
+        candidates = [str(c) for c in search if c]
+    for candidate in candidates:
+        path = shutil.which(candidate)
+        if path is None:
+            continue
+        try:
+            proc = subprocess.run([path, "--version"], capture_output=True, timeout=10, check=False)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        if proc.returncode == 0:
+            return Availability(True, "")
+    tried = ", ".join(candidates) or "nothing"
+    return Availability(
+        False, f"no C++ compiler for Inductor's CPU backend (tried {tried}; set CXX)"
+    )
+
+
+@capability_check("opinfo")
+def _opinfo() -> Availability:
+    torch = _torch()
+    # Only look: importing op_db itself takes seconds and builds ~700 OpInfos.
+    if not _has_module("expecttest"):
+        return Availability(
+            False, "expecttest is not installed (torch's OpInfo database imports it)"
+        )
+    module_name = "torch.testing._internal.common_methods_invocations"
+    if not _has_module(module_name):
+        return Availability(False, f"torch {_version(torch)} has no {module_name}")
+    return Availability(True, "")
+
+
+# --------------------------------------------------------------------------------------
+# Graph capture
+
+
+@capability_check("cuda_graph")
+def _cuda_graph() -> Availability:
+    torch = _torch()
+    if not hasattr(torch.cuda, "CUDAGraph"):
+        return Availability(False, f"torch {_version(torch)} has no torch.cuda.CUDAGraph")
+    return _needs_cuda_devices(torch, 1)
+
+
+@capability_check("cuda_graph_while_loop")
+def _cuda_graph_while_loop() -> Availability:
+    torch = _torch()
+    graph = getattr(torch.cuda, "CUDAGraph", None)
+    if graph is None or not hasattr(graph, "begin_capture_to_while_node"):
+        return Availability(
+            False,
+            f"torch {_version(torch)} has no torch.cuda.CUDAGraph.begin_capture_to_while_node",
+        )
+    return _needs_cuda_devices(torch, 1)
+
+
+@capability_check("xpu_graph")
+def _xpu_graph() -> Availability:
+    torch = _torch()
+    xpu = getattr(torch, "xpu", None)
+    if xpu is None or not hasattr(xpu, "XPUGraph"):
+        return Availability(False, f"torch {_version(torch)} has no torch.xpu.XPUGraph")
+    # On a build without XPU, XPUGraph is a dummy that raises when constructed.
+    return _backend("xpu")
+
+
+@capability_check("accelerator_graph")
+def _accelerator_graph() -> Availability:
+    torch = _torch()
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is None or not hasattr(accelerator, "Graph"):
+        return Availability(False, f"torch {_version(torch)} has no torch.accelerator.Graph")
+    if not accelerator.is_available():
+        return Availability(
+            False, "no accelerator device (torch.accelerator.is_available() is False)"
+        )
+    return Availability(True, "")
+
+
+# --------------------------------------------------------------------------------------
+# Inductor targets and GEMM backends
+
+_ARCH_LOCK = threading.Lock()
+_SM_107_FLAGS = (
+    "-gencode=arch=compute_107,code=sm_107",
+    "-gencode=arch=compute_107,code=compute_107",
+)
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    previous = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+@capability_check("sm_107")
+def _sm_107() -> Availability:
+    torch = _torch()
+    # Importing cpp_extension looks for a CUDA toolkit and warns when no runtime is found;
+    # that warning says nothing about arch-flag generation.
+    with _quiet_logger("torch.utils.cpp_extension"):
+        cpp_extension = importlib.import_module("torch.utils.cpp_extension")
+    arch_flags = getattr(cpp_extension, "_get_cuda_arch_flags", None)
+    if arch_flags is None:
+        return Availability(
+            False, f"torch {_version(torch)} has no torch.utils.cpp_extension._get_cuda_arch_flags"
+        )
+    # The environment is process-wide: hold a lock so two probes cannot interleave.
+    with _ARCH_LOCK, _env("TORCH_CUDA_ARCH_LIST", "Rubin"):
+        try:
+            flags = list(arch_flags())
+        except ValueError as exc:
+            return Availability(
+                False, f"torch {_version(torch)} does not know TORCH_CUDA_ARCH_LIST=Rubin: {exc}"
+            )
+    missing = [flag for flag in _SM_107_FLAGS if flag not in flags]
+    if missing:
+        return Availability(
+            False,
+            f"torch {_version(torch)}: TORCH_CUDA_ARCH_LIST=Rubin gives "
+            f"{' '.join(flags) or 'no flags'}, not {' '.join(missing)}",
+        )
+    return Availability(True, "")
+
+
+@capability_check("nvgemm")
+def _nvgemm() -> Availability:
+    torch = _torch()
+    if getattr(torch.version, "hip", None):
+        return Availability(False, "NVGEMM needs an NVIDIA GPU (torch is a ROCm build)")
+    devices = _needs_cuda_devices(torch, 1)
+    if not devices.available:
+        return devices
+    config = _inductor_config()
+    # Inductor takes any name in max_autotune_gemm_backends; a torch knows NVGEMM when it
+    # has the knobs and the code generator for it.
+    if not hasattr(config, "nvgemm_max_profiling_configs") or not _has_module(
+        "torch._inductor.codegen.nv_universal_gemm"
+    ):
+        return Availability(False, f"torch {_version(torch)} has no NVGEMM Inductor backend")
+    utils = importlib.import_module("torch._inductor.utils")
+    for helper, what in (
+        ("ensure_cute_available", "the CUTLASS DSL (CuTeDSL) Python package 'cutlass'"),
+        ("ensure_nv_universal_gemm_available", "the 'cutlass.operators' Python modules"),
+    ):
+        probe = getattr(utils, helper, None)
+        if probe is None:
+            return Availability(
+                False, f"torch {_version(torch)} has no torch._inductor.utils.{helper}"
+            )
+        if not probe():
+            return Availability(False, f"{what} not installed")
+    return Availability(True, "")
+
+
+# --------------------------------------------------------------------------------------
+# Distributed (c10d)
+
+
+@capability_check("gloo")
+def _gloo() -> Availability:
+    return _c10d_backend("gloo")
+
+
+@capability_check("nccl")
+def _nccl() -> Availability:
+    return _c10d_backend("nccl")
+
+
+@capability_check("nccl2")
+def _nccl2() -> Availability:
+    return _c10d_backend("nccl2")
+
+
+@capability_check("xccl")
+def _xccl() -> Availability:
+    return _c10d_backend("xccl")
+
+
+@capability_check("c10d_reconfigure")
+def _c10d_reconfigure() -> Availability:
+    torch = _torch()
+    dist = _distributed(torch)
+    if dist is None:
+        return Availability(False, _NO_DIST)
+    if "enable_reconfigure" not in inspect.signature(dist.init_process_group).parameters:
+        return Availability(
+            False, f"torch {_version(torch)}: init_process_group has no enable_reconfigure"
+        )
+    missing = [n for n in ("_reconfigure", "_get_reconfigure_handle") if not hasattr(dist, n)]
+    if missing:
+        return Availability(False, f"torch {_version(torch)} has no torch.distributed.{missing[0]}")
+    # gloo implements reconfigure, which is what lets it run on the CPU.
+    if not _backend_available(dist, "gloo"):
+        return Availability(
+            False, "c10d backend 'gloo' (which implements reconfigure) not available"
+        )
+    return Availability(True, "")
+
+
+@capability_check("shrink_group")
+def _shrink_group() -> Availability:
+    torch = _torch()
+    dist = _distributed(torch)
+    if dist is None:
+        return Availability(False, _NO_DIST)
+    if not hasattr(dist, "shrink_group"):
+        return Availability(False, f"torch {_version(torch)} has no torch.distributed.shrink_group")
+    if not (_backend_available(dist, "nccl") or _backend_available(dist, "nccl2")):
+        return Availability(False, "shrink_group needs the nccl or nccl2 c10d backend")
+    return _needs_cuda_devices(torch, 2)
+
+
+@capability_check("rma_window")
+def _rma_window() -> Availability:
+    torch = _torch()
+    dist = _distributed(torch)
+    if dist is None:
+        return Availability(False, _NO_DIST)
+    missing = [n for n in ("_supports_window", "_new_window") if not hasattr(dist, n)]
+    if missing:
+        return Availability(False, f"torch {_version(torch)} has no torch.distributed.{missing[0]}")
+    if not _backend_available(dist, "nccl2"):
+        return Availability(False, "RMA windows need the nccl2 c10d backend, not available")
+    return _needs_cuda_devices(torch, 2)
+
+
+@capability_check("flight_recorder")
+def _flight_recorder() -> Availability:
+    torch = _torch()
+    if _distributed(torch) is None:
+        return Availability(False, _NO_DIST)
+    c10d = _import("torch._C._distributed_c10d")
+    for name in ("FlightRecorderHook", "_dump_fr_trace_json"):
+        if c10d is None or not hasattr(c10d, name):
+            return Availability(
+                False, f"torch {_version(torch)} has no torch._C._distributed_c10d.{name}"
+            )
+    return Availability(True, "")
+
+
+@capability_check("comm_overlap_default")
+def _comm_overlap_default() -> Availability:
+    torch = _torch()
+    options = getattr(_inductor_config(), "aten_distributed_optimizations", None)
+    if options is None or not hasattr(options, "enable_simple_overlap"):
+        return Availability(
+            False,
+            f"torch {_version(torch)} has no "
+            "torch._inductor.config.aten_distributed_optimizations.enable_simple_overlap",
+        )
+    value = options.enable_simple_overlap
+    if value is not True:
+        return Availability(
+            False,
+            "torch._inductor.config.aten_distributed_optimizations.enable_simple_overlap "
+            f"is {value!r}",
+        )
+    return Availability(True, "")
+
+
+# --------------------------------------------------------------------------------------
+# Apple MPS
+
+
+@capability_check("mps_linalg")
+def _mps_linalg() -> Availability:
+    # The Jacobi-based linalg kernels are native Metal code with no Python surface:
+    # they are there whenever MPS is.
+    return _backend("mps")

@@ -1,0 +1,206 @@
+"""A structured description of the environment, in the spirit of torch.utils.collect_env.
+
+`fingerprint()` returns plain JSON-serialisable data (it goes into every results file and
+`accelkit doctor --json`). It never raises: a section that cannot be read becomes
+`{"error": "..."}`, and it works when torch is not installed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.util
+import os
+import platform
+import re
+import socket
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from accelkit import __version__
+from accelkit.probe import torch_import_error, torch_or_none
+
+# Environment variables that change what torch sees or builds. A fixed allow-list: the
+# environment of a CI runner holds tokens, and a fingerprint is published.
+RELEVANT_ENV_VARS: tuple[str, ...] = (
+    "CUDA_VISIBLE_DEVICES",
+    "HIP_VISIBLE_DEVICES",
+    "ROCR_VISIBLE_DEVICES",
+    "ZE_AFFINITY_MASK",
+    "ONEAPI_DEVICE_SELECTOR",
+    "TORCH_CUDA_ARCH_LIST",
+    "PYTORCH_ROCM_ARCH",
+    "TORCH_XPU_ARCH_LIST",
+    # Switches of 2.14 features the suite tests.
+    "TORCH_DIST_USE_NCCL2",
+    "TORCH_NCCL_USE_COMM_NONBLOCKING",
+    "TORCH_FR_BUFFER_SIZE",
+    "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS",
+)
+
+# Belt and braces for the allow-list above: never report anything that looks like a secret.
+_SECRET_LOOKING = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|KEY|COOKIE|SESSION", re.I)
+
+_DOCKER_TIMEOUT_S = 2.0
+
+Json = dict[str, object]
+
+
+def fingerprint(*, include_docker: bool = True) -> Json:
+    """The environment as plain data; `include_docker=False` skips asking the Docker engine."""
+    sections: dict[str, Callable[[], object]] = {
+        "python": _python,
+        "os": _os,
+        "cpu": _cpu,
+        "host": _host,
+        "torch": _torch,
+        "backends": _backends,
+        "env": _env,
+    }
+    out: Json = {"accelkit": __version__}
+    for key, section in sections.items():
+        out[key] = _guarded(section)
+    out["docker"] = _guarded(_docker) if include_docker else {"engine": None, "skipped": True}
+    return out
+
+
+def _guarded(section: Callable[[], object]) -> object:
+    try:
+        return _jsonable(section())
+    except Exception as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def _jsonable(value: object) -> object:
+    """`value` with everything JSON cannot hold turned into strings."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    return str(value)
+
+
+def _python() -> Json:
+    return {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+    }
+
+
+def _os() -> Json:
+    return {
+        "system": platform.system(),
+        "platform": platform.platform(),
+        "kernel": platform.release(),
+        "machine": platform.machine(),
+        "distro": _distro(),
+    }
+
+
+def _distro() -> Json | None:
+    try:
+        release = platform.freedesktop_os_release()  # /etc/os-release, else /usr/lib/os-release
+    except (OSError, AttributeError):
+        return None
+    return {
+        "id": release.get("ID"),
+        "version_id": release.get("VERSION_ID"),
+        "name": release.get("PRETTY_NAME") or release.get("NAME"),
+    }
+
+
+def _cpu() -> Json:
+    usable: int | None = None
+    if hasattr(os, "sched_getaffinity"):
+        try:
+            usable = len(os.sched_getaffinity(0))
+        except OSError:
+            usable = None
+    return {"model": _cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable}
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _host() -> Json:
+    return {"name": socket.gethostname()}
+
+
+def _torch() -> Json:
+    installed = _spec_exists("torch")
+    torch = torch_or_none()
+    if torch is None:
+        return {"installed": installed, "error": torch_import_error()}
+    version = getattr(torch, "version", None)
+    cxx11abi: bool | None = None
+    compiled_with_abi = getattr(torch, "compiled_with_cxx11_abi", None)
+    if compiled_with_abi is not None:
+        try:
+            cxx11abi = bool(compiled_with_abi())
+        except Exception:
+            cxx11abi = None
+    return {
+        "installed": True,
+        "version": str(torch.__version__),
+        "git_version": getattr(version, "git_version", None),
+        "debug": getattr(version, "debug", None),
+        "cuda": getattr(version, "cuda", None),
+        "hip": getattr(version, "hip", None),
+        "xpu": getattr(version, "xpu", None),
+        "cxx11abi": cxx11abi,
+        "path": os.path.dirname(str(getattr(torch, "__file__", "") or "")) or None,
+    }
+
+
+def _spec_exists(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _backends() -> Json:
+    from accelkit.backends import all_backends
+
+    out: Json = {}
+    for backend in all_backends():
+        out[backend.name] = _guarded(functools.partial(_backend, backend))
+    return out
+
+
+def _backend(backend: Any) -> Json:
+    availability = backend.availability()
+    return {
+        "available": availability.available,
+        "reason": availability.reason,
+        "devices": [dataclasses.asdict(device) for device in backend.devices()],
+        "versions": backend.versions(),
+    }
+
+
+def _env() -> dict[str, str]:
+    return {
+        name: os.environ[name]
+        for name in RELEVANT_ENV_VARS
+        if name in os.environ and not _SECRET_LOOKING.search(name)
+    }
+
+
+def _docker() -> Json:
+    from accelkit.containers.engine import engine_version
+
+    return {"engine": engine_version(timeout=_DOCKER_TIMEOUT_S)}
