@@ -1,0 +1,57 @@
+"""Matrix files (matrices/*.yaml): typed model, safe loading with file:line errors,
+expansion into explicit legs, and the GitHub Actions `strategy.matrix` output.
+
+Importing this package loads PyYAML; the CLI imports it only inside command bodies.
+"""
+
+from accelkit.matrix.expand import (
+    FILTER_KEYS,
+    LegFilter,
+    apply_filters,
+    expand,
+    leg_name,
+    parse_filters,
+)
+from accelkit.matrix.github import GITHUB_FIELDS, github_item, github_matrix
+from accelkit.matrix.model import (
+    EntrySpec,
+    IncludeSpec,
+    LegMatcher,
+    LegSettings,
+    Location,
+    MatrixEntry,
+    MatrixFile,
+    RunnerSpec,
+    TorchSource,
+)
+from accelkit.matrix.parse import load_matrix
+
+
+def load_legs(path: str, filters: tuple[str, ...] | list[str] = ()) -> tuple[MatrixEntry, ...]:
+    """Load, validate and expand `path`, then keep the legs that pass `filters`."""
+    parsed = parse_filters(list(filters))
+    return apply_filters(expand(load_matrix(path)), parsed)
+
+
+__all__ = [
+    "FILTER_KEYS",
+    "GITHUB_FIELDS",
+    "EntrySpec",
+    "IncludeSpec",
+    "LegFilter",
+    "LegMatcher",
+    "LegSettings",
+    "Location",
+    "MatrixEntry",
+    "MatrixFile",
+    "RunnerSpec",
+    "TorchSource",
+    "apply_filters",
+    "expand",
+    "github_item",
+    "github_matrix",
+    "leg_name",
+    "load_legs",
+    "load_matrix",
+    "parse_filters",
+]

@@ -1,0 +1,262 @@
+"""Expansion: every entry becomes explicit legs, named, checked and in a stable order.
+
+Order: entries as written; within an entry, targets then pythons as written, minus the
+entry's `exclude`, followed by its `include` items; the file's `exclude` is applied last.
+An `exclude` that matches no leg is an error: it is almost always a typo.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from accelkit.backends import get as get_backend
+from accelkit.backends import names as backend_names
+from accelkit.errors import BadInput, ConfigError
+from accelkit.matrix import rules
+from accelkit.matrix.model import (
+    LegMatcher,
+    LegSettings,
+    Location,
+    MatrixEntry,
+    MatrixFile,
+)
+from accelkit.matrix.parse import hint_for, target_family
+
+FILTER_KEYS: tuple[str, ...] = (
+    "name",
+    "backend",
+    "backend_version",
+    "target",
+    "family",
+    "device",
+    "python",
+    "suite",
+    "runner",
+    "build",
+    "container",
+    "variant",
+    "torch_channel",
+    "torch_ref",
+)
+
+
+def leg_name(
+    backend: str, version: str | None, target: str | None, python: str, variant: str | None
+) -> str:
+    """`rocm7.14-gfx942-py3.12`, `cpu-py3.12`, `cuda13.4-sm_107-py3.12-<variant>`."""
+    parts = [f"{backend}{version or ''}"]
+    if target is not None:
+        parts.append(target)
+    parts.append(f"py{python}")
+    if variant is not None:
+        parts.append(variant)
+    return "-".join(parts)
+
+
+def expand(matrix: MatrixFile) -> tuple[MatrixEntry, ...]:
+    """All legs of `matrix`, explicit and unique; ConfigError (with file:line) otherwise."""
+    legs: list[MatrixEntry] = []
+    for entry in matrix.entries:
+        produced = [
+            _leg(
+                entry.backend,
+                entry.backend_version,
+                target,
+                python,
+                entry.settings,
+                entry.location,
+            )
+            for target in entry.targets
+            for python in entry.pythons
+        ]
+        produced = _apply_excludes(produced, entry.excludes, "of this entry")
+        for include in entry.includes:
+            produced.extend(
+                _leg(
+                    entry.backend,
+                    entry.backend_version,
+                    include.target,
+                    python,
+                    include.settings,
+                    include.location,
+                )
+                for python in include.pythons
+            )
+        legs.extend(produced)
+    legs = _apply_excludes(legs, matrix.excludes, "in the file")
+    seen: dict[str, MatrixEntry] = {}
+    for leg in legs:
+        first = seen.get(leg.name)
+        if first is not None:
+            raise ConfigError(
+                f"duplicate leg {leg.name!r} (also produced by line {first.location.line}); "
+                "remove one or give it a 'variant'",
+                path=leg.location.path,
+                line=leg.location.line,
+            )
+        seen[leg.name] = leg
+    return tuple(legs)
+
+
+def _apply_excludes(
+    legs: list[MatrixEntry], matchers: Iterable[LegMatcher], scope: str
+) -> list[MatrixEntry]:
+    for matcher in matchers:
+        kept = [leg for leg in legs if not matcher.matches(leg)]
+        if len(kept) == len(legs):
+            shown = ", ".join(f"{key}={value}" for key, value in matcher.criteria)
+            raise ConfigError(
+                f"exclude {{{shown}}} matches no leg {scope}",
+                path=matcher.location.path,
+                line=matcher.location.line,
+            )
+        legs = kept
+    return legs
+
+
+def _leg(
+    backend_name: str,
+    version: str | None,
+    target: str | None,
+    python: str,
+    settings: LegSettings,
+    location: Location,
+) -> MatrixEntry:
+    backend = get_backend(backend_name)
+    name = leg_name(backend_name, version, target, python, settings.variant)
+    runner = settings.runner.for_target(target)
+    if not runner:
+        where = settings.runner.location or location
+        detail = f" for target {target}" if settings.runner.per_target else ""
+        raise ConfigError(
+            f"leg {name!r} has no runner labels{detail}; set 'runner'",
+            path=where.path,
+            line=where.line,
+        )
+    family = target_family(backend, target) if target is not None else None
+    values = {
+        "backend_version": version,
+        "family": family,
+        "name": name,
+        "python": python,
+        "target": target,
+        "torch_channel": settings.torch.channel,
+        "torch_ref": settings.torch.ref,
+    }
+
+    def fill(args: tuple[str, ...], what: str) -> tuple[str, ...]:
+        out: list[str] = []
+        for arg in args:
+
+            def value_of(match: re.Match[str], arg: str = arg) -> str:
+                key = match.group(1)
+                value = values.get(key)
+                if value is None:
+                    raise ConfigError(
+                        f"{what} item {arg!r}: {{{key}}} has no value for leg {name!r}",
+                        path=location.path,
+                        line=location.line,
+                    )
+                return value
+
+            filled = rules.PLACEHOLDER.sub(value_of, arg)
+            problem = rules.check_pattern(filled, rules.ARG, f"{what} item", "one safe token")
+            if problem is not None:
+                raise ConfigError(problem, path=location.path, line=location.line)
+            out.append(filled)
+        return tuple(out)
+
+    return MatrixEntry(
+        name=name,
+        backend=backend_name,
+        backend_version=version,
+        target=target,
+        family=family,
+        device=backend.name,  # `accelkit test --device` takes accelkit's backend names
+        python=python,
+        torch=settings.torch,
+        suites=settings.suites,
+        runner=runner,
+        image=settings.image,
+        base_image=settings.base_image,
+        container=settings.container,
+        build=settings.build,
+        build_args=fill(settings.build_args, "build_args"),
+        setup_args=fill(settings.setup_args, "setup_args"),
+        test_args=fill(settings.test_args, "test_args"),
+        timeout_minutes=settings.timeout_minutes,
+        variant=settings.variant,
+        location=location,
+    )
+
+
+@dataclass(frozen=True)
+class LegFilter:
+    """`--filter KEY=VALUE[,VALUE...]`: a leg passes when any value (a glob) matches."""
+
+    key: str
+    patterns: tuple[str, ...]
+
+    def matches(self, leg: MatrixEntry) -> bool:
+        if self.key == "suite":
+            candidates: Sequence[str] = leg.suites
+        elif self.key == "runner":
+            candidates = leg.runner
+        else:
+            value = leg.match_values().get(self.key)
+            candidates = () if value is None else (value,)
+        return any(
+            fnmatch.fnmatchcase(candidate, pattern)
+            for candidate in candidates
+            for pattern in self.patterns
+        )
+
+    def __str__(self) -> str:
+        return f"{self.key}={','.join(self.patterns)}"
+
+
+def parse_filters(texts: Sequence[str]) -> tuple[LegFilter, ...]:
+    """Filters from the command line; repeated keys are merged (any of their values)."""
+    merged: dict[str, list[str]] = {}
+    for text in texts:
+        key, sep, value = text.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise BadInput(f"--filter {text!r}: expected KEY=VALUE, e.g. backend=rocm")
+        if key not in FILTER_KEYS:
+            hint = hint_for(key, FILTER_KEYS)
+            raise BadInput(f"--filter: unknown key {key!r}{hint}; valid: {', '.join(FILTER_KEYS)}")
+        patterns = [part.strip() for part in value.split(",") if part.strip()]
+        if not patterns:
+            raise BadInput(f"--filter {text!r}: no value after '='")
+        _check_filter_values(key, patterns)
+        merged.setdefault(key, []).extend(patterns)
+    return tuple(LegFilter(key, tuple(patterns)) for key, patterns in merged.items())
+
+
+def _check_filter_values(key: str, patterns: Sequence[str]) -> None:
+    # Keys with a closed set of values get a hint; a typo would otherwise look like an
+    # empty matrix.
+    known: Sequence[str] = ()
+    if key in ("backend", "device"):
+        known = backend_names()
+    elif key == "suite":
+        known = rules.SUITES
+    elif key in ("build", "container"):
+        known = ("true", "false")
+    for pattern in patterns:
+        if known and not any(char in pattern for char in "*?[") and pattern not in known:
+            hint = hint_for(pattern, known)
+            raise BadInput(
+                f"--filter {key}={pattern}: unknown {key}{hint}; valid: {', '.join(known)}"
+            )
+
+
+def apply_filters(
+    legs: Sequence[MatrixEntry], filters: Sequence[LegFilter]
+) -> tuple[MatrixEntry, ...]:
+    """The legs that pass every filter, in their original order."""
+    return tuple(leg for leg in legs if all(f.matches(leg) for f in filters))

@@ -1,0 +1,189 @@
+"""The typed matrix: a file's entries before expansion, and the explicit legs after it.
+
+Everything here is a frozen dataclass holding validated values; `accelkit.matrix.parse`
+builds them from YAML, `accelkit.matrix.expand` turns entries into legs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where something was written: a file and a 1-based line."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class TorchSource:
+    """Which torch a leg tests: a published channel, or a git ref to build from."""
+
+    channel: str | None = None
+    ref: str | None = None
+
+    def label(self) -> str:
+        return f"ref:{self.ref}" if self.ref is not None else f"channel:{self.channel}"
+
+
+@dataclass(frozen=True)
+class RunnerSpec:
+    """Runner labels: one list for every leg of an entry, or one list per target."""
+
+    labels: tuple[str, ...] = ()
+    per_target: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    location: Location | None = field(default=None, compare=False)
+
+    def for_target(self, target: str | None) -> tuple[str, ...]:
+        if target is not None:
+            for name, labels in self.per_target:
+                if name == target:
+                    return labels
+        return self.labels
+
+
+@dataclass(frozen=True)
+class LegSettings:
+    """What an entry (or one of its includes) sets for each leg it produces.
+
+    Arguments may still hold placeholders (`{target}`, `{python}`, ...); expansion fills them.
+    """
+
+    torch: TorchSource
+    suites: tuple[str, ...]
+    runner: RunnerSpec
+    image: str | None
+    base_image: str | None
+    container: bool
+    build: bool
+    build_args: tuple[str, ...]
+    setup_args: tuple[str, ...]
+    test_args: tuple[str, ...]
+    timeout_minutes: int
+    variant: str | None
+
+
+@dataclass(frozen=True)
+class IncludeSpec:
+    """Extra legs for one entry: one target (if the backend has targets) times pythons."""
+
+    target: str | None
+    pythons: tuple[str, ...]
+    settings: LegSettings
+    location: Location = field(compare=False)
+
+
+@dataclass(frozen=True)
+class LegMatcher:
+    """An `exclude` item: a leg is dropped when every given key equals the leg's value."""
+
+    criteria: tuple[tuple[str, str], ...]
+    location: Location = field(compare=False)
+
+    def matches(self, leg: MatrixEntry) -> bool:
+        values = leg.match_values()
+        return all(values.get(key) == value for key, value in self.criteria)
+
+
+@dataclass(frozen=True)
+class EntrySpec:
+    """One item of `entries`: a backend and version, times targets, times pythons."""
+
+    backend: str
+    backend_version: str | None
+    targets: tuple[str | None, ...]
+    pythons: tuple[str, ...]
+    settings: LegSettings
+    includes: tuple[IncludeSpec, ...]
+    excludes: tuple[LegMatcher, ...]
+    location: Location = field(compare=False)
+
+
+@dataclass(frozen=True)
+class MatrixFile:
+    """A whole matrix file, validated but not yet expanded."""
+
+    path: str
+    name: str | None
+    description: str | None
+    entries: tuple[EntrySpec, ...]
+    excludes: tuple[LegMatcher, ...]
+
+
+@dataclass(frozen=True)
+class MatrixEntry:
+    """One explicit leg: everything a runner needs to build and test one variant."""
+
+    name: str
+    backend: str
+    backend_version: str | None
+    target: str | None
+    family: str | None
+    device: str
+    python: str
+    torch: TorchSource
+    suites: tuple[str, ...]
+    runner: tuple[str, ...]
+    image: str | None
+    base_image: str | None
+    container: bool
+    build: bool
+    build_args: tuple[str, ...]
+    setup_args: tuple[str, ...]
+    test_args: tuple[str, ...]
+    timeout_minutes: int
+    variant: str | None
+    location: Location = field(compare=False)
+
+    def match_values(self) -> dict[str, str]:
+        """The leg's values as `exclude` items and `--filter` see them (strings)."""
+        values = {
+            "name": self.name,
+            "backend": self.backend,
+            "device": self.device,
+            "python": self.python,
+            "build": "true" if self.build else "false",
+            "container": "true" if self.container else "false",
+        }
+        optional = {
+            "backend_version": self.backend_version,
+            "target": self.target,
+            "family": self.family,
+            "variant": self.variant,
+            "torch_channel": self.torch.channel,
+            "torch_ref": self.torch.ref,
+        }
+        values.update({key: value for key, value in optional.items() if value is not None})
+        return values
+
+    def to_dict(self) -> dict[str, Any]:
+        """The leg as JSON-ready data, keys in a fixed order (None where unset)."""
+        return {
+            "name": self.name,
+            "backend": self.backend,
+            "backend_version": self.backend_version,
+            "target": self.target,
+            "family": self.family,
+            "device": self.device,
+            "python": self.python,
+            "torch_channel": self.torch.channel,
+            "torch_ref": self.torch.ref,
+            "suites": list(self.suites),
+            "runner": list(self.runner),
+            "image": self.image,
+            "base_image": self.base_image,
+            "container": self.container,
+            "build": self.build,
+            "build_args": list(self.build_args),
+            "setup_args": list(self.setup_args),
+            "test_args": list(self.test_args),
+            "timeout_minutes": self.timeout_minutes,
+            "variant": self.variant,
+            "source": str(self.location),
+        }
