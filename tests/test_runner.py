@@ -179,3 +179,21 @@ def test_a_keyword_matching_nothing_is_bad_input(tmp_path: Path) -> None:
 def test_the_repo_has_no_stray_pytest_cache() -> None:
     # The suite runs with -p no:cacheprovider: nothing is written into the installed package.
     assert not (REPO / "accelkit" / "suite" / ".pytest_cache").exists()
+
+
+def test_expectations_turn_known_failures_into_xfail_and_report_unexpected_passes(
+    tmp_path: Path,
+) -> None:
+    results = tmp_path / "r.json"
+    proc = run_cli(
+        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "passes or fails",
+        "--expectations", str(FIXTURE_CASES.parent / "expectations.yaml"), "--json", str(results),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # the only failure is a known one
+    by_id = {case.id: case for case in load_results(results).cases}
+    known = by_id["conformance/statuses/fails"]
+    assert (known.status, known.known_failure) == ("skipped", True)
+    assert "arithmetic is broken on this fixture backend" in known.message
+    unexpected = by_id["conformance/statuses/passes"]
+    assert (unexpected.status, unexpected.unexpected_pass) == ("passed", True)
+    assert "unexpected pass" in unexpected.message

@@ -54,6 +54,19 @@ def test(
         ),
     ] = 1,
     seed: Annotated[int, typer.Option("--seed", help="Base random seed (to replay a run).")] = 0,
+    breadth: Annotated[
+        str,
+        typer.Option(
+            "--breadth", help="quick: a fast subset of the operator database; full: all of it."
+        ),
+    ] = "quick",
+    expectations: Annotated[
+        Path | None,
+        typer.Option(
+            "--expectations",
+            help="YAML list of known failures (default: the bundled list for the device).",
+        ),
+    ] = None,
     cases: Annotated[
         Path | None,
         typer.Option(
@@ -78,6 +91,8 @@ def test(
         timeout_s=timeout,
         workers=workers,
         seed=seed,
+        breadth=breadth,
+        expectations=expectations,
         cases_dir=cases,
         argv=tuple(["accelkit", *sys.argv[1:]]),
     )

@@ -41,6 +41,10 @@ class Case(_Model):
     message: str = ""
     duration_s: float = 0.0
     metrics: dict[str, Metric] = Field(default_factory=dict)
+    # Set only when the backend's expectations list the case as a known failure: it failed
+    # as expected (status skipped), or it passed unexpectedly (status passed).
+    known_failure: bool | None = None
+    unexpected_pass: bool | None = None
 
 
 class Capability(_Model):
@@ -59,6 +63,7 @@ class RunInfo(_Model):
     # image the suite ran in (None when it ran on the host).
     seed: int | None = None
     timeout_s: float | None = None
+    breadth: str | None = None
     image: str | None = None
 
 

@@ -38,7 +38,7 @@ class ResultsWriter:
 
     @staticmethod
     def _encode(case: Case) -> str:
-        return json.dumps(case.model_dump(mode="json"), sort_keys=False)
+        return json.dumps(case.model_dump(mode="json", exclude_none=True))
 
     @property
     def cases(self) -> list[Case]:

@@ -25,6 +25,7 @@ from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 
 SUITE_ROOT = Path(__file__).resolve().parent
 SUITE_CHOICES = ("conformance", "perf", "all")
+BREADTH_CHOICES = ("quick", "full")
 DEFAULT_TIMEOUT_S = 300.0
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
@@ -43,6 +44,8 @@ class RunRequest:
     timeout_s: float = DEFAULT_TIMEOUT_S
     workers: int = 1
     seed: int = 0
+    breadth: str = "quick"
+    expectations: Path | None = None
     cases_dir: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
 
@@ -69,6 +72,14 @@ def validate(request: RunRequest) -> None:
         raise BadInput(
             f"--suite: unknown suite {request.suite!r}; valid: {', '.join(SUITE_CHOICES)}"
         )
+    if request.breadth not in BREADTH_CHOICES:
+        raise BadInput(
+            f"--breadth: unknown breadth {request.breadth!r}; valid: {', '.join(BREADTH_CHOICES)}"
+        )
+    if request.expectations is not None:
+        from accelkit.suite.expectations import load_expectations
+
+        load_expectations(request.device, request.expectations)  # BadInput when malformed
     if request.timeout_s < 0:
         raise BadInput(
             f"--timeout: must be >= 0 seconds (0 disables it), got {request.timeout_s:g}"
@@ -121,6 +132,7 @@ def header(request: RunRequest) -> Any:
             argv=list(request.argv),
             seed=request.seed,
             timeout_s=request.timeout_s,
+            breadth=request.breadth,
         ),
         env=fingerprint(),
         capabilities={
@@ -144,6 +156,7 @@ def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list
         "--accelkit-results", str(results_path),
         "--accelkit-events-fd", str(events_fd),
         "--accelkit-timeout", str(request.timeout_s),
+        "--accelkit-breadth", request.breadth,
         "--timeout", str(request.timeout_s),
         # The thread method ends the worker process: it also stops a hang in native code.
         "--timeout-method", "thread",
@@ -152,6 +165,8 @@ def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list
     if request.workers > 0:
         argv += ["-p", "xdist.plugin", "-n", str(request.workers),
                  "--max-worker-restart", str(_MAX_WORKER_RESTARTS)]  # fmt: skip
+    if request.expectations is not None:
+        argv += ["--accelkit-expectations", str(request.expectations.resolve())]
     if request.keyword:
         argv += ["-k", request.keyword]
     argv += [str(root / suite) for suite in request.suites]
