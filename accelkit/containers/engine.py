@@ -18,7 +18,7 @@ def connect(*, timeout: float = 600.0) -> Any:
         client = docker.from_env(version="auto", timeout=int(timeout))
         client.ping()
     except Exception as exc:
-        raise Unavailable(f"Docker engine unreachable: {_short(exc)}") from None
+        raise Unavailable(f"Docker engine unreachable: {api_error_text(exc)}") from None
     return client
 
 
@@ -36,6 +36,9 @@ def engine_version(*, timeout: float = 3.0) -> str | None:
         client.close()
 
 
-def _short(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
+def api_error_text(exc: BaseException) -> str:
+    """The first line of what the engine said about a failed request (docker.errors.APIError
+    carries it in `explanation`)."""
+    explanation = getattr(exc, "explanation", None)
+    text = str(explanation or exc).strip().splitlines()
     return text[0] if text else type(exc).__name__

@@ -191,8 +191,9 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
     validate(request)
     check_device(request)
     with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp:
-        results_path = request.json_path or Path(tmp) / "results.json"
-        log_path = request.log_path or Path(tmp) / "pytest.log"
+        # Absolute: pytest runs with the cases folder as its working directory.
+        results_path = (request.json_path or Path(tmp) / "results.json").resolve()
+        log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
         ResultsWriter(results_path, header(request)).write(durable=True)
         pytest_exit = _run_pytest(request, results_path, log_path, on_event or (lambda e: None))
         results = load_results(results_path)
