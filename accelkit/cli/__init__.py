@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 
 _state = {"debug": False}
+_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 # typer re-exports click's exception classes under its own names (recent typer releases
 # vendor click): reach them through typer so both kinds of release work.
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(int(ExitCode.BAD_INPUT))
     except (typer.Abort, KeyboardInterrupt):
         _error_line("interrupted")
-        sys.exit(130)
+        sys.exit(_INTERRUPTED)
     except _ClickException as exc:
         _error_line(exc.format_message())  # type: ignore[attr-defined]
         sys.exit(int(getattr(exc, "exit_code", 1)))
@@ -102,4 +103,7 @@ def main(argv: list[str] | None = None) -> None:
             f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback)"
         )
         sys.exit(int(ExitCode.FAILED))
-    sys.exit(int(rv) if isinstance(rv, int) else 0)
+    code = int(rv) if isinstance(rv, int) else 0
+    if code == _INTERRUPTED:  # typer turns Ctrl-C (and our SIGTERM) into exit code 130
+        _error_line("interrupted")
+    sys.exit(code)

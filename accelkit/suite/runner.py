@@ -305,8 +305,9 @@ def _events(read_fd: int) -> Iterator[Event]:
 
 
 def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop pytest and all its workers: SIGINT first (it writes what finished), then kill."""
-    for sig, wait_s in ((signal.SIGINT, 10.0), (signal.SIGTERM, 5.0), (signal.SIGKILL, 5.0)):
+    """Stop pytest and all its workers: SIGTERM first (the plugin writes what finished), then
+    SIGKILL. Not SIGINT: a shell's background job inherits it ignored."""
+    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, sig)
         try:
