@@ -1,1 +1,130 @@
-"""`accelkit compare`."""
+"""`accelkit compare BASE.json NEW.json`: what got faster, slower, or started failing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from accelkit.cli import app
+
+if TYPE_CHECKING:
+    from accelkit.results.compare import Comparison
+
+_VERDICT_STYLE = {
+    "regressed": "bold red",
+    "improved": "green",
+    "noisy": "yellow",
+    "missing": "magenta",
+    "unchanged": "dim",
+}
+
+
+@app.command("compare")
+def compare_command(
+    base: Annotated[Path, typer.Argument(help="Baseline results file (accelkit test --json).")],
+    new: Annotated[Path, typer.Argument(help="Results file to judge against the baseline.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the comparison as JSON on stdout.")
+    ] = False,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            metavar="PATH",
+            help="Also write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            help="Minimum relative change that counts as a regression or improvement.",
+        ),
+    ] = 0.03,
+) -> None:
+    """Compare two results files; exit 1 when a metric regressed or a case newly fails."""
+    # Lazy imports: numpy and pydantic are heavy, and `accelkit --help` must stay fast.
+    from accelkit.errors import BadInput
+    from accelkit.results.compare import compare, render_markdown
+    from accelkit.results.io import atomic_write_text, check_output_path, load_results
+
+    if not 0.0 < threshold < 1.0:
+        raise BadInput(f"--threshold {threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)")
+    if markdown is not None:
+        check_output_path(markdown, flag="--markdown")
+    base_results = load_results(base)
+    new_results = load_results(new)
+    comparison = compare(base_results, new_results, threshold=threshold)
+    if markdown is not None:
+        text = render_markdown(comparison, base_label=str(base), new_label=str(new))
+        atomic_write_text(markdown, text)
+    if as_json:
+        typer.echo(json.dumps(comparison.to_json_dict(), indent=2))
+    else:
+        _print_table(comparison)
+    if comparison.fails:
+        raise typer.Exit(code=1)
+
+
+def _print_table(comparison: Comparison) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from accelkit.results.compare import (
+        format_ci,
+        format_ratio,
+        format_value,
+        metrics_by_severity,
+    )
+
+    console = Console()
+    if comparison.metrics:
+        table = Table(title="Metrics (new vs base)", title_justify="left")
+        for column in ("verdict", "case", "metric", "base", "new", "ratio", "CI", "p"):
+            table.add_column(column, justify="right" if column in ("base", "new") else "left")
+        for m in metrics_by_severity(comparison):
+            style = _VERDICT_STYLE[m.verdict]
+            # Text, not markup: case ids such as "mm[cpu-float32]" hold brackets.
+            cells = (
+                m.case,
+                m.metric,
+                format_value(m.base_median, m.unit),
+                format_value(m.new_median, m.unit),
+                format_ratio(m),
+                format_ci(m),
+                f"{m.p_value:.2g}" if m.p_value is not None else "-",
+            )
+            table.add_row(
+                Text(m.verdict, style=style),
+                *(Text(cell) for cell in cells),
+                style="dim" if m.verdict == "unchanged" else None,
+            )
+        console.print(table)
+    if comparison.cases:
+        order = {"newly_failing": 0, "still_failing": 1, "missing_in_new": 2}
+        changes = sorted(comparison.cases, key=lambda c: order.get(c.kind, 3))
+        table = Table(title="Status changes", title_justify="left")
+        for column in ("change", "case", "was", "now", "message"):
+            table.add_column(column, overflow="fold")
+        for c in changes:
+            style = "bold red" if c.kind == "newly_failing" else ""
+            table.add_row(
+                Text(c.kind, style=style),
+                Text(c.case),
+                c.base_status or "-",
+                c.new_status or "-",
+                Text(c.message.splitlines()[0] if c.message else ""),
+            )
+        console.print(table)
+    s = comparison.summary()
+    line = (
+        f"{s['regressed']} regressed, {s['newly_failing']} newly failing, "
+        f"{s['improved']} improved, {s['unchanged']} unchanged, {s['noisy']} noisy, "
+        f"{s['missing']} missing metrics; {s['newly_passing']} newly passing, "
+        f"{s['newly_skipped']} newly skipped, {s['missing_in_new']} cases missing in new"
+    )
+    console.print(Text(line, style="bold red" if comparison.fails else ""))

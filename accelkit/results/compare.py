@@ -1,0 +1,461 @@
+"""Compare two results files: per-metric verdicts and conformance status changes.
+
+`compare(base, new)` returns a `Comparison`: a frozen, typed object that the CLI renders
+(rich table, `--json`, `--markdown`). Every metric of either side is accounted for:
+
+- present in both with the same unit and direction: a verdict from the two sample sets
+  (`accelkit.results.stats`, whose module docstring states the decision rule);
+- present on one side only, or with a changed unit or direction: verdict `missing`, with
+  the side and the reason. Such metrics never enter the regression/improvement counts.
+
+Status changes between the two runs (keyed by case id):
+`newly_failing` (now failed/error/crashed/timeout, before passed or skipped),
+`newly_passing` (now passed, before anything else), `newly_skipped` (now skipped, before
+anything else), `still_failing` (a bad status that changed, e.g. failed -> crashed),
+`missing_in_new` (in base only) and `new_case` (in new only). A comparison `fails` (the
+CLI exits 1) when any metric regressed or any case is newly failing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from accelkit.results import stats
+from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
+
+MetricVerdict = Literal["regressed", "improved", "unchanged", "noisy", "missing"]
+METRIC_VERDICTS: tuple[MetricVerdict, ...] = (
+    "regressed",
+    "improved",
+    "unchanged",
+    "noisy",
+    "missing",
+)
+ChangeKind = Literal[
+    "newly_failing",
+    "newly_passing",
+    "newly_skipped",
+    "still_failing",
+    "missing_in_new",
+    "new_case",
+]
+CHANGE_KINDS: tuple[ChangeKind, ...] = (
+    "newly_failing",
+    "newly_passing",
+    "newly_skipped",
+    "still_failing",
+    "missing_in_new",
+    "new_case",
+)
+
+MARKDOWN_LIMIT_BYTES = 1024 * 1024
+"""GitHub rejects a step summary of more than 1 MiB; stay below it."""
+_MESSAGE_CHARS = 200
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    case: str
+    metric: str
+    verdict: MetricVerdict
+    reason: str
+    unit: str
+    higher_is_better: bool
+    base_median: float | None
+    new_median: float | None
+    ratio: float | None
+    """median(new) / median(base)."""
+    ci: tuple[float, float] | None
+    p_value: float | None
+    base_samples: int
+    new_samples: int
+    missing_in: Literal["base", "new"] | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "metric": self.metric,
+            "verdict": self.verdict,
+            "ratio": self.ratio,
+            "ci": list(self.ci) if self.ci is not None else None,
+            "p_value": self.p_value,
+            "base_median": self.base_median,
+            "new_median": self.new_median,
+            "unit": self.unit,
+            "higher_is_better": self.higher_is_better,
+            "base_samples": self.base_samples,
+            "new_samples": self.new_samples,
+            "missing_in": self.missing_in,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    case: str
+    suite: str
+    kind: ChangeKind
+    base_status: str | None
+    new_status: str | None
+    message: str
+    """The new run's message (failure or skip reason); the base's for a missing case."""
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "case": self.case,
+            "suite": self.suite,
+            "kind": self.kind,
+            "base_status": self.base_status,
+            "new_status": self.new_status,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class Comparison:
+    metrics: tuple[MetricComparison, ...]
+    cases: tuple[StatusChange, ...]
+    threshold: float
+    confidence: float
+
+    def metrics_with(self, verdict: MetricVerdict) -> tuple[MetricComparison, ...]:
+        return tuple(m for m in self.metrics if m.verdict == verdict)
+
+    def changes_of(self, kind: ChangeKind) -> tuple[StatusChange, ...]:
+        return tuple(c for c in self.cases if c.kind == kind)
+
+    @property
+    def fails(self) -> bool:
+        """True when something regressed or newly fails: `accelkit compare` exits 1."""
+        return bool(self.metrics_with("regressed") or self.changes_of("newly_failing"))
+
+    def summary(self) -> dict[str, Any]:
+        counts: dict[str, Any] = {verdict: 0 for verdict in METRIC_VERDICTS}
+        for metric in self.metrics:
+            counts[metric.verdict] += 1
+        counts["metrics"] = len(self.metrics)
+        for kind in CHANGE_KINDS:
+            counts[kind] = 0
+        for change in self.cases:
+            counts[change.kind] += 1
+        counts["threshold"] = self.threshold
+        counts["confidence"] = self.confidence
+        counts["ok"] = not self.fails
+        return counts
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "metrics": [m.to_json_dict() for m in self.metrics],
+            "cases": [c.to_json_dict() for c in self.cases],
+            "summary": self.summary(),
+        }
+
+
+def _compare_metric(
+    case: str,
+    name: str,
+    base: Metric | None,
+    new: Metric | None,
+    *,
+    threshold: float,
+    confidence: float,
+    seed: int,
+) -> MetricComparison:
+    reference = new if new is not None else base
+    assert reference is not None
+    base_median = base.value if base is not None else None
+    new_median = new.value if new is not None else None
+
+    def missing(side: Literal["base", "new"] | None, reason: str) -> MetricComparison:
+        return MetricComparison(
+            case=case,
+            metric=name,
+            verdict="missing",
+            reason=reason,
+            unit=reference.unit,
+            higher_is_better=reference.higher_is_better,
+            base_median=base_median,
+            new_median=new_median,
+            ratio=None,
+            ci=None,
+            p_value=None,
+            base_samples=len(base.samples) if base is not None else 0,
+            new_samples=len(new.samples) if new is not None else 0,
+            missing_in=side,
+        )
+
+    if base is None:
+        return missing("base", "only in the new run")
+    if new is None:
+        return missing("new", "only in the base run")
+    if base.unit != new.unit:
+        return missing(None, f"unit changed from {base.unit!r} to {new.unit!r}")
+    if base.higher_is_better != new.higher_is_better:
+        return missing(None, "higher_is_better changed")
+    result = stats.compare_samples(
+        base.samples,
+        new.samples,
+        higher_is_better=new.higher_is_better,
+        threshold=threshold,
+        confidence=confidence,
+        seed=seed,
+    )
+    return MetricComparison(
+        case=case,
+        metric=name,
+        verdict=result.verdict,
+        reason=result.reason,
+        unit=new.unit,
+        higher_is_better=new.higher_is_better,
+        # The recorded value is the median of the samples by contract; use it, so files
+        # whose samples were trimmed still show the number their writer reported.
+        base_median=base.value,
+        new_median=new.value,
+        ratio=result.ratio,
+        ci=result.ci,
+        p_value=result.p_value,
+        base_samples=result.n_base,
+        new_samples=result.n_new,
+    )
+
+
+def _status_change(base: Case | None, new: Case | None) -> StatusChange | None:
+    if base is None and new is None:
+        return None
+    if new is None:
+        assert base is not None
+        return StatusChange(
+            case=base.id,
+            suite=base.suite,
+            kind="missing_in_new",
+            base_status=base.status,
+            new_status=None,
+            message=base.message,
+        )
+    if base is None:
+        return StatusChange(
+            case=new.id,
+            suite=new.suite,
+            kind="new_case",
+            base_status=None,
+            new_status=new.status,
+            message=new.message,
+        )
+    if base.status == new.status:
+        return None
+    kind: ChangeKind
+    if new.status in BAD_STATUSES:
+        kind = "still_failing" if base.status in BAD_STATUSES else "newly_failing"
+    elif new.status == "passed":
+        kind = "newly_passing"
+    else:
+        kind = "newly_skipped"
+    return StatusChange(
+        case=new.id,
+        suite=new.suite,
+        kind=kind,
+        base_status=base.status,
+        new_status=new.status,
+        message=new.message,
+    )
+
+
+def _by_id(results: Results) -> dict[str, Case]:
+    cases: dict[str, Case] = {}
+    for case in results.cases:
+        cases.setdefault(case.id, case)  # the first wins, as in a report
+    return cases
+
+
+def compare(
+    base: Results,
+    new: Results,
+    *,
+    threshold: float = stats.DEFAULT_THRESHOLD,
+    confidence: float = stats.DEFAULT_CONFIDENCE,
+    seed: int = stats.DEFAULT_SEED,
+) -> Comparison:
+    """Compare `new` against `base`; order: base's cases, then cases only in new."""
+    if not 0.0 < threshold < 1.0:
+        raise ValueError(f"threshold must be in (0, 1), got {threshold}")
+    base_cases, new_cases = _by_id(base), _by_id(new)
+    ids = list(base_cases) + [case_id for case_id in new_cases if case_id not in base_cases]
+    metrics: list[MetricComparison] = []
+    changes: list[StatusChange] = []
+    for case_id in ids:
+        base_case, new_case = base_cases.get(case_id), new_cases.get(case_id)
+        change = _status_change(base_case, new_case)
+        if change is not None:
+            changes.append(change)
+        base_metrics = base_case.metrics if base_case is not None else {}
+        new_metrics = new_case.metrics if new_case is not None else {}
+        names = list(base_metrics) + [n for n in new_metrics if n not in base_metrics]
+        for name in names:
+            metrics.append(
+                _compare_metric(
+                    case_id,
+                    name,
+                    base_metrics.get(name),
+                    new_metrics.get(name),
+                    threshold=threshold,
+                    confidence=confidence,
+                    seed=seed,
+                )
+            )
+    return Comparison(
+        metrics=tuple(metrics), cases=tuple(changes), threshold=threshold, confidence=confidence
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Presentation helpers shared by the terminal table and the Markdown summary
+# ---------------------------------------------------------------------------------------
+
+
+def metrics_by_severity(comparison: Comparison) -> list[MetricComparison]:
+    """Regressions first, then improvements, noisy, missing, unchanged; stable within."""
+    order = {"regressed": 0, "improved": 1, "noisy": 2, "missing": 3, "unchanged": 4}
+    return sorted(comparison.metrics, key=lambda m: order[m.verdict])
+
+
+def format_value(value: float | None, unit: str) -> str:
+    """A number with an SI prefix where it reads better: 1.23 ms, 4.5 TFLOP/s."""
+    if value is None:
+        return "-"
+    magnitude = abs(value)
+    scales: tuple[tuple[float, str], ...] = ()
+    if unit.endswith("/s") and magnitude >= 1e3:
+        scales = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+    elif unit == "s" and 0.0 < magnitude < 1.0:
+        scales = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
+    for scale, prefix in scales:
+        if magnitude >= scale or scale == scales[-1][0]:
+            return f"{value / scale:.4g} {prefix}{unit}"
+    return f"{value:.4g} {unit}".rstrip()
+
+
+def format_ratio(metric: MetricComparison) -> str:
+    if metric.ratio is None:
+        return "-"
+    return f"{metric.ratio:.3f}x ({(metric.ratio - 1.0) * 100:+.1f}%)"
+
+
+def format_ci(metric: MetricComparison) -> str:
+    if metric.ci is None:
+        return "-"
+    return f"[{metric.ci[0]:.3f}, {metric.ci[1]:.3f}]"
+
+
+def _cell(text: str, limit: int = _MESSAGE_CHARS) -> str:
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+
+
+def _metric_rows(metrics: list[MetricComparison]) -> list[str]:
+    header = [
+        "| case | metric | base | new | ratio | CI | p |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    rows = []
+    for m in metrics:
+        p = f"{m.p_value:.2g}" if m.p_value is not None else "-"
+        rows.append(
+            f"| {_cell(m.case)} | {_cell(m.metric)} | {format_value(m.base_median, m.unit)} "
+            f"| {format_value(m.new_median, m.unit)} | {format_ratio(m)} | {format_ci(m)} "
+            f"| {p} |"
+        )
+    return header + rows if rows else []
+
+
+def _change_rows(changes: tuple[StatusChange, ...]) -> list[str]:
+    header = ["| case | was | now | message |", "|---|---|---|---|"]
+    rows = [
+        f"| {_cell(c.case)} | {c.base_status or '-'} | {c.new_status or '-'} | {_cell(c.message)} |"
+        for c in changes
+    ]
+    return header + rows if rows else []
+
+
+def render_markdown(
+    comparison: Comparison,
+    *,
+    base_label: str = "base",
+    new_label: str = "new",
+    max_bytes: int = MARKDOWN_LIMIT_BYTES - 1024,
+) -> str:
+    """A summary for `$GITHUB_STEP_SUMMARY`: regressions, newly failing, improvements, then
+    the rest in brief. Never longer than `max_bytes` (UTF-8): extra rows are cut with a note.
+    """
+    summary = comparison.summary()
+    verdict = "❌ regressions or new failures" if comparison.fails else "✅ no regressions"
+    head = [
+        f"## accelkit compare: {verdict}",
+        "",
+        f"`{_cell(new_label)}` against `{_cell(base_label)}`; minimum effect "
+        f"{comparison.threshold:.0%}, {comparison.confidence:.0%} interval.",
+        "",
+        f"**{summary['regressed']}** regressed, **{summary['newly_failing']}** newly failing, "
+        f"**{summary['improved']}** improved, {summary['unchanged']} unchanged, "
+        f"{summary['noisy']} noisy, {summary['missing']} missing metrics; "
+        f"{summary['newly_passing']} newly passing, {summary['newly_skipped']} newly skipped, "
+        f"{summary['missing_in_new']} cases missing in the new run.",
+        "",
+    ]
+    sections: list[tuple[str, list[str]]] = [
+        ("### Regressions", _metric_rows(list(comparison.metrics_with("regressed")))),
+        ("### Newly failing", _change_rows(comparison.changes_of("newly_failing"))),
+        ("### Improvements", _metric_rows(list(comparison.metrics_with("improved")))),
+        ("### Noisy (no verdict possible)", _metric_rows(list(comparison.metrics_with("noisy")))),
+        ("### Missing metrics", _missing_rows(comparison.metrics_with("missing"))),
+        (
+            "### Other status changes",
+            _change_rows(
+                comparison.changes_of("newly_passing")
+                + comparison.changes_of("newly_skipped")
+                + comparison.changes_of("still_failing")
+                + comparison.changes_of("missing_in_new")
+                + comparison.changes_of("new_case")
+            ),
+        ),
+    ]
+    lines = list(head)
+    for title, rows in sections:
+        if rows:
+            lines += [title, "", *rows, ""]
+    if summary["unchanged"]:
+        lines.append(
+            f"{summary['unchanged']} metrics unchanged (within "
+            f"±{comparison.threshold:.0%}); see `accelkit compare --json` for every metric."
+        )
+    return _cap("\n".join(lines) + "\n", max_bytes)
+
+
+def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
+    header = ["| case | metric | reason |", "|---|---|---|"]
+    rows = [f"| {_cell(m.case)} | {_cell(m.metric)} | {_cell(m.reason)} |" for m in metrics]
+    return header + rows if rows else []
+
+
+def _cap(text: str, max_bytes: int) -> str:
+    encoded = text.encode("utf-8")
+    if len(encoded) <= max_bytes:
+        return text
+    lines = text.split("\n")
+    kept: list[str] = []
+    size = 0
+    budget = max_bytes - 200  # room for the note
+    for line in lines:
+        line_size = len(line.encode("utf-8")) + 1
+        if size + line_size > budget:
+            break
+        kept.append(line)
+        size += line_size
+    dropped = len(lines) - len(kept)
+    note = (
+        f"\n_Truncated: {dropped} more lines not shown (the summary is limited to "
+        f"{max_bytes} bytes); see `accelkit compare --json` for everything._\n"
+    )
+    return "\n".join(kept) + note

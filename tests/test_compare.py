@@ -1,0 +1,489 @@
+"""accelkit.results.compare and `accelkit compare`: verdicts, status changes, rendering, exits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from accelkit.cli import main
+from accelkit.results.compare import (
+    MARKDOWN_LIMIT_BYTES,
+    Comparison,
+    MetricComparison,
+    StatusChange,
+    compare,
+    render_markdown,
+)
+from accelkit.results.model import SCHEMA_ID, Results
+
+
+def samples(median: float, n: int = 15, spread: float = 0.02, seed: int = 0) -> list[float]:
+    rng = np.random.default_rng(seed)
+    return (median * rng.lognormal(0.0, spread, n)).tolist()
+
+
+def metric(
+    median: float, *, unit: str = "s", higher_is_better: bool = False, seed: int = 0
+) -> dict[str, Any]:
+    values = samples(median, seed=seed)
+    return {
+        "value": float(np.median(values)),
+        "unit": unit,
+        "higher_is_better": higher_is_better,
+        "samples": values,
+    }
+
+
+def case(
+    case_id: str,
+    status: str = "passed",
+    *,
+    suite: str = "perf",
+    message: str = "",
+    metrics: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": case_id,
+        "suite": suite,
+        "status": status,
+        "message": message,
+        "duration_s": 0.1,
+        "metrics": metrics or {},
+    }
+
+
+def results(cases: list[dict[str, Any]]) -> Results:
+    return Results.model_validate(
+        {
+            "schema": SCHEMA_ID,
+            "run": {
+                "started": "2026-01-01T00:00:00+00:00",
+                "finished": "2026-01-01T00:01:00+00:00",
+                "device": "cpu",
+                "suites": ["conformance", "perf"],
+                "argv": ["accelkit", "test"],
+            },
+            "cases": cases,
+        }
+    )
+
+
+def perf_run(mm_latency: float = 1e-3, *, seed: int = 0) -> Results:
+    return results(
+        [
+            case(
+                "perf/mm[float32-256]",
+                metrics={
+                    "latency": metric(mm_latency, seed=seed),
+                    "throughput": metric(
+                        2 * 256**3 / mm_latency,
+                        unit="FLOP/s",
+                        higher_is_better=True,
+                        seed=seed + 1,
+                    ),
+                },
+            ),
+            case("perf/add[1M]", metrics={"latency": metric(2e-4, seed=seed + 2)}),
+            case("conformance/abs[float32]", suite="conformance"),
+        ]
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# compare()
+# ---------------------------------------------------------------------------------------
+
+
+def test_same_run_is_unchanged_and_does_not_fail() -> None:
+    comparison = compare(perf_run(), perf_run(seed=10))
+    assert [m.verdict for m in comparison.metrics] == ["unchanged"] * 3
+    assert comparison.cases == ()
+    assert not comparison.fails
+    summary = comparison.summary()
+    assert summary["unchanged"] == 3 and summary["regressed"] == 0 and summary["ok"] is True
+
+
+def test_planted_slowdown_regresses_only_that_kernel() -> None:
+    comparison = compare(perf_run(1e-3), perf_run(1.15e-3, seed=10))
+    by_key = {(m.case, m.metric): m for m in comparison.metrics}
+    latency = by_key[("perf/mm[float32-256]", "latency")]
+    assert latency.verdict == "regressed"
+    assert latency.ratio == pytest.approx(1.15, rel=0.03)
+    assert latency.ci is not None and latency.ci[0] > 1.03
+    assert latency.p_value is not None and latency.p_value < 0.01
+    assert latency.unit == "s" and latency.base_samples == 15 == latency.new_samples
+    assert by_key[("perf/mm[float32-256]", "throughput")].verdict == "regressed"
+    assert by_key[("perf/add[1M]", "latency")].verdict == "unchanged"
+    assert comparison.fails
+
+
+def test_speedup_is_an_improvement_and_does_not_fail() -> None:
+    comparison = compare(perf_run(1e-3), perf_run(0.8e-3, seed=10))
+    verdicts = {(m.case, m.metric): m.verdict for m in comparison.metrics}
+    assert verdicts[("perf/mm[float32-256]", "latency")] == "improved"
+    assert verdicts[("perf/mm[float32-256]", "throughput")] == "improved"
+    assert not comparison.fails
+
+
+def test_json_dict_shape() -> None:
+    comparison = compare(perf_run(1e-3), perf_run(1.15e-3, seed=10))
+    data = comparison.to_json_dict()
+    assert list(data) == ["metrics", "cases", "summary"]
+    first = data["metrics"][0]
+    for key in (
+        "case",
+        "metric",
+        "verdict",
+        "ratio",
+        "ci",
+        "p_value",
+        "base_median",
+        "new_median",
+        "unit",
+        "higher_is_better",
+        "base_samples",
+        "new_samples",
+    ):
+        assert key in first
+    assert isinstance(first["ci"], list) and len(first["ci"]) == 2
+    # Strict JSON: no NaN or Infinity anywhere.
+    json.dumps(data, allow_nan=False)
+
+
+def test_missing_metrics_are_listed_and_never_counted_as_changes() -> None:
+    base = results(
+        [
+            case("perf/a", metrics={"latency": metric(1e-3), "old": metric(1.0, unit="x")}),
+            case("perf/b", metrics={"bw": metric(1e9, unit="B/s", higher_is_better=True)}),
+        ]
+    )
+    new = results(
+        [
+            case("perf/a", metrics={"latency": metric(1e-3, seed=4), "fresh": metric(2e-3)}),
+            case("perf/b", metrics={"bw": metric(1e9, unit="GB/s", higher_is_better=True)}),
+        ]
+    )
+    comparison = compare(base, new)
+    missing = {(m.case, m.metric): m for m in comparison.metrics_with("missing")}
+    assert set(missing) == {("perf/a", "old"), ("perf/a", "fresh"), ("perf/b", "bw")}
+    assert missing[("perf/a", "old")].missing_in == "new"
+    assert missing[("perf/a", "fresh")].missing_in == "base"
+    assert "unit changed" in missing[("perf/b", "bw")].reason
+    assert all(m.ratio is None and m.ci is None for m in missing.values())
+    summary = comparison.summary()
+    assert summary["missing"] == 3 and summary["unchanged"] == 1
+    assert summary["regressed"] == summary["improved"] == 0
+    assert summary["metrics"] == 4
+    assert not comparison.fails
+
+
+def test_metrics_of_a_case_missing_in_new_are_missing_too() -> None:
+    comparison = compare(
+        perf_run(), results([case("conformance/abs[float32]", suite="conformance")])
+    )
+    assert {m.verdict for m in comparison.metrics} == {"missing"}
+    kinds = {c.case: c.kind for c in comparison.cases}
+    assert kinds == {"perf/mm[float32-256]": "missing_in_new", "perf/add[1M]": "missing_in_new"}
+    assert not comparison.fails
+
+
+STATUS_BASE = [
+    case("c/pass-fail", suite="conformance"),
+    case("c/pass-crash", suite="conformance"),
+    case("c/skip-error", "skipped", suite="conformance", message="no XPU"),
+    case("c/fail-pass", "failed", suite="conformance", message="mismatch"),
+    case("c/pass-skip", suite="conformance"),
+    case("c/fail-timeout", "failed", suite="conformance"),
+    case("c/same", suite="conformance"),
+    case("c/gone", suite="conformance"),
+]
+STATUS_NEW = [
+    case("c/pass-fail", "failed", suite="conformance", message="max abs diff 0.5 > 1e-5"),
+    case("c/pass-crash", "crashed", suite="conformance", message="worker died: SIGSEGV"),
+    case("c/skip-error", "error", suite="conformance", message="ImportError"),
+    case("c/fail-pass", suite="conformance"),
+    case("c/pass-skip", "skipped", suite="conformance", message="sm_107 target absent"),
+    case("c/fail-timeout", "timeout", suite="conformance"),
+    case("c/same", suite="conformance"),
+    case("c/added", suite="conformance"),
+]
+
+
+def test_status_changes() -> None:
+    comparison = compare(results(STATUS_BASE), results(STATUS_NEW))
+    changes = {c.case: c for c in comparison.cases}
+    assert {k: c.kind for k, c in changes.items()} == {
+        "c/pass-fail": "newly_failing",
+        "c/pass-crash": "newly_failing",
+        "c/skip-error": "newly_failing",
+        "c/fail-pass": "newly_passing",
+        "c/pass-skip": "newly_skipped",
+        "c/fail-timeout": "still_failing",
+        "c/gone": "missing_in_new",
+        "c/added": "new_case",
+    }
+    skipped = changes["c/pass-skip"]
+    assert (skipped.base_status, skipped.new_status) == ("passed", "skipped")
+    assert skipped.message == "sm_107 target absent"
+    assert changes["c/pass-fail"].message == "max abs diff 0.5 > 1e-5"
+    assert comparison.fails
+    summary = comparison.summary()
+    assert summary["newly_failing"] == 3 and summary["newly_passing"] == 1
+    assert summary["newly_skipped"] == 1 and summary["missing_in_new"] == 1
+
+
+def test_newly_passing_alone_does_not_fail() -> None:
+    comparison = compare(
+        results([case("c/x", "failed", suite="conformance")]),
+        results([case("c/x", suite="conformance")]),
+    )
+    assert [c.kind for c in comparison.cases] == ["newly_passing"]
+    assert not comparison.fails
+
+
+def test_threshold_is_validated_and_used() -> None:
+    with pytest.raises(ValueError):
+        compare(perf_run(), perf_run(), threshold=0.0)
+    base, new = perf_run(1e-3), perf_run(1.15e-3, seed=10)
+    lenient = compare(base, new, threshold=0.5)
+    assert "regressed" not in {m.verdict for m in lenient.metrics}
+
+
+# ---------------------------------------------------------------------------------------
+# Markdown
+# ---------------------------------------------------------------------------------------
+
+
+def test_markdown_orders_regressions_then_failures_then_improvements() -> None:
+    base = results(
+        [
+            case("perf/slow", metrics={"latency": metric(1e-3)}),
+            case("perf/fast", metrics={"latency": metric(1e-3, seed=3)}),
+            case("c/broken|pipe", suite="conformance"),
+        ]
+    )
+    new = results(
+        [
+            case("perf/slow", metrics={"latency": metric(1.2e-3, seed=5)}),
+            case("perf/fast", metrics={"latency": metric(0.7e-3, seed=6)}),
+            case("c/broken|pipe", "failed", suite="conformance", message="bad\nvalue"),
+        ]
+    )
+    text = render_markdown(compare(base, new), base_label="base.json", new_label="new.json")
+    regressions = text.index("### Regressions")
+    failing = text.index("### Newly failing")
+    improvements = text.index("### Improvements")
+    assert regressions < failing < improvements
+    assert text.index("perf/slow") < failing < text.index("perf/fast")
+    assert "c/broken\\|pipe" in text and "bad value" in text  # escaped, one line
+    assert " µs | " in text  # values carry their unit with an SI prefix
+    assert text.startswith("## accelkit compare: ❌")
+
+
+def _big_comparison(rows: int) -> Comparison:
+    metrics = tuple(
+        MetricComparison(
+            case=f"perf/some_rather_long_case_name_{i:06d}[float32-4096x4096-contiguous]",
+            metric="latency",
+            verdict="regressed" if i % 2 else "improved",
+            reason="",
+            unit="s",
+            higher_is_better=False,
+            base_median=1e-3,
+            new_median=1.2e-3,
+            ratio=1.2,
+            ci=(1.1, 1.3),
+            p_value=1e-4,
+            base_samples=10,
+            new_samples=10,
+        )
+        for i in range(rows)
+    )
+    changes = tuple(
+        StatusChange(
+            case=f"c/{i}",
+            suite="conformance",
+            kind="newly_failing",
+            base_status="passed",
+            new_status="failed",
+            message="x" * 500,
+        )
+        for i in range(rows // 10)
+    )
+    return Comparison(metrics=metrics, cases=changes, threshold=0.03, confidence=0.9)
+
+
+def test_markdown_is_capped_under_one_mebibyte_with_a_note() -> None:
+    text = render_markdown(_big_comparison(20_000))
+    size = len(text.encode("utf-8"))
+    assert size < MARKDOWN_LIMIT_BYTES
+    assert size > MARKDOWN_LIMIT_BYTES // 2  # it used the room it had
+    assert "Truncated:" in text.splitlines()[-1]
+    assert text.index("### Regressions") < text.index("Truncated:")
+
+
+def test_small_markdown_is_not_truncated() -> None:
+    text = render_markdown(compare(perf_run(), perf_run(seed=10)))
+    assert "Truncated" not in text
+    assert "3 metrics unchanged" in text
+    assert render_markdown(_big_comparison(50), max_bytes=3000).count("\n") < 60
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------
+
+
+def write(path: Path, data: Results | dict[str, Any] | str) -> Path:
+    if isinstance(data, Results):
+        text = json.dumps(data.to_json_dict())
+    elif isinstance(data, dict):
+        text = json.dumps(data)
+    else:
+        text = data
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def run_cli(args: list[str]) -> int:
+    with pytest.raises(SystemExit) as exit_info:
+        main(args)
+    code = exit_info.value.code
+    return int(code) if code is not None else 0
+
+
+def test_cli_exit_0_for_an_unchanged_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "200")  # one table row per line
+    base = write(tmp_path / "base.json", perf_run())
+    new = write(tmp_path / "new.json", perf_run(seed=10))
+    assert run_cli(["compare", str(base), str(new)]) == 0
+    out = capsys.readouterr().out
+    assert "perf/mm[float32-256]" in out  # rich markup did not eat the brackets
+    assert "0 regressed" in out
+
+
+def test_cli_exit_1_and_json_on_a_regression(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = write(tmp_path / "base.json", perf_run(1e-3))
+    new = write(tmp_path / "new.json", perf_run(1.15e-3, seed=10))
+    assert run_cli(["compare", str(base), str(new), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["summary"]["regressed"] == 2
+    assert {m["verdict"] for m in data["metrics"]} == {"regressed", "unchanged"}
+
+
+def test_cli_exit_1_on_a_newly_failing_case(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", results(STATUS_BASE))
+    new = write(tmp_path / "new.json", results(STATUS_NEW))
+    assert run_cli(["compare", str(base), str(new)]) == 1
+
+
+def test_cli_threshold_option(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", perf_run(1e-3))
+    new = write(tmp_path / "new.json", perf_run(1.15e-3, seed=10))
+    assert run_cli(["compare", str(base), str(new), "--threshold", "0.5"]) == 0
+
+
+def test_cli_writes_markdown_atomically(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", perf_run(1e-3))
+    new = write(tmp_path / "new.json", perf_run(1.15e-3, seed=10))
+    summary = tmp_path / "summary.md"
+    assert run_cli(["compare", str(base), str(new), "--markdown", str(summary)]) == 1
+    text = summary.read_text(encoding="utf-8")
+    assert "### Regressions" in text and "perf/mm[float32-256]" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "new.json", "summary.md"]
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (None, "no such file"),
+        ("{not json", "not valid JSON"),
+        ({"schema": "accelkit.results/99", "run": {}}, "unknown schema"),
+        ({"schema": SCHEMA_ID, "run": {"started": "x"}}, "invalid results file"),
+    ],
+)
+def test_cli_exit_2_on_bad_input_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: Any, expected: str
+) -> None:
+    base = write(tmp_path / "base.json", perf_run())
+    new = tmp_path / "new.json"
+    if content is not None:
+        write(new, content)
+    assert run_cli(["compare", str(base), str(new)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1
+    assert captured.err.startswith("accelkit: error: ") and expected in captured.err
+    assert "Traceback" not in captured.err
+
+
+def test_cli_markdown_into_a_missing_directory_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = write(tmp_path / "base.json", perf_run(1e-3))
+    new = write(tmp_path / "new.json", perf_run(1.15e-3, seed=10))
+    target = tmp_path / "missing" / "summary.md"
+    assert run_cli(["compare", str(base), str(new), "--markdown", str(target), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # nothing half-done: no JSON either
+    assert "--markdown" in captured.err and "does not exist" in captured.err
+    assert not target.parent.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["base.json", "new.json"]
+
+
+def test_cli_rejects_a_bad_threshold(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path / "base.json", perf_run())
+    assert run_cli(["compare", str(base), str(base), "--threshold", "3"]) == 2
+    assert "--threshold" in capsys.readouterr().err
+
+
+def test_compare_command_module_imports_no_numpy_or_pydantic() -> None:
+    code = (
+        "import sys\n"
+        "import accelkit.cli.compare\n"
+        "heavy = [m for m in ('numpy', 'pydantic', 'torch') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.slow
+def test_cli_in_a_subprocess(tmp_path: Path) -> None:
+    base = write(tmp_path / "base.json", perf_run(1e-3))
+    new = write(tmp_path / "new.json", perf_run(1.15e-3, seed=10))
+    out = subprocess.run(
+        ["accelkit", "compare", str(base), str(new), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert out.returncode == 1, out.stderr
+    assert json.loads(out.stdout)["summary"]["regressed"] == 2
+    same = subprocess.run(
+        ["accelkit", "compare", str(base), str(base)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert same.returncode == 0, same.stderr
+    bad = subprocess.run(
+        ["accelkit", "compare", str(base), str(tmp_path / "absent.json")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert bad.stderr.strip().count("\n") == 0 and "no such file" in bad.stderr
