@@ -60,6 +60,14 @@ def test(
             "--breadth", help="quick: a fast subset of the operator database; full: all of it."
         ),
     ] = "quick",
+    measure_ceilings: Annotated[
+        bool,
+        typer.Option(
+            "--measure-ceilings",
+            help="perf: measure this device's copy bandwidth and large-GEMM rate and report "
+            "fractions of those instead of the peak table's.",
+        ),
+    ] = False,
     expectations: Annotated[
         Path | None,
         typer.Option(
@@ -92,6 +100,7 @@ def test(
         workers=workers,
         seed=seed,
         breadth=breadth,
+        measure_ceilings=measure_ceilings,
         expectations=expectations,
         cases_dir=cases,
         argv=tuple(["accelkit", *sys.argv[1:]]),

@@ -43,6 +43,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="quick: the default subset of samples/gradients; full: everything",
     )
     group.addoption(
+        "--accelkit-measure-ceilings",
+        action="store_true",
+        default=False,
+        help="perf: measure copy bandwidth and large-GEMM rate here instead of a peak table",
+    )
+    group.addoption(
         "--accelkit-expectations",
         default=None,
         help="YAML file of known failures on this backend (default: the bundled one)",

@@ -45,6 +45,7 @@ class RunRequest:
     workers: int = 1
     seed: int = 0
     breadth: str = "quick"
+    measure_ceilings: bool = False
     expectations: Path | None = None
     cases_dir: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
@@ -167,6 +168,8 @@ def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list
                  "--max-worker-restart", str(_MAX_WORKER_RESTARTS)]  # fmt: skip
     if request.expectations is not None:
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
+    if request.measure_ceilings:
+        argv.append("--accelkit-measure-ceilings")
     if request.keyword:
         argv += ["-k", request.keyword]
     argv += [str(root / suite) for suite in request.suites]
