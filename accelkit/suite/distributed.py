@@ -3,6 +3,10 @@
 Each rank is a fresh `spawn`ed process that joins a process group through a FileStore in a
 temporary directory. Rank processes never outlive the case: they are joined with a deadline
 and killed in `finally`, whatever happened.
+
+A rank process costs a fresh interpreter and a torch import (seconds on a small machine),
+so cases batch related checks into one rank function with `run_checks`: every check runs
+and reports on its own (value or traceback), and the case asserts on each by name.
 """
 
 from __future__ import annotations
@@ -12,19 +16,35 @@ import os
 import queue
 import tempfile
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import timedelta
 from typing import Any
 
 RankFn = Callable[[int, int], Any]
+# (rank, world_size) -> extra keyword arguments for init_process_group, built in the rank
+# (options objects such as ProcessGroupNCCL.Options cannot be pickled).
+InitKwargsFn = Callable[[int, int], dict[str, Any]]
+CheckFn = Callable[[], Any]
+
+# How long one collective may block before c10d gives up: far below the case's deadline,
+# so a rank whose peer died fails with c10d's message instead of being killed silently.
+PG_TIMEOUT = timedelta(seconds=60)
 
 
 def _rank_main(fn: RankFn, rank: int, world_size: int, backend: str, store_path: str,
-               results: Any) -> None:  # fmt: skip
+               results: Any, env: Mapping[str, str],
+               init_kwargs: InitKwargsFn | None) -> None:  # fmt: skip
     try:
+        # Before torch reads its environment (the Flight Recorder's buffer size, NCCL
+        # options): c10d reads these when the first process group is created.
+        os.environ.update(env)
         import torch.distributed as dist
 
         store = dist.FileStore(store_path, world_size)  # type: ignore[attr-defined]
-        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size)
+        kwargs: dict[str, Any] = {"timeout": PG_TIMEOUT}
+        if init_kwargs is not None:
+            kwargs.update(init_kwargs(rank, world_size))
+        dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, **kwargs)
         try:
             value = fn(rank, world_size)
         finally:
@@ -35,11 +55,13 @@ def _rank_main(fn: RankFn, rank: int, world_size: int, backend: str, store_path:
 
 
 def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
-              timeout_s: float = 120.0) -> list[Any]:  # fmt: skip
+              timeout_s: float = 120.0, env: Mapping[str, str] | None = None,
+              init_kwargs: InitKwargsFn | None = None) -> list[Any]:  # fmt: skip
     """`fn(rank, world_size)` in `world_size` processes; their return values by rank.
 
-    `fn` must be a module-level function (spawn pickles it by reference). A rank that raises
-    fails the call with its traceback; a rank that does not finish in time is killed.
+    `fn` and `init_kwargs` must be module-level functions (spawn pickles them by
+    reference). `env` is set in each rank before the process group is created. A rank that
+    raises fails the call with its traceback; a rank that does not finish in time is killed.
     """
     context = mp.get_context("spawn")
     results: Any = context.Queue()
@@ -48,7 +70,16 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
         procs = [
             context.Process(
                 target=_rank_main,
-                args=(fn, rank, world_size, backend, store_path, results),
+                args=(
+                    fn,
+                    rank,
+                    world_size,
+                    backend,
+                    store_path,
+                    results,
+                    dict(env or {}),
+                    init_kwargs,
+                ),
                 daemon=True,
             )
             for rank in range(world_size)
@@ -81,3 +112,58 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
                     proc.kill()
                     proc.join(timeout=5)
             results.close()
+
+
+# --------------------------------------------------------------------------------------
+# Many named checks in one rank session
+
+
+class CheckSkipped(Exception):
+    """Raised by a check that cannot run with this backend; the message is the reason."""
+
+
+def run_checks(checks: Mapping[str, CheckFn]) -> dict[str, dict[str, Any]]:
+    """Run each check in order; `{name: {"ok": value} | {"skip": why} | {"error": tb}}`.
+
+    A failing check does not stop the others (a collective that raised on every rank leaves
+    the group usable). Values must be picklable (they travel back over a queue).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for name, check in checks.items():
+        try:
+            out[name] = {"ok": check()}
+        except CheckSkipped as why:
+            out[name] = {"skip": str(why)}
+        except Exception:
+            out[name] = {"error": traceback.format_exc(limit=6)}
+    return out
+
+
+def check_result(per_rank: list[dict[str, dict[str, Any]]], name: str) -> list[Any]:
+    """The values check `name` returned on each rank; raises AssertionError on an error.
+
+    A check skipped on any rank raises CheckSkipped with that rank's reason.
+    """
+    values: list[Any] = []
+    for rank, results in enumerate(per_rank):
+        entry = results.get(name)
+        if entry is None:
+            raise AssertionError(f"{name}: rank {rank} did not run this check")
+        if "error" in entry:
+            raise AssertionError(f"{name}: rank {rank} raised:\n{entry['error']}")
+        if "skip" in entry:
+            raise CheckSkipped(entry["skip"])
+        values.append(entry["ok"])
+    return values
+
+
+def collective_backend(device_type: str) -> tuple[str, str]:
+    """The c10d backend that serves `device_type` and the device its tensors live on.
+
+    torch's own table (`Backend.default_device_backend_map`) decides; a device served by
+    gloo (the CPU, Apple MPS) communicates CPU tensors.
+    """
+    import torch.distributed as dist
+
+    backend = dist.Backend.default_device_backend_map.get(device_type, "gloo")
+    return backend, ("cpu" if backend == "gloo" else device_type)

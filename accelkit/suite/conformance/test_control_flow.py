@@ -1,4 +1,10 @@
-"""PyTorch 2.14 control flow: multi-branch switch, cond and while_loop, eager and compiled."""
+"""PyTorch 2.14 control flow: multi-branch switch, cond and while_loop, each eager, under
+torch.compile (Inductor) and through torch.export (the exported program's module is run).
+
+Every answer is compared with the branch (or loop) evaluated directly in float64 on the CPU.
+Compiled functions are kept per pytest worker (module-level cache) so that the cases of one
+feature share Inductor's compile cost instead of paying it per case.
+"""
 
 from __future__ import annotations
 
@@ -10,18 +16,11 @@ import torch
 
 from accelkit.suite.reference import assert_matches_reference, make_input, reference
 
-MODES = ["eager", "compiled"]
-
-
-def _run(fn: Callable[..., Any], mode: str) -> Callable[..., Any]:
-    if mode == "compiled":
-        torch._dynamo.reset()
-        return torch.compile(fn, backend="inductor", fullgraph=True)
-    return fn
+MODES = ["eager", "compiled", "export"]
 
 
 def _branches() -> tuple[Callable[..., Any], ...]:
-    # Branches with different ops; each returns a tuple, as switch requires.
+    # Four branches with different ops; each returns a tuple, as switch requires.
     return (
         lambda x: (x + 1.0,),
         lambda x: (x * x - 0.5,),
@@ -30,77 +29,139 @@ def _branches() -> tuple[Callable[..., Any], ...]:
     )
 
 
+def _switch_fn(index: Any, x: torch.Tensor) -> Any:
+    from torch._higher_order_ops import switch
+
+    return switch(index, _branches(), (x,))
+
+
+def _cond_fn(x: torch.Tensor) -> torch.Tensor:
+    return torch.cond(x.sum() > 0, lambda t: t.cos() * 3.0, lambda t: t.exp() - 1.0, (x,))
+
+
+def _while_fn(limit: torch.Tensor, x: torch.Tensor) -> Any:
+    def cond_fn(i: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
+        return i < limit
+
+    def body_fn(i: torch.Tensor, acc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return i + 1, acc * 0.5 + torch.tanh(acc)
+
+    return torch.while_loop(
+        cond_fn, body_fn, (torch.zeros((), dtype=torch.int64, device=x.device), x)
+    )
+
+
+class _AsModule(torch.nn.Module):
+    """torch.export takes modules: a thin one around a function."""
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        super().__init__()
+        self.fn = fn
+
+    def forward(self, *args: Any) -> Any:
+        return self.fn(*args)
+
+
+_COMPILED: dict[str, Callable[..., Any]] = {}
+
+
+def _compiled(fn: Callable[..., Any]) -> Callable[..., Any]:
+    name = fn.__name__
+    if name not in _COMPILED:
+        _COMPILED[name] = torch.compile(fn, backend="inductor", fullgraph=True)
+    return _COMPILED[name]
+
+
+def _exported(fn: Callable[..., Any], example: tuple[Any, ...]) -> Callable[..., Any]:
+    program = torch.export.export(_AsModule(fn), example)
+    return program.module()  # type: ignore[no-any-return]
+
+
+def _expected_branch(index: int, x: torch.Tensor) -> Any:
+    clamped = min(max(index, 0), len(_branches()) - 1)
+    return reference(lambda t: _branches()[clamped](t), x)
+
+
+def _switch_runner(mode: str, device: str, x: torch.Tensor) -> Callable[..., Any]:
+    if mode == "compiled":
+        return _compiled(_switch_fn)
+    if mode == "export":
+        # A tensor index keeps every branch in the exported graph.
+        return _exported(_switch_fn, (torch.tensor(1, device=device), x))
+    return _switch_fn
+
+
 @pytest.mark.requires("switch")
 @pytest.mark.parametrize("mode", MODES)
 def test_switch(mode: str, device: str) -> None:
-    from torch._higher_order_ops import switch
-
-    def f(index: Any, x: torch.Tensor) -> Any:
-        return switch(index, _branches(), (x,))
-
-    run = _run(f, mode)
     x = make_input((8, 16), torch.float32, device)
-    for index in range(4):
-        want = reference(lambda t, i=index: _branches()[i](t), x)
-        # The index as a Python int and as a 0-d integer tensor on the device.
-        assert_matches_reference(run(index, x), want, torch.float32, what=f"branch {index} (int)")
+    run = _switch_runner(mode, device, x)
+    for index in range(len(_branches())):
+        want = _expected_branch(index, x)
         as_tensor = torch.tensor(index, device=device)
         assert_matches_reference(
-            run(as_tensor, x), want, torch.float32, what=f"branch {index} (tensor)"
+            run(as_tensor, x), want, torch.float32, what=f"branch {index} (0-d tensor index)"
         )
+        if mode != "export":  # an exported int index is a constant: see test_switch_int_export
+            assert_matches_reference(
+                run(index, x), want, torch.float32, what=f"branch {index} (int)"
+            )
 
 
 @pytest.mark.requires("switch")
 @pytest.mark.parametrize("mode", MODES)
 def test_switch_clamps_out_of_range(mode: str, device: str) -> None:
-    from torch._higher_order_ops import switch
+    x = make_input((8, 16), torch.float32, device)
+    run = _switch_runner(mode, device, x)
+    for index in (-3, -1, 4, 7):
+        want = _expected_branch(index, x)
+        assert_matches_reference(
+            run(torch.tensor(index, device=device), x), want, torch.float32,
+            what=f"tensor index {index} -> branch {min(max(index, 0), 3)}",
+        )  # fmt: skip
+        if mode != "export":
+            assert_matches_reference(run(index, x), want, torch.float32, what=f"int index {index}")
 
-    def f(index: Any, x: torch.Tensor) -> Any:
-        return switch(index, _branches(), (x,))
 
-    run = _run(f, mode)
-    x = make_input((4, 8), torch.float32, device)
-    last = reference(lambda t: _branches()[-1](t), x)
-    first = reference(lambda t: _branches()[0](t), x)
-    assert_matches_reference(
-        run(torch.tensor(7, device=device), x), last, torch.float32, what="7 -> last"
-    )
-    assert_matches_reference(
-        run(torch.tensor(-3, device=device), x), first, torch.float32, what="-3 -> first"
-    )
+@pytest.mark.requires("switch")
+def test_switch_int_export(device: str) -> None:
+    """An int index is specialised at export: the program computes that branch only."""
+    x = make_input((8, 16), torch.float32, device)
+    module = _exported(_switch_fn, (2, x))
+    assert_matches_reference(module(2, x), _expected_branch(2, x), torch.float32, what="int 2")
 
 
 @pytest.mark.requires("cond")
 @pytest.mark.parametrize("mode", MODES)
 def test_cond(mode: str, device: str) -> None:
-    def f(x: torch.Tensor) -> torch.Tensor:
-        return torch.cond(x.sum() > 0, lambda t: t.cos() * 3.0, lambda t: t.exp() - 1.0, (x,))
-
-    run = _run(f, mode)
+    positive = make_input((6, 10), torch.float32, device, low=0.1, high=1.0)
+    if mode == "compiled":
+        run = _compiled(_cond_fn)
+    elif mode == "export":
+        run = _exported(_cond_fn, (positive,))
+    else:
+        run = _cond_fn
     for sign in (1.0, -1.0):
-        x = make_input((6, 10), torch.float32, device, low=0.1, high=1.0) * sign
-        assert_matches_reference(run(x), reference(f, x), torch.float32, what=f"pred {sign > 0}")
+        x = positive * sign
+        branch = (lambda t: t.cos() * 3.0) if sign > 0 else (lambda t: t.exp() - 1.0)
+        want = reference(branch, x)
+        assert_matches_reference(run(x), want, torch.float32, what=f"pred {sign > 0}")
 
 
 @pytest.mark.requires("while_loop")
 @pytest.mark.parametrize("mode", MODES)
 def test_while_loop(mode: str, device: str) -> None:
-    def f(limit: torch.Tensor, x: torch.Tensor) -> Any:
-        def cond_fn(i: torch.Tensor, acc: torch.Tensor) -> torch.Tensor:
-            return i < limit
-
-        def body_fn(i: torch.Tensor, acc: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-            return i + 1, acc * 0.5 + torch.tanh(acc)
-
-        return torch.while_loop(
-            cond_fn, body_fn, (torch.zeros((), dtype=torch.int64, device=x.device), x)
-        )
-
-    run = _run(f, mode)
     x = make_input((5, 7), torch.float32, device)
+    if mode == "compiled":
+        run = _compiled(_while_fn)
+    elif mode == "export":
+        run = _exported(_while_fn, (torch.tensor(3, device=device), x))
+    else:
+        run = _while_fn
     for steps in (0, 1, 6):
-        limit = torch.tensor(steps, device=device)
-        count, acc = run(limit, x)
+        count, acc = run(torch.tensor(steps, device=device), x)
         assert int(count) == steps, f"{steps} iterations expected, ran {int(count)}"
-        want = reference(f, limit, x)[1]
+        want = x.detach().cpu().double()
+        for _ in range(steps):
+            want = want * 0.5 + torch.tanh(want)
         assert_matches_reference(acc, want, torch.float32, scale=4.0, what=f"{steps} iterations")

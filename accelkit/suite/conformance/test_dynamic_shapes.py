@@ -1,6 +1,13 @@
-"""Dynamic shapes: 2.14's @dynamic_spec and the classic mark_dynamic path."""
+"""Dynamic shapes: 2.14's @dynamic_spec (TensorSpec/ShapeVar/IntVar) with torch.compile,
+torch.export and make_fx, and the classic mark_dynamic path.
+
+Dims a spec marks dynamic become unbacked symbols: one compiled graph (or one exported
+program, or one traced graph) must serve every size inside the spec's range.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import pytest
 import torch
@@ -8,27 +15,105 @@ import torch
 from accelkit.suite.reference import assert_matches_reference, make_input, reference
 
 SIZES = (3, 5, 17, 64)
+SCALES = (1, 4, 0, 9)  # values of the IntVar argument, paired with SIZES
+
+
+def _body(x: torch.Tensor, y: torch.Tensor, n: Any) -> torch.Tensor:
+    return (torch.relu(x @ x.T).sum(dim=1) + (x * y).mean(dim=1)) * n
+
+
+def _spec() -> Any:
+    from torch.fx.experimental.dynamic_spec import STATIC, IntVar, ShapesSpec, ShapeVar, TensorSpec
+
+    batch = ShapeVar("B", min=2, max=128)
+    return ShapesSpec({
+        "x": TensorSpec([batch, STATIC]),
+        "y": TensorSpec([batch, 8]),
+        "n": IntVar("n", min=0, max=100),
+    })  # fmt: skip
+
+
+def _inputs(batch: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    return (make_input((batch, 8), torch.float32, device),
+            make_input((batch, 8), torch.float32, device))  # fmt: skip
 
 
 @pytest.mark.requires("dynamic_spec")
 def test_dynamic_spec_compile(device: str) -> None:
-    from torch.fx.experimental.dynamic_spec import STATIC, ShapeVar, TensorSpec, dynamic_spec
+    from torch._dynamo.testing import CompileCounterWithBackend
+    from torch.fx.experimental.dynamic_spec import dynamic_spec
 
-    @dynamic_spec({"x": TensorSpec([ShapeVar("B"), STATIC])})
-    def f(x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x @ x.T).sum(dim=1) + x.mean()
+    @dynamic_spec(_spec())
+    def f(x: torch.Tensor, y: torch.Tensor, n: Any) -> torch.Tensor:
+        return _body(x, y, n)
 
     torch._dynamo.reset()
-    compiled = torch.compile(f, backend="inductor", fullgraph=True)
-    x = make_input((SIZES[0], 8), torch.float32, device)
-    assert_matches_reference(compiled(x), reference(f, x), torch.float32, scale=8.0, what="B=3")
-    # Sizes inside the spec must reuse the first graph: any recompilation is a failure.
+    counter = CompileCounterWithBackend("inductor")
+    compiled = torch.compile(f, backend=counter, fullgraph=True)
+    # Sizes and scalars inside the spec must reuse the first graph: a recompile fails.
     with torch._dynamo.config.patch(error_on_recompile=True):
-        for batch in SIZES[1:]:
-            x = make_input((batch, 8), torch.float32, device)
+        for batch, n in zip(SIZES, SCALES, strict=True):
+            x, y = _inputs(batch, device)
             assert_matches_reference(
-                compiled(x), reference(f, x), torch.float32, scale=8.0, what=f"B={batch}"
-            )
+                compiled(x, y, n), reference(_body, x, y, n), torch.float32, scale=8.0,
+                what=f"B={batch} n={n}",
+            )  # fmt: skip
+    assert counter.frame_count == 1, f"{counter.frame_count} graphs for one spec, expected 1"
+
+
+@pytest.mark.requires("dynamic_spec")
+def test_dynamic_spec_compile_call_site(device: str) -> None:
+    """The same spec passed as torch.compile(dynamic_shapes=...); not with `dynamic=`, and
+    not together with the decorator."""
+    from torch._dynamo.testing import CompileCounter
+    from torch.fx.experimental.dynamic_spec import dynamic_spec
+
+    torch._dynamo.reset()
+    counter = CompileCounter()  # tracing only: the Inductor path is covered above
+    compiled = torch.compile(_body, backend=counter, fullgraph=True, dynamic_shapes=_spec())
+    for batch, n in zip(SIZES, SCALES, strict=True):
+        x, y = _inputs(batch, device)
+        assert_matches_reference(compiled(x, y, n), reference(_body, x, y, n), torch.float32,
+                                 scale=8.0, what=f"B={batch} n={n}")  # fmt: skip
+    assert counter.frame_count == 1, f"{counter.frame_count} graphs for one spec, expected 1"
+    with pytest.raises(ValueError, match="dynamic"):
+        torch.compile(_body, dynamic=True, dynamic_shapes=_spec())
+    decorated = dynamic_spec(_spec())(lambda x, y, n: _body(x, y, n))
+    with pytest.raises(ValueError, match="dynamic_spec"):
+        torch.compile(decorated, dynamic_shapes=_spec())(*_inputs(3, device), 1)
+
+
+class _Body(torch.nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor, n: Any) -> torch.Tensor:
+        return _body(x, y, n)
+
+
+@pytest.mark.requires("dynamic_spec")
+def test_dynamic_spec_export(device: str) -> None:
+    program = torch.export.export(_Body(), (*_inputs(4, device), 3), dynamic_shapes=_spec())
+    module = program.module()
+    for batch, n in zip(SIZES, SCALES, strict=True):
+        x, y = _inputs(batch, device)
+        assert_matches_reference(module(x, y, n), reference(_body, x, y, n), torch.float32,
+                                 scale=8.0, what=f"exported, B={batch} n={n}")  # fmt: skip
+    # Outside the spec's range the program's runtime assertions must reject the input.
+    with pytest.raises(Exception, match=r"(?i)assert|range|constraint|expected|guard"):
+        module(*_inputs(1, device), 3)  # B below min=2
+    with pytest.raises(Exception, match=r"(?i)assert|range|constraint|expected|guard"):
+        module(*_inputs(4, device), 101)  # n above max=100
+
+
+@pytest.mark.requires("dynamic_spec")
+def test_dynamic_spec_make_fx(device: str) -> None:
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    graph = make_fx(_body, tracing_mode="fake", dynamic_shapes=_spec())(*_inputs(4, device), 3)
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 3, f"traced graph has {len(placeholders)} inputs, expected 3"
+    for batch, n in zip(SIZES, SCALES, strict=True):
+        x, y = _inputs(batch, device)
+        assert_matches_reference(graph(x, y, n), reference(_body, x, y, n), torch.float32,
+                                 scale=8.0, what=f"make_fx graph, B={batch} n={n}")  # fmt: skip
 
 
 def test_mark_dynamic(device: str) -> None:
