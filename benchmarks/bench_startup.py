@@ -47,7 +47,9 @@ def main() -> int:
         time_command(argv, 1)  # warm the page cache
         samples = time_command(argv, args.runs)
         medians[name] = statistics.median(samples)
-        print(f"{name:32} median {medians[name] * 1000:7.0f} ms  (min {min(samples) * 1000:.0f} ms)")
+        print(
+            f"{name:32} median {medians[name] * 1000:7.0f} ms  (min {min(samples) * 1000:.0f} ms)"
+        )
     ratio = medians["accelkit --help"] / medians['python -c "import torch"']
     verdict = "OK" if ratio <= 0.25 else "TOO SLOW"
     print(f"accelkit --help / import torch = {ratio:.2f} (target <= 0.25): {verdict}")

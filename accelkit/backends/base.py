@@ -7,9 +7,13 @@ outside `accelkit/backends/` branches on a backend's name.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Protocol
 
+from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
 
 
@@ -31,6 +35,30 @@ class DeviceInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class TestImageSpec:
+    """How a backend's test image is built and what `accelkit setup` checks in it.
+
+    `dockerfile` names a file in the package's dockerfiles/ folder; `build_args` are its
+    build arguments (besides BASE_IMAGE and the torch source); `skip_requirements` are
+    requirement names of the torch wheel that are not installed with it (GPU runtimes a
+    CPU image does not need); `env` is what the image sets for the backend; `probes` are
+    named argument lists run inside the finished image, whose output the backend's
+    `verify_test_image` reads next to `accelkit doctor --json`.
+    """
+
+    dockerfile: str
+    default_base_image: str
+    build_args: Mapping[str, str] = field(default_factory=dict, hash=False)
+    skip_requirements: tuple[str, ...] = ()
+    arch: str | None = None
+    probes: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "build_args", MappingProxyType(dict(self.build_args)))
+        object.__setattr__(self, "probes", MappingProxyType(dict(self.probes)))
+
+
 class Backend(Protocol):
     name: str
     """accelkit's name: cpu, cuda, rocm, xpu, mps."""
@@ -50,6 +78,32 @@ class Backend(Protocol):
 
     def versions(self) -> dict[str, str | None]:
         """Toolkit/runtime versions compiled into torch and driver versions; never raises."""
+        ...
+
+    passthrough_env: tuple[str, ...]
+    """Device-selection variables handed to the backend's containers when they are set."""
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        """What a container needs to reach this backend's devices (never --privileged).
+
+        Reads device nodes and group ids under `host_root` (tests point it at a fake
+        tree); device nodes that do not exist are left out, so building the options never
+        fails on a machine without the hardware. `env` (default: none) supplies the values of
+        `passthrough_env`.
+        """
+        ...
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        """The recipe of this backend's test image; BadInput for an arch it does not know."""
+        ...
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        """What is missing in a test image, from `accelkit doctor --json` run inside it and
+        the output of `spec.probes`; empty when everything set up is really there."""
         ...
 
 

@@ -4,9 +4,24 @@ from __future__ import annotations
 
 import os
 import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-from accelkit.backends.base import Availability, DeviceInfo, register
+from accelkit.backends._containers import (
+    GPU_RUNTIME_REQUIREMENTS,
+    UBUNTU_BASE_IMAGE,
+    capability_problem,
+    section,
+    torch_problems,
+)
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.containers.run import RunOptions
+from accelkit.errors import BadInput
 from accelkit.probe import torch_import_error, torch_or_none
+
+#: The first release with the multi-branch `switch` the suite tests; older torch lacks it.
+SWITCH_SINCE = (2, 14)
 
 
 class CpuBackend:
@@ -35,6 +50,49 @@ class CpuBackend:
             except Exception:
                 isa = None
         return {"cpu_capability": isa}
+
+    passthrough_env: tuple[str, ...] = ("OMP_NUM_THREADS",)
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        values = {name: env[name] for name in self.passthrough_env if env and name in env}
+        return RunOptions(env=values)
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        if arch is not None:
+            raise BadInput(f"--arch: the cpu backend has no GPU targets (got {arch!r})")
+        return TestImageSpec(
+            dockerfile="cpu.Dockerfile",
+            default_base_image=UBUNTU_BASE_IMAGE,
+            skip_requirements=GPU_RUNTIME_REQUIREMENTS,
+        )
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        problems = torch_problems(doctor)
+        if problems:
+            return problems
+        # Inductor needs a C++ compiler in the image: the suite's compiled cases use it.
+        for name in ("cpu", "inductor"):
+            problem = capability_problem(doctor, name)
+            if problem is not None:
+                problems.append(problem)
+        if _release(str(section(doctor, "env", "torch").get("version"))) >= SWITCH_SINCE:
+            switch = capability_problem(doctor, "switch")
+            if switch is not None:
+                problems.append(switch)
+        return problems
+
+
+def _release(version: str) -> tuple[int, int]:
+    """(major, minor) of a torch version string; (0, 0) when unreadable."""
+    parts = version.split("+")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return 0, 0
 
 
 def _cpu_model() -> str:

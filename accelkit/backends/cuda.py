@@ -2,11 +2,60 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
+from accelkit.backends._containers import (
+    capability_problem,
+    passthrough,
+    section,
+    torch_problems,
+)
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, register
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.containers.run import DeviceRequest, RunOptions
+from accelkit.errors import BadInput
 from accelkit.probe import torch_import_error, torch_or_none
+
+#: The CUDA toolkit a test image gets by default: the first whose ptxas accepts sm_107a.
+DEFAULT_CUDA_VERSION = "13.4"
+CUDA_BASE_IMAGE = f"nvidia/cuda:{DEFAULT_CUDA_VERSION}.0-devel-ubuntu24.04"
+
+#: The first CUDA release that can compile for each target (older targets: any 12.x).
+#: sm_100/101/120 came with 12.8, sm_103/121 with 12.9, sm_110 (the renamed sm_101) with
+#: 13.0, Rubin's sm_107 with 13.4. See ../shared/notes/containers-and-ci.md.
+MIN_CUDA: dict[str, tuple[int, int]] = {
+    "sm_100": (12, 8),
+    "sm_103": (12, 9),
+    "sm_107": (13, 4),
+    "sm_110": (13, 0),
+    "sm_120": (12, 8),
+    "sm_121": (12, 9),
+}
+
+#: Device-selection variables that pass through to CUDA containers.
+CUDA_PASSTHROUGH = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
+
+
+def arch_list_entry(arch: str) -> str:
+    """TORCH_CUDA_ARCH_LIST's spelling of a target: sm_107 -> 10.7, sm_90 -> 9.0."""
+    digits = arch.removeprefix("sm_")
+    return f"{digits[:-1]}.{digits[-1]}"
+
+
+def check_arch(arch: str, cuda_version: tuple[int, int] | None = None) -> None:
+    """BadInput unless `arch` is a known target that `cuda_version` can compile for."""
+    targets = CudaBackend.targets
+    if arch not in targets:
+        raise BadInput(f"--arch: unknown CUDA target {arch!r}; valid: {', '.join(targets)}")
+    needed = MIN_CUDA.get(arch)
+    if cuda_version is not None and needed is not None and cuda_version < needed:
+        have = ".".join(map(str, cuda_version))
+        raise BadInput(
+            f"--arch {arch} (TORCH_CUDA_ARCH_LIST {arch_list_entry(arch)}) requires CUDA >= "
+            f"{needed[0]}.{needed[1]}, got CUDA {have}"
+        )
 
 
 def cuda_devices(torch: Any, *, rocm: bool) -> list[DeviceInfo]:
@@ -118,6 +167,62 @@ class CudaBackend:
             "cudnn": cudnn,
             "cuda_arch_list": arch_list,
         }
+
+    passthrough_env: tuple[str, ...] = CUDA_PASSTHROUGH
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        # The NVIDIA container runtime maps GPUs in through a device request (docker run
+        # --gpus all); a large shm serves DataLoader workers and NCCL's shared memory.
+        return RunOptions(
+            env=passthrough(env, self.passthrough_env),
+            device_requests=(DeviceRequest(count=-1, capabilities=(("gpu",),)),),
+            shm_size="8g",
+        )
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        major, minor = (int(part) for part in DEFAULT_CUDA_VERSION.split("."))
+        args: dict[str, str] = {}
+        # nvcc lists the real architectures its ptxas can assemble for (sm_107, sm_107a).
+        probes: dict[str, tuple[str, ...]] = {"gpu_codes": ("nvcc", "--list-gpu-code")}
+        if arch is not None:
+            check_arch(arch, (major, minor))
+            args["TORCH_CUDA_ARCH_LIST"] = arch_list_entry(arch)
+            args["INDUCTOR_CUDA_ARCH"] = arch.removeprefix("sm_")
+        return TestImageSpec(
+            dockerfile="cuda.Dockerfile",
+            default_base_image=CUDA_BASE_IMAGE,
+            build_args=args,
+            arch=arch,
+            probes=probes,
+        )
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        problems = torch_problems(doctor)
+        if problems:
+            return problems
+        torch = section(doctor, "env", "torch")
+        if not torch.get("cuda"):
+            problems.append(f"torch {torch.get('version')} is not a CUDA build")
+        if spec.arch is None:
+            return problems
+        wanted = spec.build_args.get("TORCH_CUDA_ARCH_LIST")
+        got = section(doctor, "env", "env").get("TORCH_CUDA_ARCH_LIST")
+        if got != wanted:
+            problems.append(f"TORCH_CUDA_ARCH_LIST is {got!r} in the image, not {wanted!r}")
+        if spec.arch == "sm_107":
+            flags = capability_problem(doctor, "sm_107")
+            if flags is not None:
+                problems.append(flags)
+        codes = probes.get("gpu_codes", "").split()
+        if spec.arch not in codes and f"{spec.arch}a" not in codes:
+            first = probes.get("gpu_codes", "").strip().splitlines()[:1]
+            said = f" (it said: {first[0][:200]})" if first else ""
+            problems.append(f"the image's CUDA toolkit (ptxas) cannot target {spec.arch}{said}")
+        return problems
 
 
 register(CudaBackend())

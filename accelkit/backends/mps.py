@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import platform
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
-from accelkit.backends.base import Availability, DeviceInfo, register
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.containers.run import RunOptions
+from accelkit.errors import BadInput
 from accelkit.probe import torch_import_error, torch_or_none
 
 
@@ -32,6 +37,22 @@ class MpsBackend:
 
     def versions(self) -> dict[str, str | None]:
         return {"macos": platform.mac_ver()[0] or None}
+
+    passthrough_env: tuple[str, ...] = ()
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        # Containers on macOS run in a Linux VM that cannot reach Metal: nothing to pass.
+        return RunOptions()
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        raise BadInput("mps runs on the macOS host, without a container: there is no test image")
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        return []
 
 
 register(MpsBackend())

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from accelkit.backends._containers import (
+    UBUNTU_BASE_IMAGE,
+    existing_devices,
+    gpu_groups,
+    passthrough,
+    section,
+    torch_problems,
+)
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, register
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
 from accelkit.backends.cuda import cuda_devices
+from accelkit.containers.run import RunOptions
+from accelkit.errors import BadInput
 from accelkit.probe import torch_import_error, torch_or_none
 
 # TheRock's GPU families (the legacy per-family wheel indexes are named after them) and
@@ -26,6 +41,94 @@ def family_of(gfx: str) -> str | None:
     """The narrowest TheRock family that contains `gfx`."""
     matches = [name for name, members in GFX_FAMILIES.items() if gfx in members]
     return min(matches, key=lambda name: len(GFX_FAMILIES[name])) if matches else None
+
+
+#: TheRock's current multi-arch index: one `rocm` package, a `device-<gfx>` extra per GPU.
+MULTI_ARCH_INDEX_URL = "https://rocm.nightlies.amd.com/whl-multi-arch/"
+#: The legacy scheme: one index per GPU family (no new releases since mid 2026).
+FAMILY_INDEX_URL = "https://rocm.nightlies.amd.com/v2/{family}/"
+
+#: SDK versions: stable X.Y[.Z], prerelease X.Y.ZrcN, nightly X.Y.ZaYYYYMMDD (older
+#: nightlies X.Y.ZrcYYYYMMDD), dev X.Y.Z.dev0+<sha>.
+_SDK_VERSION = re.compile(r"\d+\.\d+(\.\d+)?((a|rc)\d+|\.dev\d+(\+[0-9a-f]{7,40})?)?")
+
+#: Libraries `_rocm_init.py` preloads through rocm_sdk before torch's own (TheRock's list).
+PRELOAD_SHORTNAMES = (
+    "rocm_sysdeps_liblzma",
+    "rocm_sysdeps_numa",
+    "amd_comgr",
+    "amdhip64",
+    "rocprofiler-sdk-roctx",
+    "roctracer64",
+    "roctx64",
+    "hiprtc",
+    "hipblas",
+    "hipblaslt",
+    "hipfft",
+    "hiprand",
+    "hipsparse",
+    "hipsolver",
+    "rccl",
+    "MIOpen",
+)
+
+#: Shared libraries a ROCm torch wheel must not bundle: it depends on rocm[libraries].
+BUNDLED_LIBRARY_PREFIXES = (
+    "libamdhip64",
+    "libhsa-runtime64",
+    "libamd_comgr",
+    "libhipblas",
+    "libhipblaslt",
+    "libhipfft",
+    "libhiprand",
+    "libhipsparse",
+    "libhipsolver",
+    "librocblas",
+    "librocsolver",
+    "librocfft",
+    "librocrand",
+    "librocsparse",
+    "libMIOpen",
+    "librccl",
+    "librocm_sysdeps",
+    "librocprofiler",
+    "libroctracer",
+    "libroctx",
+)
+
+#: Device-selection variables (not a security boundary: only the device nodes are).
+ROCM_PASSTHROUGH = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
+
+
+def check_sdk_version(version: str, *, flag: str = "--rocm-version") -> str:
+    if not _SDK_VERSION.fullmatch(version):
+        raise BadInput(
+            f"{flag}: malformed ROCm SDK version {version!r} "
+            "(expected X.Y, X.Y.Z, X.Y.ZrcN, X.Y.ZaYYYYMMDD or X.Y.Z.dev0+<sha>)"
+        )
+    return version
+
+
+def check_gfx(targets: tuple[str, ...], family: str | None = None) -> None:
+    """BadInput for an unknown gfx target or family, listing the valid ones."""
+    valid = RocmBackend.targets
+    for gfx in targets:
+        if gfx not in valid:
+            raise BadInput(f"--gfx: unknown gfx target {gfx!r}; valid: {', '.join(valid)}")
+    if family is None:
+        return
+    if family not in GFX_FAMILIES:
+        raise BadInput(f"--family: unknown GPU family {family!r}; valid: {', '.join(GFX_FAMILIES)}")
+    outside = [gfx for gfx in targets if gfx not in GFX_FAMILIES[family]]
+    if outside:
+        raise BadInput(
+            f"--gfx {','.join(outside)} is not in family {family} "
+            f"({', '.join(GFX_FAMILIES[family])})"
+        )
+
+
+def family_index_url(family: str) -> str:
+    return FAMILY_INDEX_URL.format(family=family)
 
 
 class RocmBackend:
@@ -76,6 +179,55 @@ class RocmBackend:
         if torch is None:
             return {}
         return {"hip": getattr(torch.version, "hip", None), "rocm_sdk": _rocm_sdk_version()}
+
+    passthrough_env: tuple[str, ...] = ROCM_PASSTHROUGH
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        # What ROCm's own docs ask for, and no more (never --privileged): the KFD compute
+        # node and the DRI render nodes, the video and render groups by numeric GID,
+        # seccomp unconfined (the runtime uses syscalls the default profile blocks), host IPC.
+        return RunOptions(
+            env=passthrough(env, self.passthrough_env),
+            devices=existing_devices(host_root, ("/dev/kfd", "/dev/dri")),
+            group_add=gpu_groups(host_root),
+            security_opt=("seccomp=unconfined",),
+            ipc_mode="host",
+        )
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        if arch is not None:
+            check_gfx((arch,))
+        # TheRock's runtime comes from pip (torch requires rocm[libraries]), so the plain
+        # test image serves; nothing GPU-specific is installed from the base.
+        probe = (
+            "import sys, torch; "
+            "print('rocm_init=%s' % ('torch._rocm_init' in sys.modules)); "
+            "print('rocm_sdk=%s' % ('rocm_sdk' in sys.modules))"
+        )
+        return TestImageSpec(
+            dockerfile="cpu.Dockerfile",
+            default_base_image=UBUNTU_BASE_IMAGE,
+            arch=arch,
+            probes={"preload": ("python", "-c", probe)},
+        )
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        problems = torch_problems(doctor)
+        if problems:
+            return problems
+        torch = section(doctor, "env", "torch")
+        if not torch.get("hip"):
+            problems.append(f"torch {torch.get('version')} has no torch.version.hip")
+        preload = probes.get("preload", "").split()
+        if "rocm_init=True" not in preload:
+            problems.append("import torch did not run torch/_rocm_init.py")
+        if "rocm_sdk=True" not in preload:
+            problems.append("import torch did not preload the ROCm libraries through rocm_sdk")
+        return problems
 
 
 def _rocm_sdk_version() -> str | None:

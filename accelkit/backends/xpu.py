@@ -2,8 +2,34 @@
 
 from __future__ import annotations
 
-from accelkit.backends.base import Availability, DeviceInfo, register
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from accelkit.backends._containers import (
+    UBUNTU_BASE_IMAGE,
+    existing_devices,
+    gpu_groups,
+    host_path,
+    passthrough,
+    section,
+    torch_problems,
+)
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.containers.run import Mount, RunOptions
+from accelkit.errors import BadInput
 from accelkit.probe import torch_import_error, torch_or_none
+
+#: PyTorch's XPU wheel index (torch and triton-xpu); nightlies under .../whl/nightly/xpu.
+XPU_INDEX_URL = "https://download.pytorch.org/whl/xpu"
+
+#: Device selection and the Level Zero / SYCL settings that change what a process sees.
+XPU_PASSTHROUGH = (
+    "ZE_AFFINITY_MASK",
+    "ONEAPI_DEVICE_SELECTOR",
+    "ZE_FLAT_DEVICE_HIERARCHY",
+    "SYCL_CACHE_PERSISTENT",
+)
 
 
 class XpuBackend:
@@ -62,6 +88,55 @@ class XpuBackend:
         if torch is None:
             return {}
         return {"xpu": getattr(torch.version, "xpu", None)}
+
+    passthrough_env: tuple[str, ...] = XPU_PASSTHROUGH
+
+    def container_options(
+        self, env: Mapping[str, str] | None = None, *, host_root: Path = Path("/")
+    ) -> RunOptions:
+        # The DRI nodes, and /dev/dri/by-path (Level Zero maps devices to PCI slots through
+        # it, vLLM mounts it too); the render group by numeric GID; host IPC for the
+        # runtime's shared memory.
+        mounts: tuple[Mount, ...] = ()
+        by_path = host_path(host_root, "/dev/dri/by-path")
+        if by_path.is_dir():
+            mounts = (Mount(source=by_path, target="/dev/dri/by-path", read_only=True),)
+        return RunOptions(
+            env=passthrough(env, self.passthrough_env),
+            devices=existing_devices(host_root, ("/dev/dri",)),
+            mounts=mounts,
+            group_add=gpu_groups(host_root),
+            ipc_mode="host",
+        )
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        if arch is not None and arch not in self.targets:
+            raise BadInput(f"--arch: unknown XPU target {arch!r}; valid: {', '.join(self.targets)}")
+        probe = "import ctypes.util; print('ze_loader=%s' % ctypes.util.find_library('ze_loader'))"
+        return TestImageSpec(
+            dockerfile="xpu.Dockerfile",
+            default_base_image=UBUNTU_BASE_IMAGE,
+            build_args={"TORCH_INDEX_URL": XPU_INDEX_URL},
+            arch=arch,
+            probes={"level_zero": ("python", "-c", probe)},
+        )
+
+    def verify_test_image(
+        self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
+    ) -> list[str]:
+        problems = torch_problems(doctor)
+        if problems:
+            return problems
+        torch = section(doctor, "env", "torch")
+        if not torch.get("xpu"):
+            problems.append(f"torch {torch.get('version')} is not an XPU build")
+        graph = section(doctor, "capabilities", "xpu_graph")
+        reason = str(graph.get("reason") or "")
+        if not graph.get("available") and ("has no" in reason or "built without" in reason):
+            problems.append(f"XPU graph capture is not compiled in: {reason}")
+        if "ze_loader=None" in probes.get("level_zero", "ze_loader=None"):
+            problems.append("the Level Zero loader (libze_loader) is not installed in the image")
+        return problems
 
 
 register(XpuBackend())

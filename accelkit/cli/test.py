@@ -84,6 +84,14 @@ def test(
         ),
     ] = None,
     log: Annotated[Path | None, typer.Option("--log", help="Write pytest's own log here.")] = None,
+    image: Annotated[
+        str | None,
+        typer.Option(
+            "--image",
+            help="Run the suite inside this container image (see `accelkit setup`); "
+            "results still land at the --json/--junit paths on this host.",
+        ),
+    ] = None,
 ) -> None:
     from rich.console import Console
 
@@ -104,6 +112,7 @@ def test(
         expectations=expectations,
         cases_dir=cases,
         argv=tuple(["accelkit", *sys.argv[1:]]),
+        image=image,
     )
     console = Console(stderr=False, highlight=False)
     display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)

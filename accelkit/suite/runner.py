@@ -49,6 +49,7 @@ class RunRequest:
     expectations: Path | None = None
     cases_dir: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
+    image: str | None = None  # run inside this container image (accelkit.suite.in_container)
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -192,6 +193,11 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
     from accelkit.results.writer import ResultsWriter
 
     validate(request)
+    if request.image is not None:
+        # The image, not this host, has the device and the torch under test.
+        from accelkit.suite import in_container
+
+        return in_container.run(request, on_event)  # type: ignore[no-any-return]
     check_device(request)
     with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp:
         # Absolute: pytest runs with the cases folder as its working directory.

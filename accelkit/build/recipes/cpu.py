@@ -1,0 +1,44 @@
+"""The CPU: PyTorch without any accelerator."""
+
+from __future__ import annotations
+
+from accelkit.build.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.build.recipes import recipe
+from accelkit.build.recipes._common import (
+    MANYLINUX_BASE_IMAGE,
+    builder_image,
+    checkout_step,
+    common_env,
+    inputs,
+    reject,
+    requirements_step,
+    torch_version,
+    wheel_step,
+)
+
+
+@recipe("cpu")
+def cpu_plan(request: BuildRequest) -> BuildPlan:
+    reject(
+        request, "cpu", targets="--gfx/--arch", family="--family", index_url="--index-url",
+        version="--rocm-version/--cuda-version",
+    )  # fmt: skip
+    torch = torch_version(request)
+    full_version = f"{torch}+cpu"
+    env = [
+        EnvVar("USE_CUDA", "0"),
+        EnvVar("USE_ROCM", "0"),
+        EnvVar("USE_XPU", "0"),
+        *common_env(request, full_version),
+    ]
+    return BuildPlan(
+        backend="cpu",
+        inputs=inputs(request, torch_version=torch),
+        builder=builder_image("cpu", "builder.Dockerfile", request, MANYLINUX_BASE_IMAGE),
+        requirement=None,
+        index_url=None,
+        env=tuple(env),
+        steps=(checkout_step(request), requirements_step(), wheel_step()),
+        outputs=(f"torch-{full_version}-*.whl",),
+        expect=WheelExpectation(version=full_version),
+    )

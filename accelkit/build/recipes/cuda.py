@@ -1,0 +1,52 @@
+"""CUDA: PyTorch for a list of NVIDIA targets, sm_107 (Rubin) included from CUDA 13.4."""
+
+from __future__ import annotations
+
+from accelkit.backends import cuda as backend
+from accelkit.build.inputs import check_cuda_version
+from accelkit.build.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.build.recipes import recipe
+from accelkit.build.recipes._common import (
+    builder_image,
+    checkout_step,
+    common_env,
+    inputs,
+    reject,
+    requirements_step,
+    semicolons,
+    torch_version,
+    wheel_step,
+)
+
+
+@recipe("cuda")
+def cuda_plan(request: BuildRequest) -> BuildPlan:
+    reject(request, "cuda", family="--family", index_url="--index-url")
+    version = request.version or backend.DEFAULT_CUDA_VERSION
+    cuda = check_cuda_version(version)
+    targets = request.targets or ("sm_90", "sm_100", "sm_107")
+    for arch in targets:
+        backend.check_arch(arch, cuda)
+    torch = torch_version(request)
+    full_version = f"{torch}+cu{cuda[0]}{cuda[1]}"
+    env = [
+        EnvVar("USE_CUDA", "1"),
+        EnvVar("USE_ROCM", "0"),
+        EnvVar("USE_NCCL", "1"),
+        EnvVar("CUDA_HOME", "/usr/local/cuda"),
+        EnvVar("TORCH_CUDA_ARCH_LIST", semicolons(backend.arch_list_entry(a) for a in targets)),
+        *common_env(request, full_version),
+    ]
+    steps = (checkout_step(request), requirements_step(), wheel_step())
+    base = f"nvidia/cuda:{version}.0-devel-ubuntu24.04"
+    return BuildPlan(
+        backend="cuda",
+        inputs=inputs(request, torch_version=torch, cuda_version=version),
+        builder=builder_image("cuda", "builder.Dockerfile", request, base),
+        requirement=None,
+        index_url=None,
+        env=tuple(env),
+        steps=steps,
+        outputs=(f"torch-{full_version}-*.whl",),
+        expect=WheelExpectation(version=full_version),
+    )

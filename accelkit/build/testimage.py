@@ -1,0 +1,357 @@
+"""`accelkit setup <backend>`: a backend's test image (torch under test + accelkit), built once
+per content and verified by running `accelkit doctor --json` inside it.
+
+The image tag hashes everything that goes into it: the Dockerfile, the install script, the
+build args, the base image's id, the torch wheel (or index and spec), accelkit's source
+and the requirement filters. An unchanged setup finds its tag on the engine and skips the
+build (and the accelkit wheel, and the build context). Verification runs every time: it
+is cheap, and it is what says the image really holds what was asked for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from accelkit.build import pipconfig, resources
+from accelkit.build.inputs import check_file, check_image, check_safe, check_url
+from accelkit.build.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
+from accelkit.errors import BadInput, Failed
+
+LineCallback = Callable[[str], None]
+
+#: The accelkit extra whose requirements (torch excluded) go into test images.
+_ACCELKIT_EXTRAS = ("torch",)
+_SKIP_FROM_ACCELKIT = ("torch",)
+#: Where the install stage of every test Dockerfile copies the build context.
+CONTEXT_IN_IMAGE = "/tmp/accelkit-context"  # noqa: S108 (a path in the image, not here)
+#: Seconds a verification command may take (importing torch cold in a fresh container).
+VERIFY_TIMEOUT_S = 300.0
+
+
+@dataclass(frozen=True)
+class SetupRequest:
+    backend: str
+    arch: str | None = None
+    torch_wheel: Path | None = None
+    torch_index: str | None = None
+    torch_spec: str = "torch"
+    base_image: str | None = None
+    accelkit_source: Path | None = None
+
+
+@dataclass(frozen=True)
+class SetupPlan:
+    backend: str
+    repository: str
+    dockerfile: Path
+    base_image: str
+    build_args: Mapping[str, str]
+    torch_wheel: Path | None
+    torch_index: str | None
+    torch_spec: str
+    skip_requirements: tuple[str, ...]
+    probes: Mapping[str, tuple[str, ...]]
+    arch: str | None
+    accelkit_source: Path
+    spec: Any = field(repr=False, compare=False)  # backends.TestImageSpec
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "build_args", MappingProxyType(dict(self.build_args)))
+        object.__setattr__(self, "probes", MappingProxyType(dict(self.probes)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "arch": self.arch,
+            "repository": self.repository,
+            "dockerfile": str(self.dockerfile),
+            "base_image": self.base_image,
+            "build_args": dict(self.build_args),
+            "torch": {
+                "wheel": str(self.torch_wheel) if self.torch_wheel else None,
+                "index": self.torch_index,
+                "spec": None if self.torch_wheel else self.torch_spec,
+                "skip_requirements": list(self.skip_requirements),
+            },
+            "accelkit_source": str(self.accelkit_source),
+            "verify": ["accelkit doctor --json", *(" ".join(p) for p in self.probes.values())],
+        }
+
+    def render(self) -> list[str]:
+        torch = (
+            str(self.torch_wheel)
+            if self.torch_wheel
+            else f"{self.torch_spec} from {self.torch_index}"
+        )
+        lines = [
+            f"accelkit setup {self.backend}" + (f" --arch {self.arch}" if self.arch else ""),
+            f"  image: {self.repository}:<content hash>",
+            f"  from {self.dockerfile.name} on {self.base_image}",
+        ]
+        lines += [f"    --build-arg {k}={v}" for k, v in sorted(self.build_args.items())]
+        lines.append(f"  torch: {torch}")
+        if self.torch_wheel and self.skip_requirements:
+            lines.append("    not installed with it: " + ", ".join(self.skip_requirements))
+        lines.append(f"  accelkit: a wheel of {self.accelkit_source} (installed with --no-deps)")
+        lines.append("  verify: accelkit doctor --json")
+        lines += [f"  verify: {' '.join(argv)}" for argv in self.probes.values()]
+        return lines
+
+
+@dataclass(frozen=True)
+class SetupResult:
+    image: str
+    cached: bool
+    verified: Mapping[str, Any]
+    build_s: float
+    verify_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image": self.image,
+            "cached": self.cached,
+            "verified": dict(self.verified),
+            "build_s": round(self.build_s, 3),
+            "verify_s": round(self.verify_s, 3),
+        }
+
+
+def plan_setup(request: SetupRequest) -> SetupPlan:
+    """Check the request and lay out the image; starts nothing."""
+    from accelkit import backends
+
+    backend = backends.get(request.backend, flag="backend")
+    if request.arch is not None:
+        check_safe("--arch", request.arch)
+    spec = backend.test_image(request.arch)
+    if request.torch_wheel is not None and request.torch_index is not None:
+        raise BadInput("--torch-wheel and --torch-index are alternatives: give one")
+    wheel = None
+    if request.torch_wheel is not None:
+        wheel = check_file("--torch-wheel", request.torch_wheel)
+        parsed = parse_wheel_name(wheel)
+        if parsed.name.lower() != "torch":
+            raise BadInput(f"--torch-wheel: {wheel.name} is not a torch wheel")
+    index = spec.build_args.get("TORCH_INDEX_URL")
+    if request.torch_index is not None:
+        index = check_url("--torch-index", request.torch_index)
+    if wheel is None and index is None:
+        raise BadInput(
+            f"accelkit setup {backend.name} needs --torch-wheel PATH or --torch-index URL"
+        )
+    check_safe("--torch-spec", request.torch_spec)
+    base = check_image("--base-image", request.base_image or spec.default_base_image)
+    args = {k: v for k, v in spec.build_args.items() if k != "TORCH_INDEX_URL"}
+    return SetupPlan(
+        backend=backend.name,
+        repository=f"accelkit-test-{backend.name}",
+        dockerfile=resources.dockerfile(spec.dockerfile),
+        base_image=base,
+        build_args=args,
+        torch_wheel=wheel,
+        torch_index=None if wheel else index,
+        torch_spec=request.torch_spec,
+        skip_requirements=spec.skip_requirements,
+        probes=spec.probes,
+        arch=request.arch,
+        accelkit_source=resources.source_tree(request.accelkit_source),
+        spec=spec,
+    )
+
+
+def image_tag(plan: SetupPlan, base_image_id: str) -> str:
+    from accelkit.containers.images import BASE_IMAGE_ARG, content_tag
+
+    hashed = dict(plan.build_args)
+    hashed[BASE_IMAGE_ARG] = base_image_id
+    hashed["accelkit:install.py"] = _file_digest(_install_script())
+    hashed["accelkit:source"] = source_digest(plan.accelkit_source)
+    hashed["accelkit:skip"] = ",".join(plan.skip_requirements)
+    if plan.torch_wheel is not None:
+        hashed["accelkit:torch"] = f"{plan.torch_wheel.name}:{sha256(plan.torch_wheel)}"
+    else:
+        hashed["accelkit:torch"] = f"{plan.torch_spec} from {plan.torch_index}"
+    return f"{plan.repository}:" + content_tag(plan.dockerfile, hashed)
+
+
+def setup(
+    plan: SetupPlan,
+    client: Any,
+    *,
+    on_line: LineCallback | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> SetupResult:
+    """Build the test image unless it exists, then verify it (Failed names what is missing)."""
+    from accelkit.containers.images import build_from_base, image_exists
+    from accelkit.errors import Unavailable
+
+    started = time.monotonic()
+    try:
+        base_id = str(client.images.get(plan.base_image).id)
+    except Exception:
+        raise Unavailable(
+            f"base image {plan.base_image} is not present on the Docker engine "
+            "(it is never pulled: build or load it, or pass --base-image)"
+        ) from None
+    tag = image_tag(plan, base_id)
+    cached = image_exists(client, tag)
+    if not cached:
+        with tempfile.TemporaryDirectory(prefix="accelkit-setup-") as tmp:
+            context = Path(tmp, "context")
+            write_context(plan, context, dict(os.environ if environ is None else environ))
+            build_from_base(
+                client,
+                plan.base_image,
+                context,
+                tag,
+                dockerfile="Dockerfile",
+                build_args=dict(plan.build_args),
+                on_line=on_line,
+            )
+    built = time.monotonic()
+    verified = verify(plan, client, tag)
+    return SetupResult(
+        image=tag,
+        cached=cached,
+        verified=verified,
+        build_s=built - started,
+        verify_s=time.monotonic() - built,
+    )
+
+
+def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
+    """Run `accelkit doctor --json` and the backend's probes in `image`; Failed on problems."""
+    from accelkit import backends
+    from accelkit.containers.run import run_container
+
+    result = run_container(
+        client, image, ["accelkit", "doctor", "--json"], timeout=VERIFY_TIMEOUT_S
+    )
+    result.check(f"accelkit doctor --json in {image}")
+    doctor = _last_json_object(result.output_tail)
+    if doctor is None:
+        raise Failed(f"accelkit doctor --json in {image} printed no JSON object")
+    probes: dict[str, str] = {}
+    for name, argv in plan.probes.items():
+        probe = run_container(client, image, list(argv), timeout=VERIFY_TIMEOUT_S)
+        probes[name] = "\n".join(probe.output_tail)
+    backend = backends.get(plan.backend)
+    problems = backend.verify_test_image(doctor, probes, plan.spec)
+    if problems:
+        raise Failed(f"{image} is not set up as asked: " + "; ".join(problems))
+    env = doctor.get("env") if isinstance(doctor.get("env"), dict) else {}
+    torch = env.get("torch", {}) if isinstance(env, dict) else {}
+    caps = doctor.get("capabilities") if isinstance(doctor.get("capabilities"), dict) else {}
+    return {
+        "torch": {key: torch.get(key) for key in ("version", "git_version", "cuda", "hip", "xpu")},
+        "accelkit": env.get("accelkit") if isinstance(env, dict) else None,
+        "capabilities": {
+            name: bool(value.get("available"))
+            for name, value in (caps or {}).items()
+            if isinstance(value, dict)
+        },
+        "probes": probes,
+    }
+
+
+def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) -> None:
+    """The build context: the Dockerfile, install.py/json, the wheels, requirements, pip/."""
+    context.mkdir(parents=True)
+    shutil.copyfile(plan.dockerfile, context / "Dockerfile")
+    shutil.copyfile(_install_script(), context / "install.py")
+    install: dict[str, Any] = {}
+    (context / "torch").mkdir()
+    if plan.torch_wheel is not None:
+        _link_or_copy(plan.torch_wheel, context / "torch" / plan.torch_wheel.name)
+        install["torch_wheels"] = [plan.torch_wheel.name]
+        torch_reqs = runtime_requirements(
+            requires_dist(plan.torch_wheel), skip=plan.skip_requirements
+        )
+    else:
+        install["torch_index"] = plan.torch_index
+        install["torch_spec"] = plan.torch_spec
+        torch_reqs = []
+    _write_lines(context / "torch-requirements.txt", torch_reqs)
+    accelkit_wheel = build_accelkit_wheel(plan.accelkit_source, context / "accelkit")
+    install["accelkit"] = [accelkit_wheel.name]
+    _write_lines(
+        context / "accelkit-requirements.txt",
+        runtime_requirements(
+            requires_dist(accelkit_wheel), extras=_ACCELKIT_EXTRAS, skip=_SKIP_FROM_ACCELKIT
+        ),
+    )
+    (context / "install.json").write_text(json.dumps(install, indent=2), encoding="utf-8")
+    pipconfig.write_pip_dir(
+        pipconfig.host_settings(environ), context / "pip", f"{CONTEXT_IN_IMAGE}/pip"
+    )
+
+
+def build_accelkit_wheel(source: Path, wheel_dir: Path) -> Path:
+    """A wheel of accelkit from its source tree (pip wheel --no-deps)."""
+    wheel_dir.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
+            "--wheel-dir", str(wheel_dir), str(source)]  # fmt: skip
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
+    wheels = sorted(wheel_dir.glob("accelkit-*.whl"))
+    if proc.returncode != 0 or len(wheels) != 1:
+        tail = "".join(f"\n  | {ln}" for ln in (proc.stdout + proc.stderr).splitlines()[-15:])
+        raise Failed(f"building accelkit's wheel from {source} failed{tail}")
+    return wheels[0]
+
+
+def source_digest(source: Path) -> str:
+    """sha256 over what accelkit's wheel is made of (its package and pyproject.toml)."""
+    digest = hashlib.sha256(b"accelkit-source-v1\0")
+    files = [source / "pyproject.toml", source / "README.md"]
+    for directory, subdirs, names in os.walk(source / "accelkit"):
+        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+        files += [Path(directory, n) for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+    for path in files:
+        if path.is_file():
+            digest.update(path.relative_to(source).as_posix().encode() + b"\0")
+            digest.update(_file_digest(path).encode() + b"\0")
+    return digest.hexdigest()
+
+
+def _install_script() -> Path:
+    return Path(__file__).resolve().parent / "image_install.py"
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _write_lines(path: Path, lines: Iterable[str]) -> None:
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def _last_json_object(lines: Iterable[str]) -> dict[str, Any] | None:
+    for line in reversed(list(lines)):
+        text = line.strip()
+        if text.startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None

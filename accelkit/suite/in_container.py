@@ -1,0 +1,169 @@
+"""`accelkit test --image IMAGE`: the same suite run, inside a test image.
+
+The container runs `python -m accelkit test` with the same options (no --image), with the
+backend's device options (accelkit.backends) and the host's device-selection variables.
+Each requested output file (--json, --junit, --log) is written by the run inside to a bind
+mount of its host folder, so it grows on the host as cases finish; --cases and
+--expectations are mounted read-only. Cases are reported to `on_event` as they land in the
+results file. The inner exit code is the outcome: 2 and 3 become BadInput and Unavailable
+with the inner error line, anything but 0/1 a failure. The container is removed afterwards,
+also on Ctrl-C (accelkit.containers.run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
+
+Event = dict[str, Any]
+
+#: Folders inside the container.
+OUT_ROOT = "/accelkit-out"
+IN_ROOT = "/accelkit-in"
+#: How often the results file is read for new cases, in seconds.
+POLL_S = 0.5
+
+
+def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
+    """Run `request` (a runner.RunRequest with `image` set) in its image; a RunOutcome."""
+    from dataclasses import replace
+
+    from accelkit import backends
+    from accelkit.containers.engine import connect
+    from accelkit.containers.run import Mount, run_container
+    from accelkit.results.io import load_results
+    from accelkit.results.junit import write_junit
+    from accelkit.suite.runner import RunOutcome, _exit_code
+
+    backend = backends.get(request.device)
+    emit = on_event or (lambda event: None)
+    with tempfile.TemporaryDirectory(prefix="accelkit-in-container-") as tmp:
+        json_path = (request.json_path or Path(tmp, "results.json")).resolve()
+        mounts: list[Mount] = []
+        folders: dict[Path, str] = {}
+
+        def inside(path: Path) -> str:
+            folder = path.parent.resolve()
+            folder.mkdir(parents=True, exist_ok=True)
+            if folder not in folders:
+                folders[folder] = f"{OUT_ROOT}/{len(folders)}"
+                mounts.append(Mount(source=folder, target=folders[folder], read_only=False))
+            return f"{folders[folder]}/{path.name}"
+
+        argv = ["python", "-m", "accelkit", "test", "--device", request.device,
+                "--suite", request.suite, "--timeout", f"{request.timeout_s:g}",
+                "--workers", str(request.workers), "--seed", str(request.seed),
+                "--breadth", request.breadth, "--json", inside(json_path)]  # fmt: skip
+        if request.junit_path is not None:
+            argv += ["--junit", inside(request.junit_path.resolve())]
+        if request.log_path is not None:
+            argv += ["--log", inside(request.log_path.resolve())]
+        if request.keyword:
+            argv += ["-k", request.keyword]
+        if request.expectations is not None:
+            source = request.expectations.resolve()
+            mounts.append(Mount(source=source, target=f"{IN_ROOT}/expectations.yaml"))
+            argv += ["--expectations", f"{IN_ROOT}/expectations.yaml"]
+        if request.cases_dir is not None:
+            mounts.append(Mount(source=request.cases_dir.resolve(), target=f"{IN_ROOT}/cases"))
+            argv += ["--cases", f"{IN_ROOT}/cases"]
+
+        device = backend.container_options(dict(os.environ))
+        options = replace(
+            device,
+            mounts=(*device.mounts, *mounts),
+            # Files land on the host owned by the user who ran accelkit, not by root.
+            user=f"{os.getuid()}:{os.getgid()}",
+            env={**device.env, "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+            working_dir="/tmp",
+        )
+        json_path.unlink(missing_ok=True)  # a previous run's cases are not this run's
+        watcher = _CaseWatcher(json_path, emit)
+        watcher.start()
+        client = connect()
+        try:
+            result = run_container(client, request.image, argv, options)
+        finally:
+            watcher.stop()
+            client.close()
+
+        code = result.exit_code
+        error = _error_line(result.output_tail)
+        if code == ExitCode.BAD_INPUT:
+            raise BadInput(f"in {request.image}: {error}")
+        if code == ExitCode.UNAVAILABLE:
+            raise Unavailable(f"in {request.image}: {error}")
+        if code == 130:
+            raise KeyboardInterrupt
+        if code not in (ExitCode.OK, ExitCode.FAILED) or not json_path.is_file():
+            tail = "".join(f"\n  | {line}" for line in result.output_tail[-20:])
+            raise Failed(f"accelkit test in {request.image} exited with code {code}{tail}")
+        results = load_results(json_path)
+        run_update: dict[str, Any] = {"image": request.image}
+        if request.argv:
+            run_update["argv"] = list(request.argv)
+        results = results.model_copy(update={"run": results.run.model_copy(update=run_update)})
+        _rewrite(results, json_path)
+        if request.junit_path is not None:
+            write_junit(results, request.junit_path)
+        exit_code = _exit_code(results, 0 if code == 0 else 1)
+        if code == ExitCode.FAILED:
+            exit_code = ExitCode.FAILED
+        return RunOutcome(results=results, exit_code=exit_code, log_path=request.log_path,
+                          pytest_exit=code)  # fmt: skip
+
+
+def _rewrite(results: Any, path: Path) -> None:
+    from accelkit.results.io import atomic_write_text
+
+    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+
+
+def _error_line(lines: tuple[str, ...]) -> str:
+    for line in reversed(lines):
+        if line.startswith("accelkit: error: "):
+            return line.removeprefix("accelkit: error: ")
+    return lines[-1] if lines else "no output"
+
+
+class _CaseWatcher:
+    """Reads the growing results file and reports each new case as a `case` event."""
+
+    def __init__(self, path: Path, emit: Callable[[Event], None]) -> None:
+        self.path = path
+        self.emit = emit
+        self.seen = 0
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self._poll()  # the cases that landed last
+
+    def _loop(self) -> None:
+        while not self.stopped.wait(POLL_S):
+            self._poll()
+
+    def _poll(self) -> None:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return
+        cases = data.get("cases") if isinstance(data, dict) else None
+        if not isinstance(cases, list):
+            return
+        for case in cases[self.seen :]:
+            if isinstance(case, dict):
+                self.emit({"event": "case", "case": case})
+        self.seen = max(self.seen, len(cases))

@@ -1,0 +1,38 @@
+# The ROCm builder: manylinux_2_28 (PyTorch's and TheRock's wheel base) with compilers, CMake,
+# Ninja, ccache and a venv for the chosen Python. No ROCm here: `accelkit build rocm`
+# installs TheRock's SDK from pip inside the build container (rocm[libraries,devel,...]).
+#
+# Build context (written by `accelkit build`): pip/ only (the host's pip settings, copied
+# into the throw-away `tools` stage, never into the final image). No BuildKit syntax.
+ARG BASE_IMAGE=quay.io/pypa/manylinux_2_28_x86_64
+FROM ${BASE_IMAGE} AS system
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# manylinux: dnf, gcc-toolset and /opt/python are there; Debian/Ubuntu: apt.
+# hadolint ignore=DL3008,DL3041
+RUN if command -v dnf >/dev/null 2>&1; then \
+        dnf install -y ccache git patchelf && dnf clean all; \
+    elif command -v apt-get >/dev/null 2>&1; then \
+        apt-get update \
+        && apt-get install -y --no-install-recommends \
+            ccache git patchelf g++ make python3-venv python3-dev ca-certificates \
+        && rm -rf /var/lib/apt/lists/*; \
+    fi
+ARG PYTHON_VERSION=3.12
+RUN tag="cp$(echo "${PYTHON_VERSION}" | tr -d .)"; \
+    py="/opt/python/${tag}-${tag}/bin/python"; \
+    if [ ! -x "$py" ]; then py="$(command -v "python${PYTHON_VERSION}" || true)"; fi; \
+    if [ -z "$py" ]; then echo "no Python ${PYTHON_VERSION} in the base image" >&2; exit 1; fi; \
+    "$py" -m venv /opt/venv
+
+FROM system AS tools
+COPY pip/ /tmp/accelkit-pip/
+# hadolint ignore=DL3013
+RUN PIP_CONFIG_FILE=/tmp/accelkit-pip/pip.conf /opt/venv/bin/python -m pip install \
+        --no-cache-dir "setuptools>=70.1" wheel packaging cmake ninja
+
+FROM system
+COPY --from=tools /opt/venv /opt/venv
+ENV VIRTUAL_ENV=/opt/venv \
+    PATH=/opt/venv/bin:$PATH \
+    PYTHONUNBUFFERED=1
+WORKDIR /work

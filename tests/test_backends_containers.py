@@ -1,0 +1,120 @@
+"""What each backend's containers need, built against a fake host tree (no device here)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelkit import backends
+from accelkit.errors import BadInput
+
+
+def _fake_host(root: Path, *, render_gid: int | None = None) -> Path:
+    (root / "dev" / "dri" / "by-path").mkdir(parents=True)
+    (root / "dev" / "kfd").write_text("")
+    node = root / "dev" / "dri" / "renderD128"
+    node.write_text("")
+    if render_gid is not None and os.getuid() == 0:
+        os.chown(node, -1, render_gid)
+    (root / "etc").mkdir()
+    (root / "etc" / "group").write_text("root:x:0:\nvideo:x:44:\nrender:x:992:\n")
+    return root
+
+
+def test_rocm_options(tmp_path: Path) -> None:
+    host = _fake_host(tmp_path, render_gid=992)
+    env = {"HIP_VISIBLE_DEVICES": "1", "ROCR_VISIBLE_DEVICES": "0", "SECRET_TOKEN": "x"}
+    options = backends.get("rocm").container_options(env, host_root=host)
+    assert options.devices == (f"{host}/dev/kfd:/dev/kfd:rwm", f"{host}/dev/dri:/dev/dri:rwm")
+    assert set(options.group_add) >= {"44", "992"}
+    assert options.security_opt == ("seccomp=unconfined",)
+    assert options.ipc_mode == "host"
+    assert dict(options.env) == {"HIP_VISIBLE_DEVICES": "1", "ROCR_VISIBLE_DEVICES": "0"}
+    assert not options.cap_add  # never privileged
+
+
+def test_missing_device_nodes_do_not_fail(tmp_path: Path) -> None:
+    for name in backends.names():
+        options = backends.get(name).container_options({}, host_root=tmp_path)
+        assert options.devices == ()
+        assert options.group_add == ()
+
+
+def test_xpu_options(tmp_path: Path) -> None:
+    host = _fake_host(tmp_path)
+    options = backends.get("xpu").container_options({"ZE_AFFINITY_MASK": "0.1"}, host_root=host)
+    assert options.devices == (f"{host}/dev/dri:/dev/dri:rwm",)
+    assert [(str(m.source), m.target) for m in options.mounts] == [
+        (f"{host}/dev/dri/by-path", "/dev/dri/by-path")
+    ]
+    assert options.ipc_mode == "host"
+    assert "44" in options.group_add and "992" in options.group_add
+    assert dict(options.env) == {"ZE_AFFINITY_MASK": "0.1"}
+
+
+def test_cuda_and_cpu_options(tmp_path: Path) -> None:
+    cuda = backends.get("cuda").container_options({"CUDA_VISIBLE_DEVICES": "2"}, host_root=tmp_path)
+    (request,) = cuda.device_requests
+    assert request.count == -1 and request.capabilities == (("gpu",),)
+    assert dict(cuda.env) == {"CUDA_VISIBLE_DEVICES": "2"}
+    cpu = backends.get("cpu").container_options({"CUDA_VISIBLE_DEVICES": "2"}, host_root=tmp_path)
+    assert not cpu.devices and not cpu.device_requests and not cpu.env
+
+
+def test_create_kwargs_of_rocm_options(tmp_path: Path) -> None:
+    from accelkit.containers.run import create_kwargs
+
+    kwargs = create_kwargs(
+        backends.get("rocm").container_options({}, host_root=_fake_host(tmp_path))
+    )
+    assert kwargs["security_opt"] == ["seccomp=unconfined"] and kwargs["ipc_mode"] == "host"
+    assert "privileged" not in kwargs
+
+
+def _doctor(**caps: bool) -> dict[str, Any]:
+    return {
+        "env": {
+            "torch": {"version": "2.14.1", "cuda": "13.4"},
+            "env": {"TORCH_CUDA_ARCH_LIST": "10.7"},
+        },
+        "capabilities": {name: {"available": ok, "reason": "" if ok else "nope"}
+                         for name, ok in caps.items()},
+    }  # fmt: skip
+
+
+def test_cuda_sm_107_verification() -> None:
+    cuda = backends.get("cuda")
+    spec = cuda.test_image("sm_107")
+    assert spec.build_args["TORCH_CUDA_ARCH_LIST"] == "10.7"
+    good = cuda.verify_test_image(_doctor(sm_107=True), {"gpu_codes": "sm_100\nsm_107\n"}, spec)
+    assert good == []
+    bad = cuda.verify_test_image(_doctor(sm_107=False), {"gpu_codes": "sm_100\n"}, spec)
+    assert any("sm_107: nope" in p for p in bad)
+    assert any("cannot target sm_107" in p for p in bad)
+    with pytest.raises(BadInput, match="unknown CUDA target"):
+        cuda.test_image("sm_999")
+
+
+def test_xpu_and_rocm_verification() -> None:
+    xpu = backends.get("xpu")
+    doctor = {
+        "env": {"torch": {"version": "2.14.1+xpu", "xpu": "20250300"}},
+        "capabilities": {"xpu_graph": {"available": False, "reason": "no XPU device"}},
+    }
+    spec = xpu.test_image()
+    assert xpu.verify_test_image(doctor, {"level_zero": "ze_loader=libze_loader.so.1"}, spec) == []
+    doctor["capabilities"]["xpu_graph"]["reason"] = "torch 2.14.1 has no torch.xpu.XPUGraph"
+    assert any("graph capture" in p for p in xpu.verify_test_image(doctor, {}, spec))
+    rocm = backends.get("rocm")
+    spec = rocm.test_image("gfx942")
+    doctor = {"env": {"torch": {"version": "2.14.1+rocm7.14", "hip": "7.14"}}}
+    assert rocm.verify_test_image(doctor, {"preload": "rocm_init=True\nrocm_sdk=True"}, spec) == []
+    problems = rocm.verify_test_image(doctor, {"preload": "rocm_init=False\nrocm_sdk=False"}, spec)
+    assert len(problems) == 2
+    broken = {"env": {"torch": {"error": "libMIOpen.so.1: cannot open shared object file"}}}
+    assert rocm.verify_test_image(broken, {}, spec) == [
+        "torch does not import: libMIOpen.so.1: cannot open shared object file"
+    ]

@@ -1,0 +1,171 @@
+"""Build plans as data: rocm (gfx942, 7.14), cuda sm_107 and xpu, checked without running
+anything; and bad input rejected before anything runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelkit.build.plan import BuildRequest
+from accelkit.build.recipes import plan
+from accelkit.errors import BadInput
+from tests.helpers import assert_one_line_error, run_cli
+
+NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent.sock"}
+
+
+def _env(built: object) -> dict[str, str]:
+    return {var.name: var.render().split("=", 1)[1] for var in built.env}  # type: ignore[attr-defined]
+
+
+def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
+    built = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
+                              targets=("gfx942", "gfx950"), torch_ref="v2.14.1"))  # fmt: skip
+    assert built.requirement == "rocm[libraries,devel,device-gfx942,device-gfx950]==7.14"
+    assert built.index_url == "https://rocm.nightlies.amd.com/whl-multi-arch/"
+    env = _env(built)
+    assert env["PYTORCH_ROCM_ARCH"] == "gfx942;gfx950"
+    assert env["USE_ROCM"] == "ON" and env["USE_CUDA"] == "OFF"
+    assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+rocm7.14"
+    assert env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"] == "rocm[libraries]==7.14"
+    assert env["CMAKE_PREFIX_PATH"] == "$(rocm-sdk path --cmake)"
+    assert env["ROCM_HOME"] == env["ROCM_PATH"] == "$(rocm-sdk path --root)"
+    assert env["HIP_DEVICE_LIB_PATH"] == "$(rocm-sdk path --root)/lib/llvm/amdgcn/bitcode"
+    assert env["PATH"] == "$(rocm-sdk path --bin):$PATH"
+    names = [step.name for step in built.steps]
+    assert names == ["sdk-cache", "sdk", "sdk-version", "sdk-env", "checkout", "hipify",
+                     "build-requirements", "triton", "rocm-init", "wheel"]  # fmt: skip
+    steps = {step.name: step for step in built.steps}
+    assert steps["sdk"].argv[-1] == built.requirement
+    assert steps["hipify"].argv == ("python", "tools/amd_build/build_amd.py")
+    assert "v2.14.1" in steps["checkout"].argv
+    assert steps["rocm-init"].args["targets"] == ["gfx942", "gfx950"]
+    assert built.outputs[0] == "torch-2.14.1+rocm7.14-*.whl"
+    assert built.expect.requires == ("rocm[libraries]==7.14",)
+    assert built.builder.dockerfile == "rocm.Dockerfile"
+    assert built.builder.base_image == "quay.io/pypa/manylinux_2_28_x86_64"
+    assert len(built.builder.tag) == 16
+    # Deterministic: the same request plans the same builder tag.
+    again = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
+                              targets=("gfx942", "gfx950"), torch_ref="v2.14.1"))  # fmt: skip
+    assert again.builder.tag == built.builder.tag
+    json.loads(built.to_json())
+
+
+def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
+    built = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
+                              targets=("gfx942",), family="gfx94X-dcgpu",
+                              torch_ref="release/2.14", python="3.13"))  # fmt: skip
+    assert built.index_url == "https://rocm.nightlies.amd.com/v2/gfx94X-dcgpu/"
+    assert built.requirement == "rocm[libraries,devel]==7.14"
+    assert _env(built)["PYTORCH_BUILD_VERSION"] == "2.14.0+rocm7.14"
+    assert built.builder.build_args == {"PYTHON_VERSION": "3.13"}
+
+
+def test_cuda_sm_107_plan(tmp_path: Path) -> None:
+    built = plan(BuildRequest(backend="cuda", output=tmp_path, targets=("sm_90", "sm_107"),
+                              torch_ref="v2.14.1"))  # fmt: skip
+    env = _env(built)
+    assert env["TORCH_CUDA_ARCH_LIST"] == "9.0;10.7"
+    assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+cu134"
+    assert built.builder.base_image == "nvidia/cuda:13.4.0-devel-ubuntu24.04"
+    with pytest.raises(BadInput, match=r"requires CUDA >= 13.4, got CUDA 13.3"):
+        plan(BuildRequest(backend="cuda", output=tmp_path, version="13.3", targets=("sm_107",)))
+
+
+def test_xpu_plan(tmp_path: Path) -> None:
+    built = plan(BuildRequest(backend="xpu", output=tmp_path, targets=("pvc", "bmg")))
+    env = _env(built)
+    assert env["USE_XCCL"] == "1" and env["USE_XPU"] == "1"
+    assert env["TORCH_XPU_ARCH_LIST"] == "pvc,bmg"
+    assert built.builder.base_image.startswith("intel/deep-learning-essentials:")
+    with pytest.raises(BadInput, match="unknown XPU target"):
+        plan(BuildRequest(backend="xpu", output=tmp_path, targets=("gfx942",)))
+
+
+def test_cpu_plan_rejects_gpu_flags(tmp_path: Path) -> None:
+    assert _env(plan(BuildRequest(backend="cpu", output=tmp_path)))["USE_CUDA"] == "0"
+    with pytest.raises(BadInput, match="does not apply to accelkit build cpu"):
+        plan(BuildRequest(backend="cpu", output=tmp_path, targets=("gfx942",)))
+
+
+def test_nightly_build_args_plan(tmp_path: Path) -> None:
+    # The flags .github/workflows/nightly.yml passes (matrices/nightly.yaml build_args).
+    proc = run_cli("build", "rocm", "--rocm-version=7.14", "--gfx=gfx942",
+                   "--family=gfx94X-dcgpu", "--python=3.12", "--torch-ref=release/2.14",
+                   "--output", str(tmp_path / "wheelhouse"), "--json", "--dry-run",
+                   env=NO_DOCKER)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["requirement"] == "rocm[libraries,devel]==7.14"
+    text = run_cli("build", "rocm", "--rocm-version=7.14", "--gfx=gfx942", "--dry-run",
+                   env=NO_DOCKER)  # fmt: skip
+    assert "PYTORCH_ROCM_ARCH=gfx942" in text.stdout
+    assert "rocm[libraries,devel,device-gfx942]==7.14" in text.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--rocm-version", "7.14", "--gfx", "gfx9999"], "unknown gfx target 'gfx9999'; valid:"),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--family", "gfx95X"],
+            "unknown GPU family 'gfx95X'; valid:",
+        ),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx1100", "--family", "gfx94X-dcgpu"],
+            "is not in family",
+        ),
+        (["--rocm-version", "seven", "--gfx", "gfx942"], "malformed ROCm SDK version"),
+        (["--rocm-version", "7.14", "--gfx", "gfx942", "--python", "3.x"], "--python"),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--torch-version", "2.14.1-x"],
+            "--torch-version",
+        ),
+        (["--rocm-version", "7.14;touch /tmp/pwned", "--gfx", "gfx942"], "metacharacters"),
+        (["--rocm-version", "7.14", "--gfx", "gfx942$(id)"], "metacharacters"),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--torch-ref", "main`id`"],
+            "metacharacters",
+        ),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--index-url", "https://x|sh"],
+            "metacharacters",
+        ),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--source", "/nonexistent/src"],
+            "is not a directory",
+        ),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx942", "--builder-base-image", "a b"],
+            "metacharacters",
+        ),
+        (["--gfx", "gfx942"], "needs --rocm-version"),
+    ],
+)
+def test_build_bad_input(args: list[str], needle: str, tmp_path: Path) -> None:
+    # Without --dry-run: bad input must be rejected before the engine is even asked.
+    proc = run_cli("build", "rocm", *args, "--output", str(tmp_path / "o"), env=NO_DOCKER)
+    assert_one_line_error(proc, 2, needle)
+    assert not Path("/tmp/pwned").exists()
+    assert not (tmp_path / "o").exists()
+
+
+def test_dry_run_never_imports_torch_or_docker() -> None:
+    # (pydantic is left out: recent typer releases import it themselves.)
+    code = (
+        "import sys\n"
+        "from accelkit.cli import main\n"
+        "try:\n"
+        "    main(['build', 'rocm', '--rocm-version', '7.14', '--gfx', 'gfx942', '--dry-run'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "bad = [m for m in ('torch', 'docker') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
