@@ -61,6 +61,7 @@ def pytest_configure(config: pytest.Config) -> None:
         "requires(*capabilities): run only when every named capability is available; "
         "otherwise skip with the capability table's reason",
     )
+    _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
     results = config.getoption("--accelkit-results", default=None)
     if not is_worker and results:
@@ -73,6 +74,19 @@ def pytest_configure(config: pytest.Config) -> None:
             ),
             "accelkit-recorder",
         )
+
+
+def _apply_inductor_target() -> None:
+    """Point Inductor at the image's GPU target (`accelkit setup cuda --arch sm_107`).
+
+    Inductor reads `torch._inductor.config.cuda.arch` from its config only, not from the
+    environment: the test image records the target in ACCELKIT_INDUCTOR_CUDA_ARCH.
+    """
+    arch = os.environ.get("ACCELKIT_INDUCTOR_CUDA_ARCH", "").strip()
+    if arch:
+        import torch._inductor.config as inductor_config
+
+        inductor_config.cuda.arch = arch
 
 
 # --------------------------------------------------------------------------------------
