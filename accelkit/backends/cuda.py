@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -135,14 +136,7 @@ class CudaBackend:
         if driver:
             drivers = driver.splitlines()
             devices = [
-                DeviceInfo(
-                    index=d.index,
-                    name=d.name,
-                    memory_bytes=d.memory_bytes,
-                    arch=d.arch,
-                    driver=drivers[min(d.index, len(drivers) - 1)].strip(),
-                    extra=d.extra,
-                )
+                dataclasses.replace(d, driver=drivers[min(d.index, len(drivers) - 1)].strip())
                 for d in devices
             ]
         return devices

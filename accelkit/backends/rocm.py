@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -161,17 +162,7 @@ class RocmBackend:
         driver = tool_output(["rocm-smi", "--showdriverversion", "--csv"])
         if driver:
             version = driver.splitlines()[-1].split(",")[-1].strip()
-            devices = [
-                DeviceInfo(
-                    index=d.index,
-                    name=d.name,
-                    memory_bytes=d.memory_bytes,
-                    arch=d.arch,
-                    driver=version,
-                    extra=d.extra,
-                )
-                for d in devices
-            ]
+            devices = [dataclasses.replace(d, driver=version) for d in devices]
         return devices
 
     def versions(self) -> dict[str, str | None]:
