@@ -34,6 +34,8 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
     """
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")
     try:
+        # mkstemp makes the file owner-only; give it the mode a plain open() would.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             if durable:
@@ -44,6 +46,12 @@ def atomic_write_text(path: Path, text: str, *, durable: bool = True) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def load_results(path: Path) -> Results:

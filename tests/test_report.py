@@ -1,0 +1,382 @@
+"""`accelkit report`: discovery, alignment, Markdown/HTML rendering, CLI exit codes, and the
+HTML page checked in a real headless Chromium.
+
+The browser test skips with a reason where no Chromium is installed; CI sets
+ACCELKIT_REQUIRE_BROWSER=1 to turn that skip into a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelkit.errors import BadInput
+from accelkit.results.model import Case, Metric, Results, RunInfo, Summary
+from accelkit.results.report import (
+    build_report,
+    discover,
+    load_report,
+    render_html,
+    render_html_with_plots,
+    render_markdown,
+    render_plots,
+)
+from tests.helpers import assert_one_line_error, run_cli
+
+REQUIRE_BROWSER_ENV = "ACCELKIT_REQUIRE_BROWSER"
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
+
+
+# --------------------------------------------------------------------------------------
+# Synthetic results
+
+
+def _metric(value: float, unit: str, higher: bool, spread: float = 0.02, **extra: Any) -> Metric:
+    samples = [value * (1 + spread * ((i % 5) - 2) / 2) for i in range(10)]
+    return Metric(value=value, unit=unit, higher_is_better=higher, samples=samples, **extra)
+
+
+def _results(
+    device: str = "cpu",
+    started: str = "2026-01-01T00:00:00+00:00",
+    gemm: float | None = 1e12,
+    torch_version: str = "2.14.1",
+    extra_cases: list[Case] | None = None,
+) -> Results:
+    cases = [
+        Case(id="conformance/ops/add/float32", suite="conformance", status="passed"),
+        Case(
+            id="conformance/ops/mul/float32",
+            suite="conformance",
+            status="failed",
+            message="mismatch | 3 of 10 elements",
+        ),
+        Case(
+            id="perf/graphs/replay_overhead",
+            suite="perf",
+            status="skipped",
+            message="cuda_graph: no CUDA device",
+        ),
+    ]
+    if gemm is not None:
+        cases.append(
+            Case(
+                id="perf/gemm/bfloat16/256x256x256",
+                suite="perf",
+                status="passed",
+                metrics={
+                    "flops": _metric(
+                        gemm, "FLOP/s", True, peak_fraction=gemm / 2e12, peak_source="table"
+                    ),
+                    "latency": _metric(2 * 256**3 / gemm, "s", False),
+                },
+            )
+        )
+    cases += extra_cases or []
+    return Results(
+        run=RunInfo(
+            started=started,
+            finished=started,
+            device=device,
+            suites=["conformance", "perf"],
+            argv=["accelkit", "test"],
+        ),
+        env={
+            "torch": {"version": torch_version},
+            "backends": {device: {"devices": [{"name": f"{device.upper()} Model X"}]}},
+        },
+        cases=cases,
+        summary=Summary.of(cases),
+    )
+
+
+def _write(path: Path, results: Results) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results.to_json_dict()), encoding="utf-8")
+    return path
+
+
+def _nightly(root: Path) -> Path:
+    """results/<leg>/results.json plus the files a leg leaves beside it, and a dead leg."""
+    _write(root / "cpu" / "results.json", _results("cpu"))
+    (root / "cpu" / "junit.xml").write_text("<testsuites/>", encoding="utf-8")
+    (root / "cpu" / "setup.json").write_text('{"image": "x"}', encoding="utf-8")
+    (root / "cpu" / "build.json").write_text("[1, 2]", encoding="utf-8")
+    _write(root / "cuda" / "results.json", _results("cuda", gemm=5e14))
+    (root / "xpu").mkdir()
+    (root / "xpu" / "setup.json").write_text('{"error": "no device"}', encoding="utf-8")
+    return root
+
+
+def _history(root: Path, nights: int = 4) -> Path:
+    """history/<night>/<leg>/results.json; the cuda leg produced nothing on night 2."""
+    for night in range(nights):
+        day = f"2026-01-0{night + 1}"
+        started = f"{day}T02:00:00+00:00"
+        _write(
+            root / day / "cpu" / "results.json",
+            _results("cpu", started=started, gemm=1e12 * (1 + 0.01 * night)),
+        )
+        if night == 2:
+            (root / day / "cuda").mkdir(parents=True)
+            (root / day / "cuda" / "setup.json").write_text("{}", encoding="utf-8")
+        else:
+            _write(
+                root / day / "cuda" / "results.json", _results("cuda", started=started, gemm=5e14)
+            )
+    return root
+
+
+# --------------------------------------------------------------------------------------
+# Discovery
+
+
+def test_directory_scan_skips_other_json_and_shows_dead_legs(tmp_path: Path) -> None:
+    runs, skipped = discover([_nightly(tmp_path / "results")])
+    by_leg = {r.leg: r for r in runs}
+    assert set(by_leg) == {"cpu", "cuda", "xpu"}
+    assert by_leg["xpu"].missing and not by_leg["cpu"].missing
+    assert by_leg["cpu"].label == "cpu · torch 2.14.1 · cpu"
+    # cpu/setup.json, cpu/build.json, xpu/setup.json (junit.xml is not even *.json)
+    assert len(skipped) == 3
+    assert all("not an accelkit results file" in s for s in skipped)
+
+
+def test_explicit_file_that_is_not_results_is_bad_input(tmp_path: Path) -> None:
+    other = tmp_path / "setup.json"
+    other.write_text('{"image": "x"}', encoding="utf-8")
+    with pytest.raises(BadInput, match="unknown schema"):
+        discover([other])
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json", encoding="utf-8")
+    with pytest.raises(BadInput, match="not valid JSON"):
+        discover([broken])
+    with pytest.raises(BadInput, match="no such file"):
+        discover([tmp_path / "absent.json"])
+
+
+def test_invalid_results_file_inside_a_directory_is_bad_input(tmp_path: Path) -> None:
+    _write(tmp_path / "ok" / "results.json", _results())
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "results.json").write_text(
+        json.dumps({"schema": "accelkit.results/1", "run": {"device": "cpu"}}), encoding="utf-8"
+    )
+    with pytest.raises(BadInput, match="invalid results file"):
+        discover([tmp_path])
+
+
+def test_directory_without_results_is_bad_input(tmp_path: Path) -> None:
+    (tmp_path / "setup.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(BadInput, match="no accelkit results files"):
+        discover([tmp_path])
+
+
+def test_same_leg_twice_gets_distinct_labels(tmp_path: Path) -> None:
+    runs, _ = discover([_history(tmp_path / "history", nights=2)])
+    labels = [r.label for r in runs]
+    assert len(set(labels)) == len(labels)
+    assert [r.group for r in runs if r.leg == "cpu"] == ["2026-01-01", "2026-01-02"]
+
+
+# --------------------------------------------------------------------------------------
+# The report as data
+
+
+def test_metrics_line_up_by_case_with_gaps(tmp_path: Path) -> None:
+    a = _write(tmp_path / "a.json", _results("cpu"))
+    b = _write(tmp_path / "b.json", _results("cuda", gemm=None))
+    report = load_report([a, b])
+    flops = next(m for m in report.metrics if m.metric == "flops")
+    assert flops.unit == "FLOP/s" and flops.higher_is_better
+    assert flops.cells[0] is not None and flops.cells[1] is None
+    assert flops.cells[0].peak_fraction == pytest.approx(0.5)
+    assert flops.cells[0].samples == 10 and flops.cells[0].p25 is not None
+    assert report.counts[0]["conformance"] == {
+        "passed": 1,
+        "failed": 1,
+        "skipped": 0,
+        "error": 0,
+        "crashed": 0,
+        "timeout": 0,
+    }
+    data = report.to_json_dict()
+    assert data["metrics"][0]["values"][1] is None or data["metrics"][1]["values"][1] is None
+    json.dumps(data)  # serialisable
+
+
+def test_markdown_summary(tmp_path: Path) -> None:
+    report = load_report([_nightly(tmp_path / "results")])
+    text = render_markdown(report)
+    assert "| run | device | torch | started | conformance | perf |" in text
+    assert "**missing**" in text  # the dead xpu leg
+    assert "1 passed, 1 failed" in text
+    assert "50.0% of peak" in text and "25000.0% of peak" in text  # 1e12 and 5e14 of 2e12
+    assert "mismatch \\| 3 of 10" in text  # pipes escaped inside cells
+    assert "conformance/ops/add/float32" not in text  # passing everywhere: only counted
+
+
+def test_markdown_is_capped(tmp_path: Path) -> None:
+    many = [
+        Case(
+            id=f"conformance/ops/op{i}/float32",
+            suite="conformance",
+            status="failed",
+            message="x" * 150,
+        )
+        for i in range(20000)
+    ]
+    report = build_report(discover([_write(tmp_path / "r.json", _results(extra_cases=many))])[0])
+    text = render_markdown(report, max_bytes=200_000)
+    assert len(text.encode("utf-8")) <= 200_000
+    assert "Truncated" in text
+
+
+def test_html_is_self_contained_with_plots(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    report = load_report([_nightly(tmp_path / "results")])
+    page, note = render_html_with_plots(report)
+    assert note is None
+    assert page.count("<svg") >= 1
+    assert '<table id="runs-table">' in page and 'class="metrics"' in page
+    # Offline: nothing fetched (the SVG namespace URI is a name, not a request).
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", page)
+    assert "<script" not in page
+    bars = [p for p in render_plots(report) if p.kind == "bars"]
+    assert bars and all("missing" in p.svg for p in bars)  # the dead xpu leg has a row
+
+
+def test_history_draws_trends_with_missing_points(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    report = load_report([_history(tmp_path / "history")])
+    plots = render_plots(report)
+    kinds = {p.kind for p in plots}
+    assert kinds == {"bars", "trend"}
+    trend = next(p for p in plots if p.kind == "trend" and "flops" in p.title)
+    assert "cuda: missing" in trend.svg  # the dead night is marked, not interpolated
+    # Bars show the newest run per leg only, not every night.
+    bars = next(p for p in plots if p.kind == "bars" and "flops" in p.title)
+    assert bars.svg.count("2026-01-01") == 0
+
+
+def test_html_without_plots_renders() -> None:
+    report = build_report([], [])
+    page = render_html(report, plots_note="Plots need matplotlib")
+    assert "Plots need matplotlib" in page and page.rstrip().endswith("</html>")
+
+
+# --------------------------------------------------------------------------------------
+# CLI
+
+
+@pytest.mark.slow
+def test_cli_writes_outputs_and_json(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    root = _nightly(tmp_path / "results")
+    html, md = tmp_path / "report.html", tmp_path / "summary.md"
+    proc = run_cli("report", str(root), "--html", str(html), "--markdown", str(md), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert [r["leg"] for r in data["runs"]] == ["cpu", "cuda", "xpu"]
+    assert data["runs"][2]["missing"] is True
+    assert html.read_text(encoding="utf-8").count("<svg") >= 1
+    assert md.stat().st_size < 1 << 20
+
+
+@pytest.mark.slow
+def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
+    other = tmp_path / "setup.json"
+    other.write_text("{}", encoding="utf-8")
+    html = tmp_path / "report.html"
+    proc = run_cli("report", str(other), "--html", str(html))
+    assert_one_line_error(proc, 2, "unknown schema")
+    assert not html.exists()
+    proc = run_cli("report", str(tmp_path / "nope"))
+    assert_one_line_error(proc, 2, "no such file or directory")
+    good = _write(tmp_path / "r.json", _results())
+    proc = run_cli("report", str(good), "--markdown", str(tmp_path / "missing-dir" / "s.md"))
+    assert_one_line_error(proc, 2, "does not exist")
+    proc = run_cli("report")
+    assert proc.returncode == 2
+
+
+# --------------------------------------------------------------------------------------
+# Headless Chromium
+
+
+def _chromium() -> str:
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    reason = f"no Chromium found (looked for {', '.join(CHROMIUM_NAMES)})"
+    if os.environ.get(REQUIRE_BROWSER_ENV) == "1":
+        pytest.fail(f"{reason} ({REQUIRE_BROWSER_ENV}=1: failing, not skipping)", pytrace=False)
+    pytest.skip(reason)
+
+
+def _browse(
+    chromium: str, page: Path, profile: Path, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    argv = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+        *extra,
+        page.resolve().as_uri(),
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+
+
+def _console_lines(stderr: str) -> list[str]:
+    # Chromium logs every console message and uncaught error as ":CONSOLE" lines.
+    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
+
+
+@pytest.mark.slow
+def test_html_in_headless_chromium(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    chromium = _chromium()
+    report = load_report([_history(tmp_path / "history")])
+    page_text, _ = render_html_with_plots(report)
+    page = tmp_path / "report.html"
+    page.write_text(page_text, encoding="utf-8")
+
+    # The console detector works: a page with an error is caught.
+    bad = tmp_path / "bad.html"
+    bad.write_text("<html><body><script>console.error('boom'); nope();</script></body></html>")
+    assert _console_lines(_browse(chromium, bad, tmp_path / "p0", "--dump-dom").stderr)
+
+    dom = _browse(chromium, page, tmp_path / "p1", "--dump-dom")
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    assert _console_lines(dom.stderr) == []
+    assert '<table id="runs-table">' in dom.stdout
+    assert dom.stdout.count("<svg") >= 2
+    assert 'data-kind="trend"' in dom.stdout and 'data-kind="bars"' in dom.stdout
+    assert "produced no results" in dom.stdout
+
+    shot = Path(os.environ.get("ACCELKIT_REPORT_SCREENSHOT", str(tmp_path / "report.png")))
+    snap = _browse(
+        chromium,
+        page,
+        tmp_path / "p2",
+        f"--screenshot={shot}",
+        "--window-size=1400,2400",
+        "--hide-scrollbars",
+    )
+    assert snap.returncode == 0, snap.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
