@@ -1,0 +1,69 @@
+"""Operator breadth: every OpInfo in PyTorch's `op_db`, per dtype, against float64 on the CPU.
+
+Case ids: `conformance/opinfo/<op>/<dtype>` (forward values, and the in-place variant where
+the op has one) and `conformance/opinfo/<op>/<dtype>/grad` (backward). What each case runs,
+what is skipped and why, and the tolerances: `accelkit.suite.opinfo`.
+
+`--breadth quick` (the default) runs the first samples of each op and float32 gradients for
+every QUICK_GRAD_EVERY-th op; `--breadth full` runs every sample, dtype and gradient.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from accelkit.suite import opinfo
+
+
+def _breadth(config: pytest.Config) -> str:
+    value = config.getoption("--accelkit-breadth", default="quick")
+    return str(value or "quick")
+
+
+def _device_type(config: pytest.Config) -> str:
+    from accelkit import backends
+
+    backend = str(config.getoption("--accelkit-device", default="cpu") or "cpu")
+    return backends.get(backend).torch_device_type
+
+
+def _capability_missing() -> bool:
+    """No op_db (no expecttest, or a torch without it): one case skips with the reason."""
+    try:
+        opinfo.op_db_by_name()
+    except ImportError:
+        return True
+    return False
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if metafunc.function.__name__ != "test_opinfo":
+        return
+    if _capability_missing():
+        # The `requires("opinfo")` marker skips this with the capability table's reason.
+        metafunc.parametrize("case", [None], ids=["op_db"])
+        return
+    cases = opinfo.plan(_device_type(metafunc.config), _breadth(metafunc.config))
+    metafunc.parametrize("case", cases, ids=[case.param_id for case in cases])
+
+
+@pytest.mark.requires("opinfo")
+def test_opinfo(case: opinfo.OpinfoCase | None, device: str, request: Any) -> None:
+    assert case is not None  # the capability marker skips the placeholder
+    op = opinfo.op_db_by_name()[case.op]
+    reason = opinfo.skip_reason(op, case, device)
+    if reason is not None:
+        pytest.skip(reason)
+    breadth = _breadth(request.config)
+    dtype = opinfo.DTYPES[case.dtype]
+    if case.grad:
+        limit = opinfo.QUICK_GRAD_MAX_SAMPLES if breadth == "quick" else None
+        ran = opinfo.run_grad(op, case.op, device, dtype, limit)
+    else:
+        limit = opinfo.QUICK_MAX_SAMPLES[case.dtype] if breadth == "quick" else None
+        ran = opinfo.run_forward(op, case.op, device, dtype, limit)
+    if ran == 0:
+        pytest.skip(f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device}"
+                    + (" that need a gradient" if case.grad else ""))  # fmt: skip

@@ -1,0 +1,75 @@
+"""Wall time of `accelkit test --device cpu --suite conformance`, cold and warm.
+
+Cold: TORCHINDUCTOR_CACHE_DIR points at a fresh, empty directory (nothing compiled yet).
+Warm: a second run with the same directory. Targets (issue 3): quick conformance under
+120 s cold and under 60 s warm on the development machine's CPU. Each run's own counts
+(passed, failed, skipped, opinfo cases) are printed next to its time.
+
+Usage: python benchmarks/bench_conformance.py [--workers 2] [--breadth quick|full]
+       [-k EXPR] [--keep DIR]
+`--breadth` is passed to `accelkit test` only when given (older CLIs lack it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+
+def _run(args: argparse.Namespace, cache_dir: Path, results: Path) -> dict[str, Any]:
+    argv = [sys.executable, "-m", "accelkit", "test", "--device", "cpu",
+            "--suite", "conformance", "--json", str(results),
+            "--workers", str(args.workers)]  # fmt: skip
+    if args.breadth:
+        argv += ["--breadth", args.breadth]
+    if args.keyword:
+        argv += ["-k", args.keyword]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": str(cache_dir)}
+    started = time.monotonic()
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    wall = time.monotonic() - started
+    summary: dict[str, Any] = {}
+    opinfo = 0
+    if results.exists():
+        data = json.loads(results.read_text())
+        summary = data.get("summary", {})
+        opinfo = sum(1 for c in data.get("cases", []) if c["id"].startswith("conformance/opinfo/"))
+    return {"wall_s": wall, "exit": proc.returncode, "summary": summary, "opinfo": opinfo,
+            "tail": (proc.stdout + proc.stderr)[-1500:]}  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--breadth", choices=("quick", "full"), default=None)
+    parser.add_argument("-k", dest="keyword", default=None)
+    parser.add_argument("--keep", type=Path, default=None, help="keep results files here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="accelkit-bench-") as tmp:
+        out = args.keep or Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        cache = Path(tmp) / "inductor-cache"  # fresh: the first run is cold
+        rows = []
+        for label in ("cold", "warm"):
+            row = _run(args, cache, out / f"{label}.json")
+            rows.append((label, row))
+            s = row["summary"]
+            print(f"{label:5} {row['wall_s']:7.1f} s  exit {row['exit']}  "
+                  f"passed {s.get('passed', '?')} failed {s.get('failed', '?')} "
+                  f"skipped {s.get('skipped', '?')} error {s.get('error', '?')}  "
+                  f"(opinfo cases {row['opinfo']})", flush=True)  # fmt: skip
+            if row["exit"] != 0:
+                print(row["tail"], file=sys.stderr)
+    worst = max(row["exit"] for _, row in rows)
+    return 0 if worst == 0 else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

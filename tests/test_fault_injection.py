@@ -1,0 +1,127 @@
+"""The suite catches a backend that returns wrong numbers, and `--seed` replays a run.
+
+Each test runs the real suite (`accelkit test --device cpu` in a subprocess, short -k
+selections) with a fault injected by tests/fixtures/faults/perturb_plugin.py, a pytest
+plugin loaded into the suite's pytest process through PYTHONPATH and PYTEST_PLUGINS
+(pytest reads that variable even with plugin autoload off). The suite knows nothing
+about it: this is a backend that is subtly wrong, as far as the suite can tell.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from accelkit.results.io import load_results
+from tests.helpers import REPO, run_cli
+
+pytestmark = pytest.mark.slow
+
+FAULTS = REPO / "tests" / "fixtures" / "faults"
+
+# The op_db cases of exp (perturbed) and of ops that never call aten.exp (must still pass).
+EXP_CASES = ("exp/float32", "exp/float64")
+UNRELATED_CASES = ("sin/float32", "cos/float32", "tanh/float32", "addmm/float32")
+# test_ops has its own exp case (`conformance/ops/exp/float32`): it must fail too.
+
+
+def _fault_env(tmp_path: Path, **faults: str) -> dict[str, str]:
+    return {
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(FAULTS), str(REPO), os.environ.get("PYTHONPATH", "")) if p
+        ),
+        "PYTEST_PLUGINS": "perturb_plugin",
+        # A fresh Inductor cache: a cached kernel compiled without the fault would hide it.
+        "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"),
+        **faults,
+    }
+
+
+def _run(tmp_path: Path, name: str, keyword: str, *extra: str,
+         **faults: str) -> tuple[int, dict[str, tuple[str, str]], int]:  # fmt: skip
+    results = tmp_path / f"{name}.json"
+    proc = run_cli(
+        "test", "--device", "cpu", "--suite", "conformance", "-k", keyword,
+        "--json", str(results), "--workers", "2", *extra,
+        env=_fault_env(tmp_path, **faults), timeout=600,
+    )  # fmt: skip
+    assert results.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    loaded = load_results(results)
+    cases = {case.id: (case.status, case.message) for case in loaded.cases}
+    return proc.returncode, cases, loaded.run.seed
+
+
+def _opinfo_keyword(*params: str) -> str:
+    return "opinfo and (" + " or ".join(f"[{p}]" for p in params) + ")"
+
+
+def test_a_perturbed_operator_fails_its_cases_and_only_those(tmp_path: Path) -> None:
+    keyword = f"({_opinfo_keyword(*EXP_CASES, *UNRELATED_CASES)}) or test_ops[exp/float32]"
+    code, cases, _ = _run(tmp_path, "exp", keyword, ACCELKIT_FAULT_OP="aten.exp.default")
+    assert code == 1, cases
+    assert cases["conformance/opinfo/exp/float32"][0] == "failed", cases
+    assert "exp" in cases["conformance/opinfo/exp/float32"][1]
+    assert cases["conformance/ops/exp/float32"][0] == "failed", cases
+    # float64 is not perturbed (the fault is float32 only); the unrelated ops pass.
+    assert cases["conformance/opinfo/exp/float64"][0] == "passed", cases
+    for param in UNRELATED_CASES:
+        assert cases[f"conformance/opinfo/{param}"][0] == "passed", (param, cases)
+
+
+def test_the_same_run_without_a_fault_passes(tmp_path: Path) -> None:
+    """The control: the plugin loaded, no fault configured, the same cases pass."""
+    keyword = _opinfo_keyword(*EXP_CASES, *UNRELATED_CASES)
+    code, cases, _ = _run(tmp_path, "clean", keyword)
+    assert code == 0, cases
+    assert all(status == "passed" for status, _ in cases.values()), cases
+
+
+def test_a_perturbed_operator_fails_its_gradient_case(tmp_path: Path) -> None:
+    # A perturbed aten.mul in float32: the backward of most ops multiplies, so the float32
+    # gradient of a product fails, while its float64 gradient is untouched.
+    keyword = _opinfo_keyword("mul/float32", "mul/float32/grad", "mul/float64")
+    code, cases, _ = _run(tmp_path, "mul", keyword, ACCELKIT_FAULT_OP="aten.mul.Tensor")
+    assert code == 1, cases
+    assert cases["conformance/opinfo/mul/float32"][0] == "failed", cases
+    assert cases["conformance/opinfo/mul/float32/grad"][0] == "failed", cases
+    assert cases["conformance/opinfo/mul/float64"][0] == "passed", cases
+
+
+@pytest.mark.parametrize(
+    ("decomp", "keyword", "compiled_case", "eager_case"),
+    [
+        ("gelu", "mark_dynamic", "conformance/dynamic_shapes/mark_dynamic", None),
+        ("softmax", "test_switch and not clamps",
+         "conformance/control_flow/switch/compiled", "conformance/control_flow/switch/eager"),
+    ],
+)  # fmt: skip
+def test_a_wrong_inductor_decomposition_fails_compiled_cases(
+    tmp_path: Path, decomp: str, keyword: str, compiled_case: str, eager_case: str | None
+) -> None:
+    code, cases, _ = _run(tmp_path, decomp, keyword, ACCELKIT_FAULT_DECOMP=decomp)
+    assert code == 1, cases
+    assert cases[compiled_case][0] == "failed", cases
+    if eager_case is not None:
+        assert cases[eager_case][0] == "passed", cases
+
+
+def test_a_seed_replays_the_inputs_and_another_seed_changes_them(tmp_path: Path) -> None:
+    """The failure message names the worst element and its values, which depend on the
+    sampled inputs: the same seed gives the same message, another seed another one."""
+    keyword = _opinfo_keyword("exp/float32")
+    fault = {"ACCELKIT_FAULT_OP": "aten.exp.default"}
+    runs = {
+        name: _run(tmp_path, name, keyword, "--seed", str(seed), **fault)
+        for name, seed in (("a", 7), ("b", 7), ("c", 8))
+    }
+    messages = {}
+    for name, (code, cases, seed) in runs.items():
+        assert code == 1, cases
+        status, message = cases["conformance/opinfo/exp/float32"]
+        assert status == "failed", message
+        messages[name] = message
+        assert seed == (8 if name == "c" else 7)  # the results file records the seed
+    assert messages["a"] == messages["b"]
+    assert messages["a"] != messages["c"]
