@@ -45,6 +45,8 @@ def _snapshot_source(target: Path) -> Path:
         shutil.copy2(REPO / name, target / name)
     shutil.copytree(REPO / "accelkit", target / "accelkit",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
+    # The wheel carries the Dockerfiles (pyproject's force-include).
+    shutil.copytree(REPO / "dockerfiles", target / "dockerfiles")
     return target
 
 

@@ -140,7 +140,7 @@ def plan_setup(request: SetupRequest) -> SetupPlan:
         raise BadInput("--torch-wheel and --torch-index are alternatives: give one")
     wheel = None
     if request.torch_wheel is not None:
-        wheel = check_file("--torch-wheel", request.torch_wheel)
+        wheel = check_file("--torch-wheel", _single_torch_wheel(request.torch_wheel))
         parsed = parse_wheel_name(wheel)
         if parsed.name.lower() != "torch":
             raise BadInput(f"--torch-wheel: {wheel.name} is not a torch wheel")
@@ -298,6 +298,19 @@ def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) ->
     )
 
 
+def _single_torch_wheel(path: Path) -> Path:
+    """`path` itself, or the one torch wheel in the folder `path` (`accelkit build --output`)."""
+    if not path.is_dir():
+        return path
+    wheels = sorted(path.glob("torch-*.whl"))
+    if len(wheels) != 1:
+        found = ", ".join(w.name for w in wheels) or "none"
+        raise BadInput(
+            f"--torch-wheel {path}: expected one torch wheel in the folder, found {found}"
+        )
+    return wheels[0]
+
+
 def build_accelkit_wheel(source: Path, wheel_dir: Path) -> Path:
     """A wheel of accelkit from its source tree (pip wheel --no-deps)."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
@@ -312,12 +325,14 @@ def build_accelkit_wheel(source: Path, wheel_dir: Path) -> Path:
 
 
 def source_digest(source: Path) -> str:
-    """sha256 over what accelkit's wheel is made of (its package and pyproject.toml)."""
+    """sha256 over what accelkit's wheel is made of (its package, the Dockerfiles it ships,
+    pyproject.toml)."""
     digest = hashlib.sha256(b"accelkit-source-v1\0")
     files = [source / "pyproject.toml", source / "README.md"]
-    for directory, subdirs, names in os.walk(source / "accelkit"):
-        subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
-        files += [Path(directory, n) for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
+    for top in ("accelkit", "dockerfiles"):
+        for directory, subdirs, names in os.walk(source / top):
+            subdirs[:] = sorted(d for d in subdirs if d != "__pycache__")
+            files += [Path(directory, n) for n in sorted(names) if not n.endswith((".pyc", ".pyo"))]
     for path in files:
         if path.is_file():
             digest.update(path.relative_to(source).as_posix().encode() + b"\0")
