@@ -23,7 +23,11 @@ def setup(
         typer.Option("--arch", help="GPU target the image is set up for (sm_107, gfx942, pvc)."),
     ] = None,
     torch_wheel: Annotated[
-        Path | None, typer.Option("--torch-wheel", help="Install torch from this wheel file.")
+        Path | None,
+        typer.Option(
+            "--torch-wheel",
+            help="Install torch from this wheel file (or the one torch wheel in this folder).",
+        ),
     ] = None,
     torch_index: Annotated[
         str | None, typer.Option("--torch-index", help="Install torch from this index URL.")
