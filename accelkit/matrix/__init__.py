@@ -25,6 +25,16 @@ from accelkit.matrix.model import (
     TorchSource,
 )
 from accelkit.matrix.parse import load_matrix
+from accelkit.matrix.rehearse import (
+    DockerHost,
+    LegOutcome,
+    LegPlan,
+    RehearsalOptions,
+    RehearsalOutcome,
+    RehearsalPlan,
+    plan_rehearsal,
+    rehearse,
+)
 
 
 def load_legs(path: str, filters: tuple[str, ...] | list[str] = ()) -> tuple[MatrixEntry, ...]:
@@ -36,14 +46,20 @@ def load_legs(path: str, filters: tuple[str, ...] | list[str] = ()) -> tuple[Mat
 __all__ = [
     "FILTER_KEYS",
     "GITHUB_FIELDS",
+    "DockerHost",
     "EntrySpec",
     "IncludeSpec",
     "LegFilter",
     "LegMatcher",
+    "LegOutcome",
+    "LegPlan",
     "LegSettings",
     "Location",
     "MatrixEntry",
     "MatrixFile",
+    "RehearsalOptions",
+    "RehearsalOutcome",
+    "RehearsalPlan",
     "RunnerSpec",
     "TorchSource",
     "apply_filters",
@@ -54,4 +70,6 @@ __all__ = [
     "load_legs",
     "load_matrix",
     "parse_filters",
+    "plan_rehearsal",
+    "rehearse",
 ]

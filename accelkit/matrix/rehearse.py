@@ -1,0 +1,506 @@
+"""A local rehearsal of matrix legs: what `.github/workflows/nightly.yml`'s `leg` job runs.
+
+`plan_rehearsal` turns expanded legs into a frozen plan per leg (the build, setup and test
+steps the workflow would run, with their argv) and decides whether THIS machine can run
+each one, with the precise reason when it cannot; it starts nothing. `rehearse` executes the
+runnable legs by calling the same cores `accelkit setup` and `accelkit test --image` call
+(`accelkit.build.testimage`, `accelkit.suite.runner`), writing each leg's files under
+`OUTPUT/<leg name>/` as the workflow's artifacts lay them out, so `accelkit report OUTPUT`
+reads them.
+
+Where the rehearsal departs from the workflow, on purpose:
+- A build leg (`build: true`) compiles torch against TheRock's pip index and the torch
+  source, which a rehearsal does not reach: it is not runnable unless `skip_build` is set,
+  and then its setup installs the `--torch-wheel` given instead of the built wheel.
+- Setup must install torch from a local wheel (`torch_wheel`); a setup that would install
+  from an index, or from nothing, is reported instead of attempted. Images (base images
+  and prebuilt leg images) are never pulled: they must already be on the engine.
+- Legs without a container run the suite on this host with the installed torch; the
+  workflow's setup step is not rehearsed for them (there is no image to use).
+- `leg.timeout_minutes` (the job's timeout) is not enforced; per-case timeouts still are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+
+from accelkit.backends import Availability
+from accelkit.backends import get as get_backend
+from accelkit.errors import AccelkitError, BadInput, ExitCode
+from accelkit.matrix.github import suite_option
+from accelkit.matrix.model import MatrixEntry
+
+if TYPE_CHECKING:
+    from accelkit.build.testimage import SetupPlan
+    from accelkit.suite.runner import RunRequest
+
+#: Where the workflow's `leg` job writes a leg's files, under `leg-results/<leg name>/`.
+RESULTS_FILE = "results.json"
+JUNIT_FILE = "junit.xml"
+SETUP_FILE = "setup.json"
+
+#: `accelkit test` options the workflow sets itself from the leg; test_args may not.
+_TEST_OPTIONS_SET_BY_LEG = ("--device", "-d", "--suite", "--image", "--json", "--junit")
+
+#: Stand-in for the tag setup produces, in argv shown before setup has run.
+IMAGE_FROM_SETUP = "<image from setup>"
+
+Event = dict[str, Any]
+EventCallback = Callable[[str, Event], None]
+
+
+@dataclass(frozen=True)
+class RehearsalOptions:
+    """What a rehearsal overrides or adds to the legs, for this machine."""
+
+    output: Path
+    base_image: str | None = None
+    """Base image for every setup step (upstream images are never pulled here)."""
+    torch_wheel: Path | None = None
+    """The torch wheel every setup step installs (replaces a leg's --torch-wheel/-index)."""
+    skip_build: bool = False
+    """Rehearse build legs without their build step (their setup installs `torch_wheel`)."""
+    test_args: tuple[str, ...] = ()
+    """Rehearsal-only `accelkit test` options appended to each leg's test_args (`-k EXPR`)."""
+
+
+class Host(Protocol):
+    """What the rehearsal asks about this machine; tests pass a fake."""
+
+    def docker(self) -> Availability:
+        """Whether a Docker engine answers."""
+        ...
+
+    def has_image(self, name: str) -> bool:
+        """Whether the engine holds image `name` (it is never pulled)."""
+        ...
+
+
+@dataclass(frozen=True)
+class BuildStep:
+    backend: str
+    args: tuple[str, ...]
+    skipped: str | None = None
+    """Why the step is left out (`--skip-build`), or None when it would run."""
+
+    @property
+    def argv(self) -> tuple[str, ...]:
+        return ("accelkit", "build", self.backend, *self.args, "--output", "wheelhouse", "--json")
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    argv: tuple[str, ...]
+    plan: SetupPlan | None = field(default=None, compare=False)
+    """The checked setup plan; None when the leg's setup cannot be planned here."""
+
+
+@dataclass(frozen=True)
+class TestStep:
+    argv: tuple[str, ...]
+    request: RunRequest | None = field(default=None, compare=False)
+    """The run request (its `image` is filled in after setup); None when not plannable."""
+
+
+@dataclass(frozen=True)
+class LegPlan:
+    """One leg: the steps the workflow would run, and whether this machine can run them."""
+
+    leg: MatrixEntry
+    output_dir: Path
+    build: BuildStep | None
+    setup: SetupStep | None
+    image: str | None
+    """A prebuilt image the leg names (then there is no setup step)."""
+    test: TestStep
+    runnable: bool
+    reason: str = ""
+    """Why the leg cannot run here (empty when it can)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.leg.name,
+            "backend": self.leg.backend,
+            "device": self.leg.device,
+            "container": self.leg.container,
+            "runnable": self.runnable,
+            "reason": self.reason,
+            "output": str(self.output_dir),
+            "steps": {
+                "build": None
+                if self.build is None
+                else {"argv": list(self.build.argv), "skipped": self.build.skipped},
+                "setup": None if self.setup is None else {"argv": list(self.setup.argv)},
+                "image": self.image,
+                "test": {"argv": list(self.test.argv)},
+            },
+        }
+
+
+@dataclass(frozen=True)
+class RehearsalPlan:
+    legs: tuple[LegPlan, ...]
+
+    @property
+    def runnable(self) -> tuple[LegPlan, ...]:
+        return tuple(leg for leg in self.legs if leg.runnable)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "legs": [leg.to_dict() for leg in self.legs],
+            "runnable": len(self.runnable),
+            "total": len(self.legs),
+        }
+
+
+@dataclass(frozen=True)
+class LegOutcome:
+    name: str
+    status: str
+    """passed, failed, error (setup or the runner gave up), or skipped (not runnable)."""
+    exit_code: int
+    counts: dict[str, int] = field(default_factory=dict, hash=False)
+    message: str = ""
+    results: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "counts": dict(self.counts),
+            "message": self.message,
+            "results": str(self.results) if self.results is not None else None,
+        }
+
+
+@dataclass(frozen=True)
+class RehearsalOutcome:
+    legs: tuple[LegOutcome, ...]
+
+    @property
+    def exit_code(self) -> ExitCode:
+        ran = [leg for leg in self.legs if leg.status != "skipped"]
+        if not ran:
+            return ExitCode.UNAVAILABLE
+        if any(leg.status != "passed" for leg in ran):
+            return ExitCode.FAILED
+        return ExitCode.OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"legs": [leg.to_dict() for leg in self.legs], "exit_code": int(self.exit_code)}
+
+
+class DockerHost:
+    """The real machine: the Docker engine of the environment, asked lazily, once."""
+
+    def __init__(self) -> None:
+        self._client: Any = None
+        self._docker: Availability | None = None
+
+    def docker(self) -> Availability:
+        if self._docker is None:
+            from accelkit.containers.engine import connect
+
+            try:
+                self._client = connect()
+                self._docker = Availability(True, "")
+            except AccelkitError as exc:
+                self._docker = Availability(False, str(exc))
+        return self._docker
+
+    def has_image(self, name: str) -> bool:
+        if not self.docker().available:
+            return False
+        from accelkit.containers.images import image_exists
+
+        return image_exists(self._client, name)
+
+    @property
+    def client(self) -> Any:
+        """The docker-py client (Unavailable when no engine answers)."""
+        if not self.docker().available:
+            from accelkit.errors import Unavailable
+
+            raise Unavailable(f"no Docker engine: {self.docker().reason}")
+        return self._client
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+            self._docker = None
+
+
+# --- planning -------------------------------------------------------------------------
+
+
+def plan_rehearsal(
+    legs: Sequence[MatrixEntry], options: RehearsalOptions, host: Host
+) -> RehearsalPlan:
+    """The plan for `legs` on this machine; BadInput for args a leg cannot be run with."""
+    if options.torch_wheel is not None and not options.torch_wheel.is_file():
+        raise BadInput(f"--torch-wheel {options.torch_wheel}: no such file")
+    return RehearsalPlan(tuple(_plan_leg(leg, options, host) for leg in legs))
+
+
+def _plan_leg(leg: MatrixEntry, options: RehearsalOptions, host: Host) -> LegPlan:
+    backend = get_backend(leg.backend, flag="backend")
+    out = options.output / leg.name
+    reasons: list[str] = []
+
+    build: BuildStep | None = None
+    if leg.build:
+        skipped = (
+            "--skip-build: the setup installs --torch-wheel instead" if options.skip_build else None
+        )
+        build = BuildStep(leg.backend, leg.build_args, skipped)
+        if not options.skip_build:
+            reasons.append(
+                f"its build step (`accelkit build {leg.backend}`) builds torch "
+                f"({leg.torch.label()}) from indexes and sources a rehearsal does not reach; "
+                "--skip-build with --torch-wheel tests a given wheel instead"
+            )
+
+    setup: SetupStep | None = None
+    image = leg.image if leg.container else None
+    if leg.container:
+        # Containers take the device from this host; the torch under test is the image's,
+        # so the host's own torch does not matter, only whether the device is here.
+        if not backend.devices():
+            why = backend.availability().reason or "no device found"
+            reasons.append(f"{leg.backend}: no device on this host ({why})")
+        docker = host.docker()
+        if not docker.available:
+            reasons.append(f"no Docker engine: {docker.reason}")
+        if image is not None:
+            if docker.available and not host.has_image(image):
+                reasons.append(f"image {image} is not on the Docker engine (never pulled)")
+        else:
+            setup, setup_reasons = _plan_setup(leg, options, host, docker.available)
+            reasons += setup_reasons
+    else:
+        availability = backend.availability()
+        if not availability.available:
+            reasons.append(f"{leg.backend} on this host: {availability.reason}")
+
+    test = _plan_test(leg, options, out, image)
+    return LegPlan(
+        leg=leg,
+        output_dir=out,
+        build=build,
+        setup=setup,
+        image=image,
+        test=test,
+        runnable=not reasons,
+        reason="; ".join(reasons),
+    )
+
+
+def _plan_setup(
+    leg: MatrixEntry, options: RehearsalOptions, host: Host, docker: bool
+) -> tuple[SetupStep, list[str]]:
+    from accelkit.build.testimage import SetupRequest, plan_setup
+
+    parsed = _parse(_setup_parser(), leg.setup_args, leg, "setup_args")
+    torch_wheel: Path | None = parsed.torch_wheel
+    torch_index: str | None = parsed.torch_index
+    if options.torch_wheel is not None:
+        torch_wheel, torch_index = options.torch_wheel, None
+    base_image: str | None = options.base_image or parsed.base_image
+    request = SetupRequest(
+        backend=leg.backend,
+        arch=parsed.arch,
+        torch_wheel=torch_wheel,
+        torch_index=torch_index,
+        base_image=base_image,
+        accelkit_source=parsed.accelkit_source,
+    )
+    argv = ["accelkit", "setup", leg.backend, *leg.setup_args]
+    for flag, value in (
+        ("--base-image", options.base_image),
+        ("--torch-wheel", options.torch_wheel),
+    ):
+        if value is not None:
+            argv += [flag, str(value)]
+    argv.append("--json")
+    reasons: list[str] = []
+    try:
+        plan = plan_setup(request)
+    except BadInput as exc:
+        return SetupStep(tuple(argv)), [f"setup: {exc}"]
+    if plan.torch_wheel is None:
+        reasons.append(
+            f"setup would install torch from {plan.torch_index}, which a rehearsal does not "
+            "reach: pass --torch-wheel"
+        )
+    if docker and not host.has_image(plan.base_image):
+        reasons.append(
+            f"base image {plan.base_image} is not on the Docker engine (never pulled): "
+            "pass --base-image"
+        )
+    return SetupStep(tuple(argv), plan), reasons
+
+
+def _plan_test(
+    leg: MatrixEntry, options: RehearsalOptions, out: Path, image: str | None
+) -> TestStep:
+    from accelkit.suite.runner import RunRequest
+
+    args = (*leg.test_args, *options.test_args)
+    parsed = _parse(_test_parser(), args, leg, "test_args")
+    suite = suite_option(leg.suites)
+    argv = ["accelkit", "test", "--device", leg.device, "--suite", suite]
+    if leg.container:
+        argv += ["--image", image or IMAGE_FROM_SETUP]
+    argv += [*args, "--json", str(out / RESULTS_FILE), "--junit", str(out / JUNIT_FILE)]
+    request = RunRequest(
+        device=leg.device,
+        suite=suite,
+        keyword=parsed.keyword,
+        json_path=out / RESULTS_FILE,
+        junit_path=out / JUNIT_FILE,
+        log_path=parsed.log,
+        timeout_s=parsed.timeout,
+        workers=parsed.workers,
+        seed=parsed.seed,
+        breadth=parsed.breadth,
+        measure_ceilings=parsed.measure_ceilings,
+        expectations=parsed.expectations,
+        cases_dir=parsed.cases,
+        argv=tuple(argv),
+        image=image,
+    )
+    return TestStep(tuple(argv), request)
+
+
+class _ArgvParser(argparse.ArgumentParser):
+    """argparse that raises instead of printing and exiting."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _ArgvError(message)
+
+
+class _ArgvError(Exception):
+    pass
+
+
+def _setup_parser() -> argparse.ArgumentParser:
+    # The options of `accelkit setup` (accelkit/cli/setup.py) a leg's setup_args may hold.
+    parser = _ArgvParser(prog="accelkit setup", add_help=False)
+    parser.add_argument("--arch")
+    parser.add_argument("--torch-wheel", type=Path)
+    parser.add_argument("--torch-index")
+    parser.add_argument("--base-image")
+    parser.add_argument("--accelkit-source", type=Path)
+    return parser
+
+
+def _test_parser() -> argparse.ArgumentParser:
+    # The options of `accelkit test` (accelkit/cli/test.py) a leg's test_args may hold.
+    from accelkit.suite.runner import DEFAULT_TIMEOUT_S
+
+    parser = _ArgvParser(prog="accelkit test", add_help=False)
+    parser.add_argument("-k", dest="keyword")
+    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--breadth", default="quick")
+    parser.add_argument("--measure-ceilings", action="store_true")
+    parser.add_argument("--expectations", type=Path)
+    parser.add_argument("--cases", type=Path)
+    parser.add_argument("--log", type=Path)
+    return parser
+
+
+def _parse(
+    parser: argparse.ArgumentParser, args: Sequence[str], leg: MatrixEntry, key: str
+) -> argparse.Namespace:
+    where = f"{leg.location}: leg {leg.name}: {key}"
+    for arg in args:
+        if arg.split("=", 1)[0] in _TEST_OPTIONS_SET_BY_LEG and key == "test_args":
+            raise BadInput(f"{where}: {arg.split('=', 1)[0]} is set from the leg itself")
+    try:
+        parsed, unknown = parser.parse_known_args(list(args))
+    except _ArgvError as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    if unknown:
+        raise BadInput(
+            f"{where}: {' '.join(unknown)} is not an option a rehearsal knows for `{parser.prog}`"
+        )
+    return parsed
+
+
+# --- execution ------------------------------------------------------------------------
+
+
+def rehearse(
+    plan: RehearsalPlan,
+    host: DockerHost,
+    on_event: EventCallback | None = None,
+) -> RehearsalOutcome:
+    """Run every runnable leg of `plan`, one after the other; one outcome per leg.
+
+    A leg that fails (a case failed, setup or the runner raised) does not stop the others,
+    like `fail-fast: false` in the workflow. Legs that cannot run here are `skipped` with
+    their reason.
+    """
+    emit = on_event or (lambda name, event: None)
+    outcomes: list[LegOutcome] = []
+    for leg in plan.legs:
+        if not leg.runnable:
+            outcomes.append(LegOutcome(leg.leg.name, "skipped", 0, message=leg.reason))
+            continue
+        emit(leg.leg.name, {"event": "leg-start"})
+        try:
+            outcome = _run_leg(leg, host, emit)
+        except AccelkitError as exc:
+            outcome = LegOutcome(leg.leg.name, "error", int(exc.exit_code), message=str(exc))
+        emit(leg.leg.name, {"event": "leg-done", "outcome": outcome.to_dict()})
+        outcomes.append(outcome)
+    return RehearsalOutcome(tuple(outcomes))
+
+
+def _run_leg(leg: LegPlan, host: DockerHost, emit: EventCallback) -> LegOutcome:
+    from accelkit.suite.runner import run
+
+    name = leg.leg.name
+    leg.output_dir.mkdir(parents=True, exist_ok=True)
+    image = leg.image
+    if leg.setup is not None:
+        from accelkit.build.testimage import setup
+
+        assert leg.setup.plan is not None  # a runnable leg's setup was planned
+        result = setup(
+            leg.setup.plan,
+            host.client,
+            on_line=lambda line: emit(name, {"event": "setup-line", "line": line}),
+        )
+        (leg.output_dir / SETUP_FILE).write_text(json.dumps(result.to_dict()) + "\n")
+        image = result.image
+        emit(name, {"event": "setup-done", "image": image, "cached": result.cached})
+    assert leg.test.request is not None
+    request = leg.test.request
+    if leg.leg.container:
+        argv = tuple(image or "" if a == IMAGE_FROM_SETUP else a for a in request.argv)
+        request = dataclasses.replace(request, image=image, argv=argv)
+    outcome = run(request, lambda event: emit(name, event))
+    summary = outcome.results.summary
+    counts = {
+        status: int(getattr(summary, status))
+        for status in ("passed", "failed", "skipped", "error", "crashed", "timeout")
+    }
+    code = int(outcome.exit_code)
+    return LegOutcome(
+        name,
+        "passed" if code == 0 else "failed",
+        code,
+        counts=counts,
+        results=request.json_path,
+    )

@@ -1,0 +1,173 @@
+"""`accelkit matrix run`: the local rehearsal of matrix legs (accelkit.matrix.rehearse)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from accelkit.backends import Availability
+from accelkit.backends import get as get_backend
+from accelkit.cli import main
+from accelkit.errors import BadInput
+from accelkit.matrix import RehearsalOptions, load_legs, plan_rehearsal
+from accelkit.results.io import load_results
+from tests.helpers import REPO, run_cli
+
+MATRICES = REPO / "matrices"
+NIGHTLY = str(MATRICES / "nightly.yaml")
+CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
+
+
+class FakeHost:
+    """A machine with (or without) a Docker engine that holds every image asked about."""
+
+    def __init__(self, docker: bool = True) -> None:
+        self._docker = docker
+
+    def docker(self) -> Availability:
+        return Availability(self._docker, "" if self._docker else "socket refused")
+
+    def has_image(self, name: str) -> bool:
+        assert self._docker, "has_image asked without an engine"
+        return True
+
+
+@pytest.fixture
+def wheel(tmp_path: Path) -> Path:
+    # plan_setup only reads the wheel's name; the real wheel is needed only to install it.
+    path = tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    path.write_bytes(b"not really a wheel")
+    return path
+
+
+def _run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
+    options = RehearsalOptions(output=tmp_path / "out", base_image="base:1", torch_wheel=wheel)
+    plan = plan_rehearsal(load_legs(NIGHTLY), options, FakeHost())
+    by_name = {leg.leg.name: leg for leg in plan.legs}
+    assert len(plan.legs) == len(load_legs(NIGHTLY))  # nothing silently dropped
+    cpu = [leg for leg in plan.legs if leg.leg.backend == "cpu"]
+    assert cpu and all(leg.runnable and leg.reason == "" for leg in cpu)
+    for leg in cpu:
+        assert leg.setup is not None
+        assert leg.setup.argv[:3] == ("accelkit", "setup", "cpu")
+        assert ("--torch-wheel", str(wheel)) == leg.setup.argv[-3:-1]
+        assert leg.test.argv[:8] == (
+            "accelkit", "test", "--device", "cpu", "--suite", "all", "--image",
+            "<image from setup>",
+        )  # fmt: skip
+        assert leg.test.argv[-4:] == (
+            "--json", str(leg.output_dir / "results.json"),
+            "--junit", str(leg.output_dir / "junit.xml"),
+        )  # fmt: skip
+        assert leg.output_dir == tmp_path / "out" / leg.leg.name
+    for leg in plan.legs:
+        if (
+            leg.leg.backend in ("cuda", "rocm", "xpu")
+            and not get_backend(leg.leg.backend).devices()
+        ):
+            assert not leg.runnable
+            assert f"{leg.leg.backend}: no device on this host" in leg.reason
+    rocm = [leg for leg in plan.legs if leg.leg.backend == "rocm"]
+    assert rocm and all("build step" in leg.reason for leg in rocm)
+    assert all(leg.build is not None and leg.build.skipped is None for leg in rocm)
+    mps = by_name["mps-py3.12"]
+    assert mps.setup is None and "--image" not in mps.test.argv
+    if not get_backend("mps").availability().available:
+        assert not mps.runnable and mps.reason.startswith("mps on this host: ")
+    data = plan.to_dict()
+    assert data["total"] == len(plan.legs)
+    json.dumps(data)  # serialisable
+
+
+def test_skip_build_keeps_the_build_step_listed(tmp_path: Path, wheel: Path) -> None:
+    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, skip_build=True)
+    plan = plan_rehearsal(load_legs(NIGHTLY, ["backend=rocm"]), options, FakeHost())
+    for leg in plan.legs:
+        assert leg.build is not None and leg.build.skipped
+        assert "build step" not in leg.reason
+
+
+def test_legs_need_docker_and_a_local_wheel(tmp_path: Path) -> None:
+    options = RehearsalOptions(output=tmp_path)
+    plan = plan_rehearsal(load_legs(NIGHTLY, ["backend=cpu"]), options, FakeHost(docker=False))
+    assert plan.legs and not plan.runnable
+    for leg in plan.legs:
+        assert "no Docker engine: socket refused" in leg.reason
+        # The leg's setup installs torch from an index a rehearsal does not reach.
+        assert "which a rehearsal does not reach: pass --torch-wheel" in leg.reason
+
+
+def test_unknown_test_arg_is_bad_input(tmp_path: Path, wheel: Path) -> None:
+    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--no-such",))
+    with pytest.raises(BadInput, match=r"--no-such is not an option"):
+        plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
+    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--device", "x"))
+    with pytest.raises(BadInput, match=r"--device is set from the leg"):
+        plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
+
+
+def test_bad_filter_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = _run(["matrix", "run", NIGHTLY, "--filter", "bakend=cpu", "--dry-run"], capsys)
+    assert code == 2, (out, err)
+    assert "bakend" in err and "Traceback" not in err
+
+
+def test_dry_run_json_of_pr_matrix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    # pr.yaml's leg runs without a container: it needs the host's torch, nothing else.
+    args = ["matrix", "run", str(MATRICES / "pr.yaml"), "--dry-run", "--json", "-o", str(tmp_path)]
+    code, out, _ = _run(args, capsys)
+    plan = json.loads(out)["plan"]
+    (leg,) = plan["legs"]
+    assert leg["steps"]["setup"] is None
+    assert leg["steps"]["test"]["argv"][:6] == [
+        "accelkit", "test", "--device", "cpu", "--suite", "conformance",
+    ]  # fmt: skip
+    assert code == (0 if leg["runnable"] else 3)
+    assert not list(tmp_path.iterdir())  # a dry run writes nothing
+
+
+def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    if get_backend("cuda").devices():
+        pytest.skip("this machine has a CUDA device")
+    args = ["matrix", "run", NIGHTLY, "--filter", "backend=cuda", "-o", str(tmp_path)]
+    code, out, _ = _run(args, capsys)
+    assert code == 3, out
+    assert "0 of 4 legs can run here" in out
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_rehearse_one_cpu_leg_end_to_end(base_image: str, tmp_path: Path) -> None:
+    if not CPU_WHEEL.is_file():
+        pytest.skip(f"{CPU_WHEEL} is missing")
+    out = tmp_path / "leg-results"
+    proc = run_cli(
+        "matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11",
+        "--base-image", base_image, "--torch-wheel", str(CPU_WHEEL),
+        "-k", "while_loop", "--output", str(out), "--json",
+        cwd=REPO,
+    )  # fmt: skip
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    data = json.loads(proc.stdout)
+    (leg,) = data["outcome"]["legs"]
+    assert leg["name"] == "cpu-py3.11" and leg["status"] == "passed"
+    assert leg["counts"]["passed"] >= 1
+    leg_dir = out / "cpu-py3.11"
+    assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
+    results = load_results(leg_dir / "results.json")
+    assert results.run.device == "cpu" and results.cases
+    assert results.summary.passed == leg["counts"]["passed"]
+    setup = json.loads((leg_dir / "setup.json").read_text())
+    assert setup["image"].startswith("accelkit-test-cpu:")
+    # `accelkit report DIR` reads the layout, as the nightly's report job does.
+    report = run_cli("report", str(out), cwd=REPO)
+    assert report.returncode == 0, report.stderr
