@@ -9,6 +9,8 @@ import os
 import shutil
 import sys
 import time
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +49,16 @@ def _snapshot_source(target: Path) -> Path:
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))  # fmt: skip
     # The wheel carries the Dockerfiles (pyproject's force-include).
     shutil.copytree(REPO / "dockerfiles", target / "dockerfiles")
+    # A marker unique to this test run: its image tag is new, so the first setup is a real
+    # cold build even on an engine that kept the images of earlier runs.
+    (target / "accelkit" / "_test_run_marker.py").write_text(f"RUN = {uuid.uuid4().hex!r}\n")
     return target
 
 
 @pytest.fixture(scope="module")
-def cpu_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def cpu_image(
+    base_image: str, docker_client: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     tmp = tmp_path_factory.mktemp("setup-cpu")
     wheel = _cpu_torch_wheel(tmp)
     if wheel is None:
@@ -68,7 +75,9 @@ def cpu_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict
         assert proc.returncode == 0, proc.stderr[-4000:]
         outcomes.append(json.loads(proc.stdout))
     print(f"\nsetup cpu: cold {timings[0]:.1f} s, cached {timings[1]:.1f} s")
-    return {"cold": outcomes[0], "cached": outcomes[1], "timings": timings, "wheel": wheel}
+    yield {"cold": outcomes[0], "cached": outcomes[1], "timings": timings, "wheel": wheel}
+    # Each run's image is unique (see _snapshot_source): do not let them pile up.
+    docker_client.images.remove(outcomes[0]["image"], force=True)
 
 
 @pytest.mark.slow
@@ -76,6 +85,7 @@ def cpu_image(base_image: str, tmp_path_factory: pytest.TempPathFactory) -> dict
 def test_setup_cpu_builds_verifies_and_caches(cpu_image: dict[str, Any]) -> None:
     cold, cached = cpu_image["cold"], cpu_image["cached"]
     assert cold["image"] == cached["image"]
+    assert cold["cached"] is False
     assert cold["image"].startswith("accelkit-test-cpu:")
     assert cached["cached"] is True
     verified = cached["verified"]
