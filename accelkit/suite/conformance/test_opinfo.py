@@ -53,10 +53,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_opinfo(case: opinfo.OpinfoCase | None, device: str, request: Any) -> None:
     assert case is not None  # the capability marker skips the placeholder
     op = opinfo.op_db_by_name()[case.op]
-    reason = opinfo.skip_reason(op, case, device)
+    breadth = _breadth(request.config)
+    reason = opinfo.skip_reason(op, case, device, breadth)
     if reason is not None:
         pytest.skip(reason)
-    breadth = _breadth(request.config)
     dtype = opinfo.DTYPES[case.dtype]
     if case.grad:
         limit = opinfo.QUICK_GRAD_MAX_SAMPLES if breadth == "quick" else None
