@@ -36,7 +36,7 @@ class CpuBackend:
         return Availability(True, "")
 
     def devices(self) -> list[DeviceInfo]:
-        return [DeviceInfo(index=0, name=_cpu_model(), extra={"logical_cpus": os.cpu_count()})]
+        return [DeviceInfo(index=0, name=cpu_model(), extra={"logical_cpus": os.cpu_count()})]
 
     def versions(self) -> dict[str, str | None]:
         torch = torch_or_none()
@@ -95,7 +95,8 @@ def _release(version: str) -> tuple[int, int]:
         return 0, 0
 
 
-def _cpu_model() -> str:
+def cpu_model() -> str:
+    """The CPU's model name (/proc/cpuinfo on Linux)."""
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:

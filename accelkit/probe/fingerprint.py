@@ -116,24 +116,15 @@ def _distro() -> Json | None:
 
 
 def _cpu() -> Json:
+    from accelkit.backends.cpu import cpu_model  # backends import accelkit.probe: late
+
     usable: int | None = None
     if hasattr(os, "sched_getaffinity"):
         try:
             usable = len(os.sched_getaffinity(0))
         except OSError:
             usable = None
-    return {"model": _cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable}
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    return {"model": cpu_model(), "logical_cpus": os.cpu_count(), "usable_cpus": usable}
 
 
 def _host() -> Json:
