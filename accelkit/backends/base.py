@@ -95,6 +95,16 @@ class Backend(Protocol):
         """
         ...
 
+    def suite_environment(self) -> dict[str, str]:
+        """Environment variables the suite's pytest process (and its workers) needs on this
+        backend; empty for most. They must be set before the process starts: torch's test
+        utilities read some at import time (`PYTORCH_TEST_WITH_ROCM` in
+        `torch.testing._internal.common_utils` selects OpInfo's `dtypesIfROCM` tables and ROCm
+        skips, as PyTorch's own ROCm CI sets it). The runner adds them to the child's
+        environment (`accelkit.suite.runner.suite_environment`), also inside a test image;
+        a value the user set in their own environment wins. Never raises."""
+        ...
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         """The recipe of this backend's test image; BadInput for an arch it does not know."""
         ...

@@ -59,6 +59,9 @@ class CpuBackend:
         values = {name: env[name] for name in self.passthrough_env if env and name in env}
         return RunOptions(env=values)
 
+    def suite_environment(self) -> dict[str, str]:
+        return {}
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         if arch is not None:
             raise BadInput(f"--arch: the cpu backend has no GPU targets (got {arch!r})")

@@ -175,6 +175,9 @@ class CudaBackend:
             shm_size="8g",
         )
 
+    def suite_environment(self) -> dict[str, str]:
+        return {}
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         major, minor = (int(part) for part in DEFAULT_CUDA_VERSION.split("."))
         args: dict[str, str] = {}

@@ -46,6 +46,9 @@ class MpsBackend:
         # Containers on macOS run in a Linux VM that cannot reach Metal: nothing to pass.
         return RunOptions()
 
+    def suite_environment(self) -> dict[str, str]:
+        return {}
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         raise BadInput("mps runs on the macOS host, without a container: there is no test image")
 

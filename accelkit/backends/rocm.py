@@ -6,6 +6,7 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from accelkit.backends._containers import (
@@ -100,6 +101,9 @@ BUNDLED_LIBRARY_PREFIXES = (
 #: Device-selection variables (not a security boundary: only the device nodes are).
 ROCM_PASSTHROUGH = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 
+#: What the suite's pytest process needs on ROCm (`RocmBackend.suite_environment`).
+ROCM_SUITE_ENV: Mapping[str, str] = MappingProxyType({"PYTORCH_TEST_WITH_ROCM": "1"})
+
 
 def check_sdk_version(version: str, *, flag: str = "--rocm-version") -> str:
     if not _SDK_VERSION.fullmatch(version):
@@ -186,6 +190,11 @@ class RocmBackend:
             security_opt=("seccomp=unconfined",),
             ipc_mode="host",
         )
+
+    def suite_environment(self) -> dict[str, str]:
+        # torch.testing._internal.common_utils reads it at import: OpInfo's dtypesIfROCM
+        # tables and ROCm-only skips apply, as in PyTorch's own ROCm CI.
+        return dict(ROCM_SUITE_ENV)
 
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         if arch is not None:

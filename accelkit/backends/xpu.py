@@ -109,6 +109,9 @@ class XpuBackend:
             ipc_mode="host",
         )
 
+    def suite_environment(self) -> dict[str, str]:
+        return {}
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         if arch is not None and arch not in self.targets:
             raise BadInput(f"--arch: unknown XPU target {arch!r}; valid: {', '.join(self.targets)}")

@@ -1,7 +1,8 @@
 """`accelkit test --image IMAGE`: the same suite run, inside a test image.
 
 The container runs `python -m accelkit test` with the same options (no --image), with the
-backend's device options (accelkit.backends) and the host's device-selection variables.
+backend's device options (accelkit.backends), the host's device-selection variables and the
+variables the backend's suite needs (`Backend.suite_environment`; a value set on the host wins).
 Each requested output file (--json, --junit, --log) is written by the run inside to a bind
 mount of its host folder, so it grows on the host as cases finish; --cases and
 --expectations are mounted read-only. Cases are reported to `on_event` as they land in the
@@ -16,7 +17,7 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -81,7 +82,7 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
             mounts=(*device.mounts, *mounts),
             # Files land on the host owned by the user who ran accelkit, not by root.
             user=f"{os.getuid()}:{os.getgid()}",
-            env={**device.env, "HOME": "/tmp", "PYTHONUNBUFFERED": "1"},
+            env=container_env(request.device, device.env, os.environ),
             working_dir="/tmp",
         )
         json_path.unlink(missing_ok=True)  # a previous run's cases are not this run's
@@ -118,6 +119,18 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
             exit_code = ExitCode.FAILED
         return RunOutcome(results=results, exit_code=exit_code, log_path=request.log_path,
                           pytest_exit=code)  # fmt: skip
+
+
+def container_env(device: str, device_env: Mapping[str, str],
+                  environ: Mapping[str, str]) -> dict[str, str]:  # fmt: skip
+    """The container's environment: the backend's device-selection variables (`device_env`,
+    from `container_options`), the variables its suite needs (`Backend.suite_environment`,
+    with the value the user set in `environ`, the host's environment, where they set one: the
+    run inside keeps a value it finds set), and what the run inside needs."""
+    from accelkit.suite.runner import suite_environment
+
+    return {**device_env, **suite_environment(device, environ), "HOME": "/tmp",
+            "PYTHONUNBUFFERED": "1"}  # fmt: skip
 
 
 def _rewrite(results: Any, path: Path) -> None:

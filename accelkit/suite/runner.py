@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -177,8 +177,21 @@ def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list
     return argv
 
 
-def _child_env() -> dict[str, str]:
-    env = dict(os.environ)
+def suite_environment(device: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the device's backend needs in the suite's pytest process
+    (`Backend.suite_environment`), each with the value `environ` gives it where `environ` sets
+    it: a value the user set explicitly wins over the backend's."""
+    from accelkit import backends
+
+    wanted = backends.get(device).suite_environment()
+    return {name: environ.get(name, value) for name, value in wanted.items()}
+
+
+def child_env(device: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The pytest child's environment: `environ` (default: this process's) with the
+    backend's `suite_environment` added where unset, and plugin autoload off."""
+    env = dict(os.environ if environ is None else environ)
+    env.update(suite_environment(device, env))
     # Only the plugins accelkit names run: a plugin installed for other work must not
     # change how the suite runs (or slow it down).
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
@@ -287,7 +300,7 @@ def _run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=_child_env(),
+                env=child_env(request.device),
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),

@@ -1,0 +1,243 @@
+"""linalg.eig and linalg.eigvals in the OpInfo module: compared as eigen-decompositions.
+
+Eigenvalues come in no defined order and eigenvectors with any phase, so the suite pairs
+eigenvalues with the reference's within condition-aware bounds and checks A v = lambda v
+(`accelkit.suite.opinfo.EIGEN_OPS`). These tests check the pieces in-process, and, in a
+subprocess like tests/test_fault_injection.py, that the real suite still fails a backend
+whose eigenvalues are 0.1% off and passes one that returns the eigenpairs permuted and
+phase-rotated (a right answer).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from accelkit.results.io import load_results
+from accelkit.suite import opinfo
+from tests.helpers import REPO, run_cli
+
+EPS32 = torch.finfo(torch.float32).eps
+
+
+def test_bottleneck_assignment_minimises_the_largest_cost() -> None:
+    # The greedy choice (row 0 takes column 0 at cost 1) forces row 1 onto cost 10;
+    # the best pairing crosses over with largest cost 2.
+    row_of, worst = opinfo.bottleneck_assignment([[1.0, 2.0], [2.0, 10.0]])
+    assert (row_of, worst) == ([1, 0], 2.0)
+    assert opinfo.bottleneck_assignment([]) == ([], 0.0)
+    row_of, worst = opinfo.bottleneck_assignment([[math.nan, 0.5], [0.25, math.nan]])
+    assert (row_of, worst) == ([1, 0], 0.5)
+    assert opinfo.bottleneck_assignment([[math.nan]])[1] == math.inf
+
+
+def _matrix(seed: int, n: int, dtype: torch.dtype) -> torch.Tensor:
+    generator = torch.Generator().manual_seed(seed)
+    real = torch.randn(n, n, generator=generator, dtype=torch.float64)
+    if dtype.is_complex:
+        real = torch.complex(real, torch.randn(n, n, generator=generator, dtype=torch.float64))
+    return real.to(dtype)
+
+
+Eig = tuple[torch.Tensor, torch.Tensor]
+
+
+def _answers(a: torch.Tensor) -> tuple[Eig, Eig]:
+    """eig in the case dtype, and the float64/complex128 reference of the same values."""
+    ref_a = a.to(torch.complex128 if a.is_complex() else torch.float64)
+    return torch.linalg.eig(a), torch.linalg.eig(ref_a)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.complex64])
+def test_a_permuted_phase_rotated_answer_passes(dtype: torch.dtype) -> None:
+    a = _matrix(0, 6, dtype)
+    (values, vectors), ref = _answers(a)
+    order = torch.tensor([4, 2, 0, 5, 1, 3])
+    phases = torch.exp(1j * torch.linspace(0.3, 2.9, 6)).to(vectors.dtype)
+    answer = (values[order], vectors[:, order] * phases)
+    opinfo.check_eigen(answer, ref, a.to(ref[1].dtype), dtype, "eig")
+    opinfo.check_eigen(values.flip(-1), ref[0], a.to(ref[1].dtype), dtype, "eigvals")
+
+
+@pytest.mark.parametrize(
+    ("fault", "needle"),
+    [
+        ("one eigenvalue 0.1% off", "match the reference's in no order"),
+        ("eigenvectors 0.1% long", "| ||v|| - 1 |"),
+        ("eigenpairs mismatched", "||A v - lambda v||"),
+    ],
+)
+def test_a_wrong_answer_fails(fault: str, needle: str) -> None:
+    a = _matrix(1, 5, torch.complex64)
+    (values, vectors), ref = _answers(a)
+    if fault.startswith("one eigenvalue"):
+        values = values.clone()
+        values[2] *= 1.001
+    elif fault.startswith("eigenvectors"):
+        vectors = vectors * 1.001
+    else:  # the right eigenvalues, each with another one's eigenvector
+        values = values.roll(1)
+    with pytest.raises(opinfo.Mismatch) as caught:
+        opinfo.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64,
+                           "eig")  # fmt: skip
+    assert needle in str(caught.value)
+
+
+def test_a_batch_and_empty_matrices() -> None:
+    a = torch.stack([_matrix(2, 4, torch.complex64), _matrix(3, 4, torch.complex64)])
+    (values, vectors), ref = _answers(a)
+    opinfo.check_eigen((values.flip(-1), vectors.flip(-1)), ref, a.to(torch.complex128),
+                       torch.complex64, "eig")  # fmt: skip
+    bad = values.clone()
+    bad[1, 0] += 1e-3 * bad[1, 0].abs()
+    with pytest.raises(opinfo.Mismatch, match="matrix 1"):
+        opinfo.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
+    empty = torch.zeros(0, 5, 5, dtype=torch.complex64)
+    (values, vectors), ref = _answers(empty)
+    opinfo.check_eigen((values, vectors), ref, empty.to(torch.complex128), torch.complex64, "e")
+
+
+def test_close_eigenvalues_get_a_cluster_bound() -> None:
+    """Two eigenvalues 1e-5 apart with a large coupling (kappa ~ 1e4): the first-order
+    disks overlap, so both get the cluster's bound, and complex64's answer passes."""
+    q, _ = torch.linalg.qr(_matrix(4, 3, torch.complex128))
+    t = torch.tensor([[1, 10, 0], [0, 1 + 1e-5, 0], [0, 0, -3]], dtype=torch.complex128)
+    a = (q @ t @ q.mH).to(torch.complex64)
+    (values, vectors), ref = _answers(a)
+    bounds = opinfo.eigen_bounds(a.to(torch.complex128), ref[0], EPS32)
+    near_one = (ref[0] - 1).abs() < 0.1
+    assert bounds.cluster[0][near_one].tolist() == [2, 2]
+    assert bounds.cluster[0][~near_one].tolist() == [1]
+    assert bool((bounds.kappa[0][near_one] > 1e3).all())
+    opinfo.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64, "eig")
+    # The well-conditioned eigenvalue keeps a tight bound: 0.1% off still fails.
+    bad = torch.where((values - 1).abs() < 0.1, values, values * 1.001)
+    with pytest.raises(opinfo.Mismatch):
+        opinfo.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
+
+
+def test_the_skip_list_stays_truthful() -> None:
+    for op in opinfo.EIGEN_OPS:
+        assert not [key for key in opinfo.KNOWN_SKIPS if key[0] == op], op
+    assert opinfo.QUICK_STILL_CHECKED.issubset(opinfo.KNOWN_SKIPS)
+
+
+CLEAN_RUN = """
+import random, sys
+import torch
+from accelkit.suite import opinfo
+
+op_name = sys.argv[1]
+op = opinfo.op_db_by_name()[op_name]
+cases = [case for case in opinfo.plan("cpu", "full") if case.op == op_name]
+assert len(cases) == 6, cases  # float32, float64, complex64; forward and grad
+for case in cases:
+    for breadth in ("quick", "full"):
+        assert opinfo.skip_reason(op, case, "cpu", breadth) is None, (case, breadth)
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        random.seed(seed)
+        run = opinfo.run_grad if case.grad else opinfo.run_forward
+        assert run(op, op_name, "cpu", opinfo.DTYPES[case.dtype], None) > 0, case
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op_name", sorted(opinfo.EIGEN_OPS))
+def test_every_eig_case_runs_and_passes_on_the_cpu(op_name: str) -> None:
+    # In a subprocess: importing op_db here would make tests/test_probe.py skip its check
+    # that the capability probe does not import it.
+    proc = subprocess.run([sys.executable, "-c", CLEAN_RUN, op_name], capture_output=True,
+                          text=True, cwd=REPO, timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+
+# --------------------------------------------------------------------------------------
+# The real suite with a planted fault (a pytest plugin in the suite's process, as in
+# tests/fixtures/faults/perturb_plugin.py, written here: the fault is on complex outputs)
+
+FAULT_PLUGIN = '''
+"""Perturbs aten.linalg_eig's complex64 answers (never the complex128 reference)."""
+import os
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+
+class EigFault(TorchDispatchMode):
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        if func is not torch.ops.aten.linalg_eig.default or out[0].dtype != torch.complex64:
+            return out
+        values, vectors = out
+        with torch.no_grad():
+            if os.environ["ACCELKIT_EIG_FAULT"] == "values":  # 0.1% off
+                return values * 1.001, vectors
+            # A right answer: the eigenpairs permuted, each vector's phase rotated.
+            n = values.shape[-1]
+            order = torch.arange(n - 1, -1, -1, device=values.device)
+            phase = torch.exp(1j * torch.arange(n, device=values.device) * 0.7)
+            return values[..., order], vectors[..., order] * phase.to(vectors.dtype)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    with EigFault():
+        return (yield)
+'''
+
+EIG_PARAMS = [
+    f"{op}/{dtype}{grad}"
+    for op in ("linalg.eig", "linalg.eigvals")
+    for dtype in ("float32", "float64", "complex64")
+    for grad in ("", "/grad")
+]
+
+
+def _run_with_fault(tmp_path: Path, fault: str) -> tuple[int, dict[str, tuple[str, str]]]:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir(exist_ok=True)
+    (plugins / "eig_fault_plugin.py").write_text(FAULT_PLUGIN, encoding="utf-8")
+    results = tmp_path / f"{fault}.json"
+    keyword = "opinfo and (" + " or ".join(f"[{p}]" for p in EIG_PARAMS) + ")"
+    env = {
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(plugins), str(REPO), os.environ.get("PYTHONPATH", "")) if p
+        ),
+        "PYTEST_PLUGINS": "eig_fault_plugin",
+        "ACCELKIT_EIG_FAULT": fault,
+    }
+    proc = run_cli(
+        "test", "--device", "cpu", "--suite", "conformance", "-k", keyword, "--breadth", "full",
+        "--json", str(results), env=env, timeout=600,
+    )  # fmt: skip
+    assert results.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
+    cases = {c.id: (str(c.status), c.message) for c in load_results(results).cases}
+    assert set(cases) == {f"conformance/opinfo/{p}" for p in EIG_PARAMS}, sorted(cases)
+    return proc.returncode, cases
+
+
+@pytest.mark.slow
+def test_eigenvalues_off_by_a_tenth_of_a_percent_fail(tmp_path: Path) -> None:
+    code, cases = _run_with_fault(tmp_path, "values")
+    assert code == 1, cases
+    for param in EIG_PARAMS:
+        status, message = cases[f"conformance/opinfo/{param}"]
+        # float32 inputs have complex64 eigenvalues too; float64 is left alone.
+        assert status == ("passed" if "float64" in param else "failed"), (param, message)
+        if status == "failed":
+            assert "eigenvalues" in message, (param, message)
+
+
+@pytest.mark.slow
+def test_permuted_phase_rotated_eigenpairs_pass(tmp_path: Path) -> None:
+    code, cases = _run_with_fault(tmp_path, "reorder")
+    assert code == 0, cases
+    assert all(status == "passed" for status, _ in cases.values()), cases
