@@ -8,7 +8,15 @@
 3. Fidelity: accelkit's timing of one op against torch.utils.benchmark's
    `Timer.blocked_autorange` median, interleaved over a few rounds. Target: within 3%.
 
+With --clustered, instead (no torch, a minute or two): synthetic samples in groups, as
+`accelkit test --passes 5` records them (5 passes of 20-40 samples per side, within-pass
+IQR/median 2%, each pass shifted by its own lognormal factor: the between-pass sigma), the
+flagged fraction of A/A pairs and the detection rate of a planted 10% slowdown, with the
+samples compared as independent ("by sample") and by group, including a load burst that
+shifts one pass by +30%; then the time `compare` takes on a 50-metric file pair.
+
 Usage: python benchmarks/bench_compare.py [--runs 4] [--slowdown 0.12] [--threads 1]
+       python benchmarks/bench_compare.py --clustered [--trials 400]
 The default of one intra-op thread keeps OpenMP spin-waiting out of the numbers on a small
 shared machine; pass --threads 0 to keep torch's default.
 """
@@ -215,6 +223,148 @@ def fidelity(threads: int, rounds: int) -> None:
         print(f"    round {i}: accelkit {x * 1e6:.2f} us, torch {y * 1e6:.2f} us ({change:+.2f}%)")
 
 
+CLUSTERED_WITHIN = 0.02
+"""IQR/median of the samples within one pass."""
+
+
+def _clustered_side(
+    rng: Any,
+    *,
+    between: float,
+    shift: float = 1.0,
+    burst: float = 0.0,
+    passes: int = 5,
+    sizes: tuple[int, int] = (20, 40),
+) -> tuple[Any, Any]:
+    """One side's samples and pass labels: every pass scaled by its own lognormal factor
+    (sigma `between`), the first one also by 1 + `burst`."""
+    import math
+
+    import numpy as np
+
+    sigma = math.asinh(CLUSTERED_WITHIN / 2.0) / 0.6744897501960817
+    samples, labels = [], []
+    for group in range(passes):
+        n = int(rng.integers(sizes[0], sizes[1] + 1))
+        offset = shift * rng.lognormal(0.0, between) * (1.0 + burst if group == 0 else 1.0)
+        samples.append(offset * rng.lognormal(0.0, sigma, n))
+        labels.append(np.full(n, group))
+    return np.concatenate(samples), np.concatenate(labels)
+
+
+# (label, between-pass sigma, slowdown of new, burst side, burst size)
+CLUSTERED_SCENARIOS: tuple[tuple[str, float, float, str | None], ...] = (
+    ("A/A", 0.02, 1.0, None),
+    ("A/A", 0.03, 1.0, None),
+    ("A/A", 0.04, 1.0, None),
+    ("A/A", 0.05, 1.0, None),
+    ("A/A, burst in base", 0.02, 1.0, "base"),
+    ("A/A, burst in new", 0.02, 1.0, "new"),
+    ("A/A, burst in base", 0.04, 1.0, "base"),
+    ("A/A, burst in new", 0.04, 1.0, "new"),
+    ("10% slowdown", 0.01, 1.10, None),
+    ("10% slowdown", 0.02, 1.10, None),
+    ("10% slowdown", 0.04, 1.10, None),
+    ("10% slowdown, burst in new", 0.02, 1.10, "new"),
+    ("10% slowdown, burst in base", 0.02, 1.10, "base"),
+)
+
+
+def clustered(trials: int, seed: int) -> None:
+    """Synthetic clustered scenarios: by sample vs by group."""
+    import numpy as np
+
+    from accelkit.results.stats import compare_samples
+
+    print(
+        f"clustered samples: 5 passes x 20-40 samples per side, within-pass IQR/median "
+        f"{CLUSTERED_WITHIN:.0%}, burst = one pass +30%, {trials} trials per scenario"
+    )
+    print(f"{'scenario':30s} {'between':>7s}  {'by sample':>22s}  {'by group':>22s}")
+    for index, (label, between, shift, burst_side) in enumerate(CLUSTERED_SCENARIOS):
+        rng = np.random.default_rng(seed + index)
+        slowdown = shift != 1.0
+        counts = {"sample": 0, "group": 0}
+        noisy = {"sample": 0, "group": 0}
+        begin = time.perf_counter()
+        for _ in range(trials):
+            base, base_groups = _clustered_side(
+                rng, between=between, burst=0.3 if burst_side == "base" else 0.0
+            )
+            new, new_groups = _clustered_side(
+                rng, between=between, shift=shift, burst=0.3 if burst_side == "new" else 0.0
+            )
+            verdicts = {
+                "sample": compare_samples(base, new, higher_is_better=False).verdict,
+                "group": compare_samples(
+                    base,
+                    new,
+                    higher_is_better=False,
+                    base_groups=base_groups,
+                    new_groups=new_groups,
+                ).verdict,
+            }
+            for mode, verdict in verdicts.items():
+                if slowdown:
+                    counts[mode] += verdict == "regressed"
+                else:
+                    counts[mode] += verdict in ("regressed", "improved")
+                noisy[mode] += verdict == "noisy"
+        what = "detected" if slowdown else "flagged"
+        cells = [
+            f"{what} {counts[mode] / trials:6.1%} (noisy {noisy[mode] / trials:4.0%})"
+            for mode in ("sample", "group")
+        ]
+        print(
+            f"{label:30s} {between:7.0%}  {cells[0]:>22s}  {cells[1]:>22s}"
+            f"  [{time.perf_counter() - begin:.1f} s]",
+            flush=True,
+        )
+    _time_compare(seed)
+
+
+def _time_compare(seed: int, metrics: int = 50) -> None:
+    """`compare` of two results files of `metrics` metrics, 5 passes x 40 samples a side."""
+    import numpy as np
+
+    from accelkit.results.compare import compare
+    from accelkit.results.model import Results
+
+    rng = np.random.default_rng(seed)
+
+    def run(grouped: bool) -> Results:
+        cases = []
+        for i in range(metrics):
+            samples, groups = _clustered_side(rng, between=0.02, sizes=(40, 40))
+            metric: dict[str, Any] = {
+                "value": float(np.median(samples)),
+                "unit": "s",
+                "higher_is_better": False,
+                "samples": samples.tolist(),
+            }
+            if grouped:
+                metric["sample_groups"] = groups.tolist()
+            cases.append(
+                {"id": f"perf/k{i}", "suite": "perf", "status": "passed", "metrics": {"t": metric}}
+            )
+        run_info = {"started": "", "device": "cpu", "suites": ["perf"], "argv": []}
+        return Results.model_validate({"run": run_info, "cases": cases})
+
+    for grouped in (True, False):
+        base, new = run(grouped), run(grouped)
+        times = []
+        for _ in range(3):
+            begin = time.perf_counter()
+            comparison = compare(base, new)
+            times.append(time.perf_counter() - begin)
+        mode = "by group" if grouped else "by sample"
+        print(
+            f"compare, {metrics} metrics x 5 passes x 40 samples per side, {mode}: "
+            f"best {min(times):.3f} s, worst {max(times):.3f} s of 3 "
+            f"({len(comparison.metrics_with('unchanged'))} unchanged)"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=4, help="A/A runs (compared pairwise in order)")
@@ -229,10 +379,20 @@ def main() -> None:
         default="interleaved",
         help="measure the ops round by round (measure_interleaved) or one after another",
     )
+    parser.add_argument(
+        "--clustered",
+        action="store_true",
+        help="only the synthetic scenarios with samples in groups (passes), and compare's time",
+    )
+    parser.add_argument("--trials", type=int, default=400, help="trials per clustered scenario")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the clustered scenarios")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         child(args.child, args.slowdown, args.threads, args.mode == "interleaved")
+        return
+    if args.clustered:
+        clustered(args.trials, args.seed)
         return
 
     from accelkit.results.compare import compare

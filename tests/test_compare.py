@@ -256,6 +256,97 @@ def test_threshold_is_validated_and_used() -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# Samples in groups (measurement passes)
+# ---------------------------------------------------------------------------------------
+
+
+def grouped_metric(
+    median: float,
+    *,
+    passes: int = 5,
+    per_pass: int = 20,
+    between: float = 0.03,
+    seed: int = 0,
+    first_group: int = 0,
+) -> dict[str, Any]:
+    """A latency metric measured in `passes` processes: each pass has its own offset."""
+    rng = np.random.default_rng(seed)
+    values: list[float] = []
+    groups: list[int] = []
+    for index in range(passes):
+        offset = median * rng.lognormal(0.0, between)
+        values += (offset * rng.lognormal(0.0, 0.015, per_pass)).tolist()
+        groups += [first_group + index] * per_pass
+    return {
+        "value": float(np.median(values)),
+        "unit": "s",
+        "higher_is_better": False,
+        "samples": values,
+        "sample_groups": groups,
+    }
+
+
+def grouped_run(latency: float = 1e-3, *, seed: int = 0, passes: int = 5) -> Results:
+    return results(
+        [
+            case(
+                "perf/mm[float32-256]",
+                metrics={"latency": grouped_metric(latency, seed=seed, passes=passes)},
+            ),
+            case("perf/add[1M]", metrics={"latency": metric(2e-4, seed=seed + 2)}),
+        ]
+    )
+
+
+def test_sample_groups_give_group_counts_in_the_json() -> None:
+    comparison = compare(grouped_run(seed=1), grouped_run(seed=2))
+    by_case = {m.case: m for m in comparison.metrics}
+    grouped = by_case["perf/mm[float32-256]"]
+    assert (grouped.base_groups, grouped.new_groups) == (5, 5)
+    assert "by group: 5 vs 5 groups" in grouped.reason
+    assert grouped.base_samples == 100 == grouped.new_samples
+    single = by_case["perf/add[1M]"]  # no sample_groups: one group, samples independent
+    assert single.base_groups is None and single.new_groups is None
+    assert "by sample" in single.reason
+    data = comparison.to_json_dict()
+    rows = {m["case"]: m for m in data["metrics"]}
+    assert rows["perf/mm[float32-256]"]["base_groups"] == 5
+    assert rows["perf/mm[float32-256]"]["new_groups"] == 5
+    assert rows["perf/add[1M]"]["base_groups"] is None
+    assert rows["perf/add[1M]"]["new_groups"] is None
+    # The existing keys are all still there, the JSON strict.
+    for key in ("case", "metric", "verdict", "ratio", "ci", "p_value", "base_samples"):
+        assert key in rows["perf/mm[float32-256]"]
+    json.dumps(data, allow_nan=False)
+
+
+def test_grouped_planted_slowdown_regresses_and_reports_the_pooled_ratio() -> None:
+    base, new = grouped_run(1e-3, seed=1), grouped_run(1.15e-3, seed=2)
+    latency = compare(base, new).metrics[0]
+    assert latency.verdict == "regressed" and latency.base_groups == 5
+    base_samples = base.cases[0].metrics["latency"].samples
+    new_samples = new.cases[0].metrics["latency"].samples
+    assert latency.ratio == pytest.approx(np.median(new_samples) / np.median(base_samples))
+    assert latency.p_value == pytest.approx(2 / 252)  # exact: all 5 new passes slower
+
+
+def test_too_few_passes_on_one_side_compare_samples_as_independent() -> None:
+    comparison = compare(grouped_run(seed=1), grouped_run(seed=2, passes=2))
+    latency = comparison.metrics[0]
+    assert latency.base_groups is None and latency.new_groups is None
+    assert "by sample: 5 vs 2 groups" in latency.reason
+
+
+def test_merged_group_ids_need_not_start_at_zero() -> None:
+    base = results([case("perf/x", metrics={"latency": grouped_metric(1e-3, seed=1)})])
+    offset = results(
+        [case("perf/x", metrics={"latency": grouped_metric(1e-3, seed=1, first_group=10)})]
+    )
+    new = results([case("perf/x", metrics={"latency": grouped_metric(1e-3, seed=3)})])
+    assert compare(base, new).metrics[0] == compare(offset, new).metrics[0]
+
+
+# ---------------------------------------------------------------------------------------
 # Markdown
 # ---------------------------------------------------------------------------------------
 
@@ -379,6 +470,17 @@ def test_cli_exit_1_and_json_on_a_regression(
     data = json.loads(capsys.readouterr().out)
     assert data["summary"]["regressed"] == 2
     assert {m["verdict"] for m in data["metrics"]} == {"regressed", "unchanged"}
+
+
+def test_cli_json_carries_group_counts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = write(tmp_path / "base.json", grouped_run(seed=1))
+    new = write(tmp_path / "new.json", grouped_run(seed=2))
+    assert run_cli(["compare", str(base), str(new), "--json"]) == 0
+    rows = {m["case"]: m for m in json.loads(capsys.readouterr().out)["metrics"]}
+    assert (rows["perf/mm[float32-256]"]["base_groups"], rows["perf/add[1M]"]["new_groups"]) == (
+        5,
+        None,
+    )
 
 
 def test_cli_exit_1_on_a_newly_failing_case(tmp_path: Path) -> None:

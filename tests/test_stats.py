@@ -255,3 +255,339 @@ def test_ten_percent_throughput_drop_is_a_regression_and_gain_an_improvement() -
         regressed += compare_samples(base, slower, higher_is_better=True).verdict == "regressed"
         improved += compare_samples(base, faster, higher_is_better=True).verdict == "improved"
     assert regressed >= 99 and improved >= 99
+
+
+# ---------------------------------------------------------------------------------------
+# The exact rank test
+# ---------------------------------------------------------------------------------------
+
+
+def test_u_distribution_by_hand() -> None:
+    # 2 vs 2: the 6 orderings have U = 0, 1, 2, 2, 3, 4.
+    assert stats.mann_whitney_u_counts(2, 2).tolist() == [1, 1, 2, 1, 1]
+    assert stats.mann_whitney_u_counts(4, 4).tolist() == [
+        1, 1, 2, 3, 5, 5, 7, 7, 8, 7, 7, 5, 5, 3, 2, 1, 1
+    ]  # fmt: skip
+    for m, n in [(1, 1), (1, 6), (3, 7), (6, 3), (10, 12), (30, 30)]:
+        counts = stats.mann_whitney_u_counts(m, n)
+        assert counts.size == m * n + 1
+        assert int(counts.sum()) == math.comb(m + n, m)
+        assert (counts > 0).all() and (counts == counts[::-1]).all()
+    assert stats.mann_whitney_u_counts(0, 5).tolist() == [1]
+    with pytest.raises(ValueError):
+        stats.mann_whitney_u_counts(40, 40)  # C(80, 40) does not fit in int64
+
+
+@pytest.mark.parametrize(
+    ("n", "p_value"),
+    [(3, 2 / 20), (4, 2 / 70), (5, 2 / 252), (6, 2 / 924)],
+)
+def test_exact_p_of_fully_separated_groups(n: int, p_value: float) -> None:
+    base = [float(i) for i in range(n)]
+    new = [float(i + 100) for i in range(n)]
+    up = mann_whitney_u(base, new, method="exact")
+    assert up.exact and up.u == n * n and up.z > 0
+    assert up.p_value == pytest.approx(p_value, rel=1e-12)
+    down = mann_whitney_u(new, base, method="auto")
+    assert down.exact and down.u == 0 and down.z < 0
+    assert down.p_value == pytest.approx(p_value, rel=1e-12)
+
+
+def test_exact_p_by_hand() -> None:
+    # 5 vs 5, U = 5: P(U <= 5) = (1 + 1 + 2 + 3 + 5 + 7) / 252, doubled.
+    assert stats.exact_mann_whitney_p(5, 5, 5) == pytest.approx(38 / 252)
+    assert stats.exact_mann_whitney_p(20, 5, 5) == pytest.approx(38 / 252)
+    assert stats.exact_mann_whitney_p(12, 5, 5) == 1.0  # the middle: capped at 1
+    with pytest.raises(ValueError):
+        stats.exact_mann_whitney_p(2.5, 5, 5)
+    with pytest.raises(ValueError):
+        stats.exact_mann_whitney_p(26, 5, 5)
+
+
+def test_exact_mann_whitney_matches_scipy() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    rng = np.random.default_rng(12)
+    for _ in range(60):
+        m, n = (int(k) for k in rng.integers(1, 21, 2))
+        if m * n > stats.EXACT_MAX_PAIRS:
+            continue
+        base, new = rng.normal(size=m), rng.normal(rng.uniform(0.0, 1.5), size=n)
+        ours = mann_whitney_u(base, new, method="exact")
+        theirs = scipy_stats.mannwhitneyu(new, base, alternative="two-sided", method="exact")
+        assert ours.u == pytest.approx(theirs.statistic)
+        assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-12)
+
+
+def test_ties_and_large_sizes_fall_back_to_the_normal_approximation() -> None:
+    tied_base, tied_new = [1.0, 2.0, 2.0, 3.0], [2.0, 4.0, 5.0, 6.0]
+    with pytest.raises(ValueError, match="ties"):
+        mann_whitney_u(tied_base, tied_new, method="exact")
+    auto = mann_whitney_u(tied_base, tied_new, method="auto")
+    assert not auto.exact and auto == mann_whitney_u(tied_base, tied_new)
+    rng = np.random.default_rng(13)
+    big_base, big_new = rng.normal(size=25), rng.normal(size=25)  # 625 pairs
+    with pytest.raises(ValueError):
+        mann_whitney_u(big_base, big_new, method="exact")
+    assert mann_whitney_u(big_base, big_new, method="auto") == mann_whitney_u(big_base, big_new)
+    constant = mann_whitney_u([2.0] * 4, [2.0] * 4, method="auto")
+    assert constant.p_value == 1.0 and not constant.exact
+
+
+def test_exact_and_normal_agree_roughly_in_the_middle_sizes() -> None:
+    rng = np.random.default_rng(14)
+    base, new = rng.normal(size=20), rng.normal(0.8, size=20)
+    exact = mann_whitney_u(base, new, method="exact")
+    normal = mann_whitney_u(base, new)
+    assert exact.u == normal.u and exact.z == normal.z
+    assert exact.p_value == pytest.approx(normal.p_value, abs=5e-3)
+
+
+# ---------------------------------------------------------------------------------------
+# Groups: the two-stage bootstrap and the choice of mode
+# ---------------------------------------------------------------------------------------
+
+WITHIN = 0.02
+"""Within-group IQR/median of the clustered scenarios (one process's samples)."""
+
+
+def clustered(
+    rng: np.random.Generator,
+    *,
+    between: float,
+    shift: float = 1.0,
+    burst: float = 0.0,
+    groups: int = 5,
+    sizes: tuple[int, int] = (20, 40),
+) -> tuple[np.ndarray, np.ndarray]:
+    """One side: `groups` passes of 20-40 samples; every pass is scaled by its own lognormal
+    factor (sigma `between`), the first one also by 1 + `burst` (a load burst)."""
+    samples, labels = [], []
+    for group in range(groups):
+        n = int(rng.integers(sizes[0], sizes[1] + 1))
+        offset = shift * rng.lognormal(0.0, between) * (1.0 + burst if group == 0 else 1.0)
+        samples.append(offset * rng.lognormal(0.0, sigma_for(WITHIN), n))
+        labels.append(np.full(n, group))
+    return np.concatenate(samples), np.concatenate(labels)
+
+
+def test_row_medians_match_numpy_with_and_without_padding() -> None:
+    rng = np.random.default_rng(15)
+    values = rng.lognormal(0.0, 0.1, (50, 21))
+    assert np.array_equal(stats._row_medians(values.copy()), np.median(values, axis=1))
+    lengths = rng.integers(1, 22, 50)
+    padded = np.where(np.arange(21) < lengths[:, None], values, np.inf)
+    expected = [np.median(row[:k]) for row, k in zip(values, lengths, strict=True)]
+    assert np.array_equal(stats._row_medians(padded, lengths), expected)
+
+
+def test_split_groups_orders_by_label_and_drops_non_finite() -> None:
+    parts = stats.split_groups([1.0, 2.0, math.nan, 4.0, 5.0], [7, 3, 3, 7, 3])
+    assert [part.tolist() for part in parts] == [[2.0, 5.0], [1.0, 4.0]]
+    with pytest.raises(ValueError, match="labels"):
+        stats.split_groups([1.0, 2.0], [0])
+
+
+def test_grouped_bootstrap_is_deterministic_and_brackets_the_ratio() -> None:
+    rng = np.random.default_rng(16)
+    base, base_groups = clustered(rng, between=0.02)
+    new, new_groups = clustered(rng, between=0.02, shift=1.08)
+    first = stats.grouped_bootstrap_ratio_ci(base, new, base_groups, new_groups)
+    assert first == stats.grouped_bootstrap_ratio_ci(
+        base.tolist(), new.tolist(), base_groups.tolist(), new_groups.tolist()
+    )
+    assert first != stats.grouped_bootstrap_ratio_ci(base, new, base_groups, new_groups, seed=1)
+    assert first[0] < stats.median_ratio(base, new) < first[1]
+    wider = stats.grouped_bootstrap_ratio_ci(base, new, base_groups, new_groups, confidence=0.99)
+    assert wider[0] <= first[0] and wider[1] >= first[1]
+    # Offsetting the labels (as merging files does) changes nothing.
+    assert first == stats.grouped_bootstrap_ratio_ci(base, new, base_groups + 10, new_groups)
+
+
+def test_grouped_bootstrap_sees_the_spread_between_groups() -> None:
+    rng = np.random.default_rng(17)
+    base, base_groups = clustered(rng, between=0.04)
+    new, new_groups = clustered(rng, between=0.04)
+    by_sample = stats.bootstrap_ratio_ci(base, new)
+    by_group = stats.grouped_bootstrap_ratio_ci(base, new, base_groups, new_groups)
+    assert by_group[1] - by_group[0] > 3 * (by_sample[1] - by_sample[0])
+
+
+def test_grouped_bootstrap_in_small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(18)
+    base, base_groups = clustered(rng, between=0.01, groups=6)
+    low, high = stats.grouped_bootstrap_ratio_ci(base, base * 1.1, base_groups, base_groups)
+    assert 1.05 < low < 1.1 < high < 1.15
+    monkeypatch.setattr(stats, "_MAX_BLOCK_ELEMENTS", 1)  # one resample per block
+    small = stats.grouped_bootstrap_ratio_ci(
+        base, base * 1.1, base_groups, base_groups, resamples=50
+    )
+    assert 1.05 < small[0] <= small[1] < 1.15
+
+
+def test_grouped_mode_needs_min_groups_on_both_sides() -> None:
+    rng = np.random.default_rng(19)
+    base, base_groups = clustered(rng, between=0.02)
+    new, new_groups = clustered(rng, between=0.02, groups=stats.MIN_GROUPS - 1)
+    plain = compare_samples(base, new, higher_is_better=False)
+    assert plain.groups is None and "by sample: one group per side" in plain.reason
+    few = compare_samples(
+        base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+    )
+    assert few.groups is None
+    assert f"by sample: 5 vs {stats.MIN_GROUPS - 1} groups" in few.reason
+    # The sample-level statistics are exactly today's.
+    assert (few.ci, few.p_value, few.verdict) == (plain.ci, plain.p_value, plain.verdict)
+    one_side = compare_samples(base, new, higher_is_better=False, base_groups=base_groups)
+    assert one_side.groups is None and one_side.ci == plain.ci
+    new4, new4_groups = clustered(rng, between=0.02, groups=stats.MIN_GROUPS)
+    enough = compare_samples(
+        base, new4, higher_is_better=False, base_groups=base_groups, new_groups=new4_groups
+    )
+    assert enough.groups == (5, stats.MIN_GROUPS)
+    assert f"by group: 5 vs {stats.MIN_GROUPS} groups, exact" in enough.reason
+    with pytest.raises(ValueError):
+        compare_samples(base, new, higher_is_better=False, base_groups=base_groups[:-1])
+
+
+def test_grouped_comparison_is_deterministic_and_reports_pooled_medians() -> None:
+    rng = np.random.default_rng(20)
+    base, base_groups = clustered(rng, between=0.02)
+    new, new_groups = clustered(rng, between=0.02, shift=1.1)
+    first = compare_samples(
+        base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+    )
+    again = compare_samples(
+        base.tolist(),
+        new.tolist(),
+        higher_is_better=False,
+        base_groups=base_groups.tolist(),
+        new_groups=new_groups.tolist(),
+    )
+    assert first == again
+    assert first.verdict == "regressed" and first.groups == (5, 5)
+    assert first.base_median == float(np.median(base))
+    assert first.ratio == pytest.approx(float(np.median(new) / np.median(base)))
+    # The rank test of 5 vs 5 group medians, all new above all base: exact 2/252.
+    assert first.p_value == pytest.approx(2 / 252)
+    assert first.n_base == base.size and first.n_new == new.size
+
+
+def test_grouped_non_finite_samples_drop_with_their_labels() -> None:
+    rng = np.random.default_rng(21)
+    base, base_groups = clustered(rng, between=0.02)
+    new, new_groups = clustered(rng, between=0.02)
+    holed = base.copy()
+    holed[:3] = math.nan
+    result = compare_samples(
+        holed, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+    )
+    assert result.n_base == base.size - 3 and result.groups == (5, 5)
+    # A whole group of non-finite samples is no group at all.
+    holed[base_groups == 4] = math.inf
+    fewer = compare_samples(
+        holed, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+    )
+    assert fewer.groups == (4, 5)
+
+
+def test_grouped_latency_and_derived_throughput_get_the_same_verdict() -> None:
+    rng = np.random.default_rng(22)
+    for shift in (0.9, 1.0, 1.1):
+        base, base_groups = clustered(rng, between=0.01, sizes=(21, 21))
+        new, new_groups = clustered(rng, between=0.01, shift=shift, sizes=(21, 21))
+        latency = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        )
+        throughput = compare_samples(
+            1e9 / base,
+            1e9 / new,
+            higher_is_better=True,
+            base_groups=base_groups,
+            new_groups=new_groups,
+        )
+        assert latency.verdict == throughput.verdict
+        assert latency.ratio is not None and throughput.ratio is not None
+        assert throughput.ratio == pytest.approx(1.0 / latency.ratio)
+
+
+# ---------------------------------------------------------------------------------------
+# Calibration with clustered samples: the reason groups exist
+# ---------------------------------------------------------------------------------------
+
+
+def test_clustered_a_a_is_flagged_by_sample_but_not_by_group() -> None:
+    # Between-process sigma 3.5% (a GEMM on a shared 2-core machine: per-process medians of
+    # 31.1-34.3 us), within-process IQR/median 2%. Over 2000 trials: 13% flagged by sample,
+    # 0.4% by group (3%: 7% and 0.25%; 4%: 15% and 0.8%); `benchmarks/bench_compare.py
+    # --clustered --trials 1000` measures the <= 1% target. 400 trials here: at a true rate
+    # of 0.4% (1.6 expected), more than 6 flagged happens for under 0.2% of seeds, so the
+    # bound below checks the rate without depending on the seed chosen.
+    rng = np.random.default_rng(2026)
+    trials = 400
+    by_sample = by_group = 0
+    for _ in range(trials):
+        base, base_groups = clustered(rng, between=0.035)
+        new, new_groups = clustered(rng, between=0.035)
+        plain = compare_samples(base, new, higher_is_better=False).verdict
+        grouped = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        ).verdict
+        by_sample += plain in ("regressed", "improved")
+        by_group += grouped in ("regressed", "improved")
+    assert by_sample / trials > 0.10, f"only {by_sample} of {trials} flagged by sample"
+    assert by_group <= 6, f"{by_group} of {trials} A/A metrics flagged by group"
+
+
+def test_clustered_ten_percent_slowdown_is_detected_by_group() -> None:
+    rng = np.random.default_rng(2027)
+    trials, detected = 200, 0
+    for _ in range(trials):
+        base, base_groups = clustered(rng, between=0.02)
+        new, new_groups = clustered(rng, between=0.02, shift=1.10)
+        result = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        )
+        detected += result.verdict == "regressed"
+    assert detected / trials >= 0.95, f"{detected} of {trials} slowdowns flagged"
+
+
+@pytest.mark.parametrize("burst_side", ["base", "new"])
+def test_clustered_a_a_with_a_load_burst_in_one_pass_is_not_flagged(burst_side: str) -> None:
+    rng = np.random.default_rng(2028 if burst_side == "base" else 2029)
+    trials, flagged = 150, 0
+    for _ in range(trials):
+        base, base_groups = clustered(rng, between=0.02, burst=0.3 * (burst_side == "base"))
+        new, new_groups = clustered(rng, between=0.02, burst=0.3 * (burst_side == "new"))
+        result = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        )
+        flagged += result.verdict in ("regressed", "improved")
+    assert flagged / trials <= 0.01, f"{flagged} of {trials} A/A metrics flagged"
+
+
+def test_clustered_slowdown_with_a_load_burst_in_one_pass() -> None:
+    # Burst in the new run (in the direction of the slowdown): still found (here 100%).
+    # Burst in the base run: one of its five passes is as slow as the new ones, so the rank
+    # test of 5 vs 5 group medians can reach only p = 38/252 = 0.15 (U = 20 of 25) and the
+    # interval reaches below the band: not detected; the verdict is `noisy` (here 98%), else
+    # `unchanged` (the interval is not surely beyond 3%), never `improved`.
+    rng = np.random.default_rng(2030)
+    trials = 100
+    new_side: dict[str, int] = {}
+    base_side: dict[str, int] = {}
+    for _ in range(trials):
+        base, base_groups = clustered(rng, between=0.02)
+        new, new_groups = clustered(rng, between=0.02, shift=1.10, burst=0.3)
+        verdict = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        ).verdict
+        new_side[verdict] = new_side.get(verdict, 0) + 1
+        base, base_groups = clustered(rng, between=0.02, burst=0.3)
+        new, new_groups = clustered(rng, between=0.02, shift=1.10)
+        verdict = compare_samples(
+            base, new, higher_is_better=False, base_groups=base_groups, new_groups=new_groups
+        ).verdict
+        base_side[verdict] = base_side.get(verdict, 0) + 1
+    assert new_side.get("regressed", 0) / trials >= 0.95, new_side
+    assert "improved" not in base_side, base_side
+    assert base_side.get("noisy", 0) / trials >= 0.9, base_side

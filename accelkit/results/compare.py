@@ -4,7 +4,10 @@
 (rich table, `--json`, `--markdown`). Every metric of either side is accounted for:
 
 - present in both with the same unit and direction: a verdict from the two sample sets
-  (`accelkit.results.stats`, whose module docstring states the decision rule);
+  (`accelkit.results.stats`, whose module docstring states the decision rule). Where both
+  sides record the pass each sample came from (`Metric.sample_groups`) with at least
+  `stats.MIN_GROUPS` passes, passes are the unit of replication and `base_groups` /
+  `new_groups` give their counts; otherwise (null) the samples are taken as independent;
 - present on one side only, or with a changed unit or direction: verdict `missing`, with
   the side and the reason. Such metrics never enter the regression/improvement counts.
 
@@ -71,6 +74,9 @@ class MetricComparison:
     base_samples: int
     new_samples: int
     missing_in: Literal["base", "new"] | None = None
+    base_groups: int | None = None
+    """Groups (passes) of the base side when the grouped mode decided; None: by sample."""
+    new_groups: int | None = None
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +92,8 @@ class MetricComparison:
             "higher_is_better": self.higher_is_better,
             "base_samples": self.base_samples,
             "new_samples": self.new_samples,
+            "base_groups": self.base_groups,
+            "new_groups": self.new_groups,
             "missing_in": self.missing_in,
             "reason": self.reason,
         }
@@ -200,7 +208,10 @@ def _compare_metric(
         threshold=threshold,
         confidence=confidence,
         seed=seed,
+        base_groups=base.sample_groups,
+        new_groups=new.sample_groups,
     )
+    groups = result.groups
     return MetricComparison(
         case=case,
         metric=name,
@@ -217,6 +228,8 @@ def _compare_metric(
         p_value=result.p_value,
         base_samples=result.n_base,
         new_samples=result.n_new,
+        base_groups=groups[0] if groups is not None else None,
+        new_groups=groups[1] if groups is not None else None,
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_ID: Final = "accelkit.results/1"
 
@@ -32,6 +32,21 @@ class Metric(_Model):
     unit: str
     higher_is_better: bool
     samples: list[float] = Field(default_factory=list)
+    # The group (measurement pass, i.e. process) each sample came from, parallel to
+    # `samples`. Samples of one group share that process's conditions (memory layout, a
+    # burst of load from other jobs), so they are not independent draws of the run's
+    # distribution; `accelkit compare` resamples whole groups when both sides have enough.
+    # Absent: every sample came from one group.
+    sample_groups: list[int] | None = None
+
+    @model_validator(mode="after")
+    def _groups_match_samples(self) -> Metric:
+        if self.sample_groups is not None and len(self.sample_groups) != len(self.samples):
+            raise ValueError(
+                f"sample_groups has {len(self.sample_groups)} entries for "
+                f"{len(self.samples)} samples"
+            )
+        return self
 
 
 class Case(_Model):
@@ -65,6 +80,9 @@ class RunInfo(_Model):
     timeout_s: float | None = None
     breadth: str | None = None
     image: str | None = None
+    # Measurement passes of the perf cases (`accelkit test --passes`): each pass is a
+    # separate process; None in files written before passes existed (one pass).
+    passes: int | None = None
 
 
 class Summary(_Model):

@@ -2,14 +2,48 @@
 
 What is estimated
 -----------------
-- `ratio`: median(new) / median(base).
+- `ratio`: median(new) / median(base), the medians of all samples of a side pooled (the
+  value a results file records), in both modes below.
 - `ci`: a percentile bootstrap confidence interval (default 90%, 2000 resamples) of that
-  ratio: both sample sets are resampled with replacement, independently, and the ratio of
-  the resampled medians is taken each time. The generator is seeded, so the same samples
-  always give the same interval.
-- `p_value`: the two-sided Mann-Whitney U (Wilcoxon rank-sum) test, normal approximation
-  with tie correction and continuity correction. It asks "do new samples tend to be larger
-  or smaller than base samples?" without assuming any distribution.
+  ratio. The generator is seeded, so the same samples always give the same interval.
+- `p_value`: a two-sided Mann-Whitney U (Wilcoxon rank-sum) test. It asks "do new values
+  tend to be larger or smaller than base values?" without assuming any distribution.
+
+Groups: why, and the two modes
+------------------------------
+Samples of one metric are not independent draws. All the samples of a kernel in one
+process are taken within tens of milliseconds, so whatever holds for that process (a burst
+of load from another job on a shared machine, its memory layout, the inner repetition
+count its timer chose) shifts every one of them together. Measured on a 2-core shared
+machine: one GEMM's per-process medians were 31.1, 31.8, 34.2, 33.7, 34.3 and 33.8 us,
+while the spread within each process was only ~2% (IQR/median). Resampling samples as if
+they were independent then gives a tight interval around a ratio that is pure
+between-process noise, and 8-17% of the metrics of real A/A runs were flagged.
+
+`accelkit test --passes N` measures each perf case in N separate processes and records,
+for every sample, the pass (group) it came from (`Metric.sample_groups`). The comparison
+has two modes:
+
+- grouped (both sides have at least `MIN_GROUPS` groups): the unit of replication is the
+  group. The interval comes from a two-stage (cluster) bootstrap: each resample draws as
+  many groups as the side has, with replacement, then resamples each drawn group's own
+  samples with replacement, pools them, and takes the median. The rank test compares the
+  per-group medians, with an exact p-value (the U distribution counted by dynamic
+  programming) for small sizes without ties, the normal approximation otherwise.
+- by sample (fewer groups on either side: single-pass files, or cases whose samples are
+  already separate processes, like compile latency): both sample sets are resampled with
+  replacement, independently, and the rank test runs on the samples (normal approximation
+  with tie and continuity correction).
+
+`MIN_GROUPS` is 4: the smallest size at which an exact two-sided rank test on k vs k groups
+can reach p < 0.05 at all (4 vs 4 fully separated: p = 2/70 = 0.029; 3 vs 3: 0.1). The
+default 5 passes give 5 vs 5, whose smallest p is 2/252 = 0.008. Two biases of the
+two-stage bootstrap pull against each other: it counts the spread within groups twice
+(once in the drawn groups' medians, once more by resampling inside them), and with k groups
+it sees (k - 1) / k of the variance between them. On the clustered scenarios below the
+nominal 90% interval covered the true ratio in 86-91% of A/A pairs. (An "expanded"
+percentile interval, with t quantiles and the k / (k - 1) factor, covered 93-95%, but made
+1.6-5x as many A/A metrics `noisy` and found fewer real changes; not used.)
 
 The decision rule (`decide`)
 ----------------------------
@@ -22,7 +56,7 @@ the band; where higher is better (FLOP/s, B/s, speedup) the bad side is below it
 1. `regressed`: the WHOLE confidence interval lies beyond the band on the bad side (so the
    change is larger than `t` with one-sided 95% confidence for the default two-sided 90%
    interval), AND the rank test agrees: p below
-   `alpha` (default 0.05) with new samples shifted in the same direction.
+   `alpha` (default 0.05) with new values shifted in the same direction.
 2. `improved`: the same on the good side.
 3. `noisy`: the interval is so wide that it reaches beyond the band on BOTH sides (the
    samples cannot tell a regression from an improvement), or the interval is beyond the
@@ -31,17 +65,41 @@ the band; where higher is better (FLOP/s, B/s, speedup) the bad side is below it
 4. `unchanged`: anything else: every change the data supports is smaller than `t`, or
    not distinguishable from none.
 
-Why both a bootstrap interval and a rank test: the percentile bootstrap of a median is
-known to be too narrow for small samples (its distribution is lumpy); the rank test is
-exact in its assumptions (exchangeable samples) and guards that case, while the interval
-gives the size of the change, which the rank test cannot. The minimum effect size guards
-the other side: with many samples, a tiny real change (0.5% from a different memory
-layout between runs) is significant but not worth a red build.
+The reason of every verdict says which mode gave it ("by group: 5 vs 5 groups" or
+"by sample: ...").
 
-Calibration (see tests/test_stats.py, lognormal noise with IQR/median 2-5%): two sample
-sets from the same distribution are flagged in well under 1% of metrics; a planted 10%
-slowdown with 10 or more samples per side is flagged as `regressed` in at least 95% of
-metrics.
+Why both a bootstrap interval and a rank test: the percentile bootstrap of a median is
+known to be too narrow for small samples (its distribution is lumpy), and a cluster
+bootstrap over few groups slightly so (above); the rank test is exact in its assumptions
+(exchangeable samples, or exchangeable groups) and guards that case, while the interval
+gives the size of the change, which the rank test cannot. The minimum effect size guards
+the other side:
+with many samples, a tiny real change (0.5% from a different memory layout between runs)
+is significant but not worth a red build.
+
+Calibration (tests/test_stats.py, benchmarks/bench_compare.py --clustered)
+-------------------------------------------------------------------------
+Independent samples, lognormal noise with IQR/median 2-5%, by sample: two sample sets from
+the same distribution are flagged in well under 1% of metrics; a planted 10% slowdown with
+10 or more samples per side is flagged as `regressed` in at least 95% of metrics.
+
+Clustered samples, 5 groups of 20-40 samples per side, within-group IQR/median 2%, each
+group scaled by its own lognormal factor (sigma "between"), 1000 trials each:
+
+    between-group sigma            2%      3%      4%      5%
+    A/A flagged, by sample       0.6%    5.6%   16.1%   23.3%
+    A/A flagged, by group        0.0%    0.4%    0.7%    0.9%
+    A/A noisy, by group            2%     22%     43%     59%
+
+A 10% slowdown is found (`regressed`) by group in 100% / 99.7% / 71.5% of metrics at 1% /
+2% / 4% between groups. The `noisy` share is the honest answer where passes differ by more
+than the band: 5 passes cannot place such a metric within +-3%; more passes narrow it.
+
+A load burst that shifts one group of a side by +30% (between-group sigma 2%): A/A is
+flagged in 0.2% (burst in base) and 0.1% (burst in new). A 10% slowdown with the burst in
+the new run is still found in 100%; with the burst in the base run in 0%: 98% `noisy`, the
+rest `unchanged`. One base pass as slow as the new ones leaves the rank test of 5 vs 5
+group medians at p = 38/252 = 0.15 at best (U = 20 of 25); with 7 passes it would be 0.026.
 """
 
 from __future__ import annotations
@@ -68,17 +126,52 @@ DEFAULT_RESAMPLES = 2000
 DEFAULT_SEED = 0
 MIN_SAMPLES = 3
 """Fewer samples than this on either side cannot support a verdict: it is `noisy`."""
+MIN_GROUPS = 4
+"""Both sides need at least this many groups (passes) for the grouped mode; otherwise the
+samples are compared as independent. 4 vs 4 is the smallest balanced size at which the
+exact two-sided rank test of group medians can reach p < 0.05 (min p = 2/70)."""
+EXACT_MAX_PAIRS = 400
+"""The rank test's p-value is exact (no ties, `method` "auto") while n_base * n_new is at
+most this (e.g. 20 vs 20); from there on the normal approximation is within ~0.005."""
 
-# Bound the memory of one vectorised bootstrap block (resamples x samples elements).
-_MAX_BLOCK_ELEMENTS = 2_000_000
+# Bound the memory of one vectorised bootstrap block (resamples x samples elements). Small
+# enough that a block's arrays stay in cache and are not page-faulted in afresh every time:
+# 2-3x faster than blocks of 2M elements. By sample, the draws do not depend on it.
+_MAX_BLOCK_ELEMENTS = 1 << 16
 
 FloatArray: TypeAlias = npt.NDArray[np.float64]
+IntArray: TypeAlias = npt.NDArray[np.int64]
 Samples: TypeAlias = Sequence[float] | npt.NDArray[np.floating[Any]]
+Groups: TypeAlias = Sequence[int] | npt.NDArray[np.integer[Any]]
+RankMethod = Literal["normal", "exact", "auto"]
 
 
 def _as_array(samples: Samples) -> FloatArray:
     array = np.asarray(samples, dtype=np.float64)
     return array[np.isfinite(array)]
+
+
+def _as_grouped(samples: Samples, groups: Groups | None) -> tuple[FloatArray, IntArray | None]:
+    """The finite samples and, when given, their group labels (non-finite ones dropped)."""
+    array = np.asarray(samples, dtype=np.float64).reshape(-1)
+    keep = np.isfinite(array)
+    if groups is None:
+        return array[keep], None
+    labels = np.asarray(groups, dtype=np.int64).reshape(-1)
+    if labels.size != array.size:
+        raise ValueError(f"{labels.size} group labels for {array.size} samples")
+    return array[keep], labels[keep]
+
+
+def split_groups(samples: Samples, groups: Groups) -> list[FloatArray]:
+    """The finite samples of each group, groups in ascending label order (empty ones gone)."""
+    array, labels = _as_grouped(samples, groups)
+    assert labels is not None
+    if array.size == 0:
+        return []
+    order = np.argsort(labels, kind="stable")
+    _, starts = np.unique(labels[order], return_index=True)
+    return list(np.split(array[order], starts[1:]))
 
 
 def median_ratio(base: Samples, new: Samples) -> float:
@@ -88,6 +181,19 @@ def median_ratio(base: Samples, new: Samples) -> float:
     return new_median / base_median
 
 
+def _row_medians(values: FloatArray, lengths: IntArray | None = None) -> FloatArray:
+    """Median of each row; with `lengths`, of each row's first `lengths[i]` values after
+    sorting (the rest must be +inf padding). Sorts `values` in place. Equal to np.median,
+    bit for bit; a full sort of short rows is several times faster than its partition."""
+    ordered = values  # sorted in place: every caller passes a fresh array
+    ordered.sort(axis=1)
+    if lengths is None:
+        n = values.shape[1]
+        return (ordered[:, (n - 1) // 2] + ordered[:, n // 2]) / 2.0
+    rows = np.arange(values.shape[0])
+    return (ordered[rows, (lengths - 1) // 2] + ordered[rows, lengths // 2]) / 2.0
+
+
 def _resampled_medians(samples: FloatArray, resamples: int, rng: np.random.Generator) -> FloatArray:
     n = samples.size
     rows_per_block = max(1, _MAX_BLOCK_ELEMENTS // n)
@@ -95,8 +201,59 @@ def _resampled_medians(samples: FloatArray, resamples: int, rng: np.random.Gener
     for start in range(0, resamples, rows_per_block):
         rows = min(rows_per_block, resamples - start)
         index = rng.integers(0, n, size=(rows, n))
-        medians[start : start + rows] = np.median(samples[index], axis=1)
+        medians[start : start + rows] = _row_medians(samples[index])
     return medians
+
+
+def _resampled_group_medians(
+    groups: Sequence[FloatArray], resamples: int, rng: np.random.Generator
+) -> FloatArray:
+    """Two-stage bootstrap: draw len(groups) groups with replacement, resample each drawn
+    group's samples with replacement (its own size), pool, take the median."""
+    count = len(groups)
+    sizes = np.array([group.size for group in groups], dtype=np.int64)
+    float_sizes = sizes.astype(np.float64)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+    pooled = np.concatenate(list(groups))
+    width = int(sizes.max())
+    ragged = bool(np.any(sizes != width))
+    if ragged:  # a padding slot reads +inf, which sorts after every real sample
+        pooled = np.concatenate([pooled, [np.inf]])
+    padding = pooled.size - 1
+    slots = np.arange(width, dtype=np.int64)
+    rows_per_block = max(1, _MAX_BLOCK_ELEMENTS // (count * width))
+    medians = np.empty(resamples, dtype=np.float64)
+    for start in range(0, resamples, rows_per_block):
+        rows = min(rows_per_block, resamples - start)
+        drawn = rng.integers(0, count, size=(rows, count))
+        # floor(u * size) < size for every u in [0, 1) in float64 (sizes far below 2^53).
+        # Indices stay int64: `take` converts any other integer type first, slowly.
+        within = rng.random((rows, count, width)) * float_sizes[drawn][:, :, None]
+        index = within.astype(np.int64) + starts[drawn][:, :, None]
+        lengths: IntArray | None = None
+        if ragged:
+            drawn_sizes = sizes[drawn]
+            index = np.where(slots < drawn_sizes[:, :, None], index, padding)
+            lengths = drawn_sizes.sum(axis=1)
+        medians[start : start + rows] = _row_medians(pooled.take(index.reshape(rows, -1)), lengths)
+    return medians
+
+
+def _percentile_interval(
+    base_medians: FloatArray, new_medians: FloatArray, confidence: float
+) -> tuple[float, float]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = new_medians / base_medians
+    tail = (1.0 - confidence) / 2.0
+    low, high = np.quantile(ratios, [tail, 1.0 - tail])
+    return float(low), float(high)
+
+
+def _check_interval_args(confidence: float, resamples: int) -> None:
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if resamples < 1:
+        raise ValueError(f"resamples must be positive, got {resamples}")
 
 
 def bootstrap_ratio_ci(
@@ -107,22 +264,49 @@ def bootstrap_ratio_ci(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
 ) -> tuple[float, float]:
-    """Percentile bootstrap interval of median(new) / median(base); deterministic per seed."""
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence}")
-    if resamples < 1:
-        raise ValueError(f"resamples must be positive, got {resamples}")
+    """Percentile bootstrap interval of median(new) / median(base), samples resampled as
+    independent; deterministic per seed."""
+    _check_interval_args(confidence, resamples)
     base_array, new_array = _as_array(base), _as_array(new)
     if base_array.size == 0 or new_array.size == 0:
         raise ValueError("bootstrap needs samples on both sides")
     rng = np.random.default_rng(seed)
     base_medians = _resampled_medians(base_array, resamples, rng)
     new_medians = _resampled_medians(new_array, resamples, rng)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = new_medians / base_medians
-    tail = (1.0 - confidence) / 2.0
-    low, high = np.quantile(ratios, [tail, 1.0 - tail])
-    return float(low), float(high)
+    return _percentile_interval(base_medians, new_medians, confidence)
+
+
+def grouped_bootstrap_ratio_ci(
+    base: Samples,
+    new: Samples,
+    base_groups: Groups,
+    new_groups: Groups,
+    *,
+    confidence: float = DEFAULT_CONFIDENCE,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = DEFAULT_SEED,
+) -> tuple[float, float]:
+    """Percentile interval of median(new) / median(base) (pooled medians) from the
+    two-stage bootstrap of the module docstring: groups with replacement, then samples
+    within each drawn group; deterministic per seed."""
+    _check_interval_args(confidence, resamples)
+    base_split, new_split = split_groups(base, base_groups), split_groups(new, new_groups)
+    if not base_split or not new_split:
+        raise ValueError("bootstrap needs samples on both sides")
+    return _grouped_interval(base_split, new_split, confidence, resamples, seed)
+
+
+def _grouped_interval(
+    base_split: Sequence[FloatArray],
+    new_split: Sequence[FloatArray],
+    confidence: float,
+    resamples: int,
+    seed: int,
+) -> tuple[float, float]:
+    rng = np.random.default_rng(seed)
+    base_medians = _resampled_group_medians(base_split, resamples, rng)
+    new_medians = _resampled_group_medians(new_split, resamples, rng)
+    return _percentile_interval(base_medians, new_medians, confidence)
 
 
 @dataclass(frozen=True)
@@ -135,10 +319,59 @@ class RankTest:
     """Normal score; positive when new samples tend to be larger."""
     p_value: float
     """Two-sided p-value."""
+    exact: bool = False
+    """True when `p_value` is exact (the U distribution counted), False: normal approximation."""
 
 
-def mann_whitney_u(base: Samples, new: Samples) -> RankTest:
-    """Two-sided Mann-Whitney U test, normal approximation with tie and continuity correction."""
+def mann_whitney_u_counts(n_base: int, n_new: int) -> IntArray:
+    """counts[u]: how many of the C(n_base + n_new, n_base) equally likely orderings of two
+    samples without ties have U = u (u = 0 .. n_base * n_new).
+
+    These are the coefficients of the Gaussian binomial [m + n choose m]_q, built by the
+    dynamic programme [n + i choose i]_q = [n + i - 1 choose i - 1]_q (1 - q^(n+i)) / (1 - q^i),
+    i = 1 .. m, on series truncated after q^(m n) (both steps only look at lower powers).
+    Exact in int64: sizes with C(m + n, m) >= 2^62 (beyond ~30 vs 30) are refused.
+    """
+    if n_base < 0 or n_new < 0:
+        raise ValueError("sample sizes must be non-negative")
+    m, n = sorted((n_base, n_new))
+    if math.comb(m + n, m) >= 2**62:
+        raise ValueError(f"{n_base} vs {n_new} is too large to count exactly")
+    size = m * n + 1
+    counts = np.zeros(size, dtype=np.int64)
+    counts[0] = 1
+    for i in range(1, m + 1):
+        shift = n + i
+        if shift < size:
+            counts[shift:] -= counts[:-shift].copy()
+        # Dividing by (1 - q^i): c[k] += c[k - i] in increasing k, a cumulative sum over
+        # each residue class modulo i.
+        padded = np.zeros(-(-size // i) * i, dtype=np.int64)
+        padded[:size] = counts
+        counts = padded.reshape(-1, i).cumsum(axis=0).reshape(-1)[:size]
+    return counts
+
+
+def exact_mann_whitney_p(u: float, n_base: int, n_new: int) -> float:
+    """Two-sided exact p-value of an integer U without ties: 2 min(P(U <= u), P(U >= u)),
+    at most 1 (the definition of scipy.stats.mannwhitneyu(method="exact"))."""
+    if u != int(u) or not 0 <= u <= n_base * n_new:
+        raise ValueError(f"U must be an integer in [0, {n_base * n_new}], got {u}")
+    counts = mann_whitney_u_counts(n_base, n_new)
+    total = math.comb(n_base + n_new, n_base)
+    k = int(u)
+    below = int(counts[: k + 1].sum())
+    above = int(counts[k:].sum())
+    return min(1.0, 2.0 * min(below, above) / total)
+
+
+def mann_whitney_u(base: Samples, new: Samples, *, method: RankMethod = "normal") -> RankTest:
+    """Two-sided Mann-Whitney U test.
+
+    `method`: "normal" (default): normal approximation with tie and continuity correction;
+    "exact": the exact p-value (ValueError with ties or more than `EXACT_MAX_PAIRS` pairs);
+    "auto": exact when it can be, normal otherwise. `z` is always the normal score.
+    """
     base_array, new_array = _as_array(base), _as_array(new)
     n_base, n_new = base_array.size, new_array.size
     if n_base == 0 or n_new == 0:
@@ -157,11 +390,20 @@ def mann_whitney_u(base: Samples, new: Samples) -> RankTest:
     mean_u = n_base * n_new / 2.0
     tie_term = float((counts.astype(np.float64) ** 3 - counts).sum())
     variance = n_base * n_new / 12.0 * ((n + 1) - tie_term / (n * (n - 1)))
+    exact_possible = counts.size == n and n_base * n_new <= EXACT_MAX_PAIRS
+    if method == "exact" and not exact_possible:
+        raise ValueError(
+            f"no exact p-value with ties or more than {EXACT_MAX_PAIRS} pairs ({n_base} vs {n_new})"
+        )
     if variance <= 0.0:  # every sample equal: no evidence of any shift
         return RankTest(u=u_new, z=0.0, p_value=1.0)
     deviation = u_new - mean_u
     corrected = max(abs(deviation) - 0.5, 0.0)
     z = math.copysign(corrected / math.sqrt(variance), deviation)
+    if method != "normal" and exact_possible:
+        return RankTest(
+            u=u_new, z=z, p_value=exact_mann_whitney_p(u_new, n_base, n_new), exact=True
+        )
     p_value = min(1.0, math.erfc(abs(z) / math.sqrt(2.0)))
     return RankTest(u=u_new, z=z, p_value=p_value)
 
@@ -210,6 +452,13 @@ class SampleComparison:
     p_value: float | None
     n_base: int
     n_new: int
+    groups: tuple[int, int] | None = None
+    """(base, new) group counts when the grouped mode decided; None: by sample, or no
+    statistics at all (too few samples)."""
+
+
+def _group_count(labels: IntArray | None) -> int:
+    return 1 if labels is None or labels.size == 0 else int(np.unique(labels).size)
 
 
 def compare_samples(
@@ -222,12 +471,19 @@ def compare_samples(
     alpha: float = DEFAULT_ALPHA,
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = DEFAULT_SEED,
+    base_groups: Groups | None = None,
+    new_groups: Groups | None = None,
 ) -> SampleComparison:
     """Compare two sample sets of one metric with the rule of the module docstring.
 
-    Non-finite samples are ignored. Samples are expected to be positive (times, rates).
+    `base_groups` / `new_groups`: the group (pass) of each sample, parallel to the samples
+    (ValueError on a length mismatch); None: one group. With at least `MIN_GROUPS` groups
+    on both sides the grouped mode decides, otherwise the samples are taken as independent.
+    Non-finite samples (and their labels) are ignored. Samples are expected to be positive
+    (times, rates).
     """
-    base_array, new_array = _as_array(base), _as_array(new)
+    base_array, base_labels = _as_grouped(base, base_groups)
+    new_array, new_labels = _as_grouped(new, new_groups)
     n_base, n_new = int(base_array.size), int(new_array.size)
     base_median = float(np.median(base_array)) if n_base else None
     new_median = float(np.median(new_array)) if n_new else None
@@ -255,20 +511,42 @@ def compare_samples(
         return undecided(f"too few samples to decide (base {n_base}, new {n_new})")
     if np.any(base_array <= 0.0) or np.any(new_array <= 0.0):
         return undecided("samples must be positive to compare ratios")
-    ci = bootstrap_ratio_ci(
-        base_array,
-        new_array,
-        confidence=confidence,
-        resamples=resamples,
-        seed=seed,
-    )
-    rank_test = mann_whitney_u(base_array, new_array)
+    group_counts = (_group_count(base_labels), _group_count(new_labels))
+    grouped = min(group_counts) >= MIN_GROUPS
+    if grouped:
+        assert base_labels is not None and new_labels is not None
+        base_split = split_groups(base_array, base_labels)
+        new_split = split_groups(new_array, new_labels)
+        ci = _grouped_interval(base_split, new_split, confidence, resamples, seed)
+        rank_test = mann_whitney_u(
+            [float(np.median(g)) for g in base_split],
+            [float(np.median(g)) for g in new_split],
+            method="auto",
+        )
+        test = "exact" if rank_test.exact else "normal approximation"
+        mode = f"by group: {group_counts[0]} vs {group_counts[1]} groups, {test}"
+    else:
+        ci = bootstrap_ratio_ci(
+            base_array,
+            new_array,
+            confidence=confidence,
+            resamples=resamples,
+            seed=seed,
+        )
+        rank_test = mann_whitney_u(base_array, new_array)
+        if group_counts == (1, 1):
+            mode = "by sample: one group per side"
+        else:
+            mode = (
+                f"by sample: {group_counts[0]} vs {group_counts[1]} groups, "
+                f"fewer than {MIN_GROUPS} on a side"
+            )
     verdict, reason = decide(
         ci, rank_test, higher_is_better=higher_is_better, threshold=threshold, alpha=alpha
     )
     return SampleComparison(
         verdict=verdict,
-        reason=reason,
+        reason=f"{reason} ({mode})",
         base_median=base_median,
         new_median=new_median,
         ratio=ratio,
@@ -276,4 +554,5 @@ def compare_samples(
         p_value=rank_test.p_value,
         n_base=n_base,
         n_new=n_new,
+        groups=group_counts if grouped else None,
     )
