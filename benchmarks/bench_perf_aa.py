@@ -13,13 +13,14 @@ kernel flagged on that kernel's metric.
 
 Noise control: one intra-op thread (ACCELKIT_PERF_THREADS=1; with 2 threads on a shared
 2-core machine, every OpenMP barrier waits for whichever core another process holds),
-optionally pinned to one CPU (--pin), and interleaved rounds (--rounds R): each run is R
-sub-runs of the whole suite, executed A1 A2 B | A2 B A1 | B A1 A2 | ..., whose samples are
-pooled per metric. Minutes-long swings of a shared machine (other people's jobs) then hit
-all three runs alike instead of landing between two runs' medians.
+optionally pinned to one CPU (--pin). Each run is what a user gets from `accelkit test`:
+its default measurement passes (--passes, five separate processes whose samples are pooled
+as groups), so `accelkit compare` sees each run's process-to-process noise. Optionally,
+interleaved rounds (--rounds R): each run is R sub-runs, executed A1 A2 B | A2 B A1 | ...,
+pooled the same way (default 1: the runs are compared as a nightly compares them).
 
 Usage: python benchmarks/bench_perf_aa.py [--slowdown 0.125] [--threads 1] [--pin CPU]
-       [--rounds 3] [-k EXPR] [--keep DIR]
+       [--rounds 1] [--passes 5] [-k EXPR] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import argparse
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -58,7 +58,13 @@ def _accelkit(
 
 
 def _run_suite(
-    out: Path, *, threads: int, slowdown: float, keyword: str | None, pin: int | None
+    out: Path,
+    *,
+    threads: int,
+    slowdown: float,
+    keyword: str | None,
+    pin: int | None,
+    passes: int,
 ) -> float:
     env = {"ACCELKIT_PERF_THREADS": str(threads), PLANT_ENV: str(slowdown) if slowdown else ""}
     args = [
@@ -71,6 +77,8 @@ def _run_suite(
         str(CASES_DIR),
         "--json",
         str(out),
+        "--passes",
+        str(passes),
     ]
     if keyword:
         args += ["-k", keyword]
@@ -82,32 +90,13 @@ def _run_suite(
 
 
 def _merge(parts: list[Path], out: Path) -> None:
-    """One results file from several sub-runs of the same run: each metric's samples are
-    pooled (value = median of the pool), so every run sees every period of the machine."""
-    merged: dict[str, Any] = json.loads(parts[0].read_text(encoding="utf-8"))
-    by_id = {case["id"]: case for case in merged["cases"]}
-    for part in parts[1:]:
-        for case in json.loads(part.read_text(encoding="utf-8"))["cases"]:
-            mine = by_id.get(case["id"])
-            if mine is None:
-                merged["cases"].append(case)
-                by_id[case["id"]] = case
-                continue
-            if case["status"] != "passed":
-                mine["status"], mine["message"] = case["status"], case["message"]
-            for name, metric in case["metrics"].items():
-                if name in mine["metrics"]:
-                    mine["metrics"][name]["samples"] += metric["samples"]
-                else:
-                    mine["metrics"][name] = metric
-    for case in merged["cases"]:
-        for metric in case["metrics"].values():
-            metric["value"] = statistics.median(metric["samples"])
-    counts = dict.fromkeys(("passed", "failed", "skipped", "error", "crashed", "timeout"), 0)
-    for case in merged["cases"]:
-        counts[case["status"]] += 1
-    merged["summary"] = counts
-    out.write_text(json.dumps(merged), encoding="utf-8")
+    """One results file from the rounds of one run: accelkit's own pooling (the one
+    `accelkit test --passes` uses), so each round's passes stay separate sample groups."""
+    from accelkit.results.io import atomic_write_text, load_results
+    from accelkit.results.merge import pool
+
+    pooled = pool([load_results(part) for part in parts], [p.stem for p in parts])
+    atomic_write_text(out, json.dumps(pooled.to_json_dict()))
 
 
 def _compare(base: Path, new: Path) -> dict[str, Any]:
@@ -155,8 +144,11 @@ def main() -> None:
     parser.add_argument(
         "--rounds",
         type=int,
-        default=3,
-        help="sub-runs per run, interleaved A1 A2 B | A2 B A1 | ...; merged",
+        default=1,
+        help="sub-runs per run, interleaved A1 A2 B | A2 B A1 | ...; pooled",
+    )
+    parser.add_argument(
+        "--passes", type=int, default=5, help="accelkit test --passes for every run"
     )
     parser.add_argument("-k", dest="keyword", default=None, help="pytest -k selection")
     parser.add_argument("--keep", type=Path, default=None, help="keep results files here")
@@ -180,6 +172,7 @@ def main() -> None:
                     slowdown=slowdown,
                     keyword=options.keyword,
                     pin=options.pin,
+                    passes=options.passes,
                 )
                 parts[name].append(part)
                 print(
@@ -190,7 +183,7 @@ def main() -> None:
             _merge(parts[name], paths[name])
         print(
             f"all runs: {time.monotonic() - started:.0f} s; threads={options.threads}, "
-            f"pin={options.pin}, rounds={options.rounds}"
+            f"pin={options.pin}, rounds={options.rounds}, passes={options.passes}"
         )
 
         aa = _compare(paths["A1"], paths["A2"])

@@ -18,6 +18,7 @@ from accelkit.suite.perf.harness import (
     rotation_count,
     tier_for,
 )
+from accelkit.suite.runner import DEFAULT_PASSES
 from accelkit.suite.timing import Measurement
 from tests.helpers import run_cli
 
@@ -198,9 +199,13 @@ def test_every_metric_has_samples_unit_and_direction(
             assert len(samples) >= minimum, where
             assert all(math.isfinite(s) and s > 0 for s in samples), where
             assert "iqr" in metric and isinstance(metric["noisy"], bool), where
+            # Every pass is a sample group; the compile-latency case runs in the first only.
+            passes = 1 if case["id"] == "perf/compile/latency" else DEFAULT_PASSES
+            assert len(set(metric["sample_groups"])) == passes, where
             if metric["unit"] in ("FLOP/s", "B/s") and "peak_fraction" in metric:
                 assert metric["peak_source"] == "measured", where
                 assert metric["peak_fraction"] > 0, where
+    assert results["run"]["passes"] == DEFAULT_PASSES
 
 
 @pytest.mark.slow

@@ -27,7 +27,7 @@ def test_every_status_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     results, junit = tmp_path / "r.json", tmp_path / "r.xml"
     proc = run_cli(
         "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "statuses or records",
-        "--timeout", "8", "--json", str(results), "--junit", str(junit),
+        "--timeout", "8", "--json", str(results), "--junit", str(junit), "--passes", "1",
     )  # fmt: skip
     assert proc.returncode == 1, proc.stdout + proc.stderr
     statuses = _statuses(results)
@@ -123,6 +123,34 @@ def test_sigterm_stops_the_run_and_leaves_nothing_running(tmp_path: Path) -> Non
         time.sleep(0.2)
     assert leftover == []
     assert len(load_results(results).cases) >= 1
+
+
+def test_passes_repeat_perf_cases_in_separate_processes_and_pool_them(tmp_path: Path) -> None:
+    results = tmp_path / "r.json"
+    proc = run_cli(
+        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "--passes", "3",
+        "-k", "repeats or test_passes",
+        "--json", str(results),
+    )  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # one case broke in pass 2
+    loaded = load_results(results)
+    assert loaded.run.passes == 3 and loaded.run.finished is not None
+    by_id = {case.id: case for case in loaded.cases}
+    assert len(loaded.cases) == len(by_id) == 4  # every case once, whatever the passes
+    numbered = by_id["perf/repeats/pass_numbered_metric"].metrics["pass"]
+    assert numbered.samples == [1.0, 1.0, 2.0, 2.0, 3.0, 3.0]
+    assert numbered.sample_groups == [0, 0, 1, 1, 2, 2]
+    assert numbered.value == 2.0
+    extra = numbered.model_extra or {}
+    assert extra["iqr"] == 1.5 and extra["noisy"] is True  # recomputed from the pool
+    once = by_id["perf/repeats/single_pass_metric"].metrics["seconds"]
+    assert once.samples == [1.0, 2.0, 3.0] and set(once.sample_groups or [0]) == {0}
+    broken = by_id["perf/repeats/breaks_in_pass_two"]
+    assert broken.status == "failed" and broken.message.startswith("pass 2: ")
+    # Conformance cases run once, in the first pass.
+    assert by_id["conformance/statuses/passes"].status == "passed"
+    assert "perf pass 3/3" in proc.stdout
+    assert "[pass 2] FAILED" in proc.stdout
 
 
 def test_the_builtin_suite_passes_on_cpu(tmp_path: Path) -> None:

@@ -60,6 +60,14 @@ def test(
             "--breadth", help="quick: a fast subset of the operator database; full: all of it."
         ),
     ] = "quick",
+    passes: Annotated[
+        int,
+        typer.Option(
+            "--passes",
+            help="perf: measure in this many separate processes and pool their samples, "
+            "so compare sees run-to-run noise (the compile-latency case runs once).",
+        ),
+    ] = 5,
     measure_ceilings: Annotated[
         bool,
         typer.Option(
@@ -113,6 +121,7 @@ def test(
         cases_dir=cases,
         argv=tuple(["accelkit", *sys.argv[1:]]),
         image=image,
+        passes=passes,
     )
     console = Console(stderr=False, highlight=False)
     display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)
@@ -141,6 +150,17 @@ class _PlainDisplay:
         if event.get("event") == "collected":
             self.total = int(event["total"])
             self.console.print(f"collected {self.total} cases")
+        elif event.get("event") == "pass":
+            self.console.print(
+                f"perf pass {event['pass']}/{event['passes']}: {event.get('total')} cases"
+            )
+        elif event.get("event") == "pass_case":
+            case = event["case"]
+            if case["status"] not in ("passed", "skipped"):
+                line = f"[pass {event['pass']}] {case['status'].upper():8} {case['id']}"
+                if case.get("message"):
+                    line += f"  ({case['message'].splitlines()[0][:160]})"
+                self.console.print(line, markup=False, soft_wrap=True)
         elif event.get("event") == "case":
             self.done += 1
             case = event["case"]
@@ -192,11 +212,17 @@ class _LiveDisplay:
         kind = event.get("event")
         if kind == "collected":
             self.progress.update(self.task, total=int(event["total"]), description="running")
+        elif kind == "pass":
+            description = f"perf pass {event['pass']}/{event['passes']}"
+            total = event.get("total")
+            self.progress.reset(self.task, total=int(total) if total else None)
+            self.progress.update(self.task, description=description)
         elif kind == "start":
             self.current = str(event["id"])
-        elif kind == "case":
+        elif kind in ("case", "pass_case"):
             case = event["case"]
-            self.counts[case["status"]] = self.counts.get(case["status"], 0) + 1
+            if kind == "case":  # the counts are of cases; later passes repeat perf cases
+                self.counts[case["status"]] = self.counts.get(case["status"], 0) + 1
             self.progress.advance(self.task)
             if case["status"] not in ("passed", "skipped"):
                 style = _STATUS_STYLE[case["status"]]

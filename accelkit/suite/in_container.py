@@ -61,7 +61,10 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
         argv = ["python", "-m", "accelkit", "test", "--device", request.device,
                 "--suite", request.suite, "--timeout", f"{request.timeout_s:g}",
                 "--workers", str(request.workers), "--seed", str(request.seed),
-                "--breadth", request.breadth, "--json", inside(json_path)]  # fmt: skip
+                "--breadth", request.breadth, "--passes", str(request.passes),
+                "--json", inside(json_path)]  # fmt: skip
+        if request.measure_ceilings:
+            argv.append("--measure-ceilings")
         if request.junit_path is not None:
             argv += ["--junit", inside(request.junit_path.resolve())]
         if request.log_path is not None:

@@ -53,6 +53,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="YAML file of known failures on this backend (default: the bundled one)",
     )
+    group.addoption(
+        "--accelkit-pass",
+        type=int,
+        default=1,
+        help="measurement pass (1-based): passes after the first run only the perf cases "
+        "not marked single_pass (accelkit test --passes)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -60,6 +67,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires(*capabilities): run only when every named capability is available; "
         "otherwise skip with the capability table's reason",
+    )
+    config.addinivalue_line(
+        "markers",
+        "single_pass: a perf case measured in the first pass only (its samples are already "
+        "separate processes, or it is too slow to repeat); see accelkit test --passes",
     )
     _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
@@ -147,8 +159,16 @@ def breadth(pytestconfig: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the cases this backend's expectations list as known failures (xfail)."""
+    """Keep only the repeated perf cases in passes after the first; mark the cases this
+    backend's expectations list as known failures (xfail)."""
     from accelkit.suite.expectations import load_expectations
+
+    if int(config.getoption("--accelkit-pass", default=1)) > 1:
+        repeated = [item for item in items if is_repeated_in_passes(item)]
+        dropped = [item for item in items if not is_repeated_in_passes(item)]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+            items[:] = repeated
 
     path = config.getoption("--accelkit-expectations", default=None)
     backend = str(config.getoption("--accelkit-device"))
@@ -159,6 +179,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = known.get(case_id(item.nodeid))
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.describe(), strict=False))
+
+
+def is_repeated_in_passes(item: pytest.Item) -> bool:
+    """Whether a case runs in every measurement pass: perf cases not marked single_pass."""
+    return suite_of(item.nodeid) == "perf" and item.get_closest_marker("single_pass") is None
 
 
 @pytest.fixture(scope="session")

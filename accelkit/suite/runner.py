@@ -27,6 +27,12 @@ SUITE_ROOT = Path(__file__).resolve().parent
 SUITE_CHOICES = ("conformance", "perf", "all")
 BREADTH_CHOICES = ("quick", "full")
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_PASSES = 5
+"""Measurement passes of the perf cases: each pass is a separate pytest process, and the
+samples of all passes are pooled with their pass as the group (`accelkit.results.merge`).
+Samples taken in one process share its conditions (memory layout, a burst of load from
+another job) and are not independent; five groups are the fewest with which
+`accelkit compare`'s rank test on per-group medians can confirm a change at the 1% level."""
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
 
@@ -50,6 +56,7 @@ class RunRequest:
     cases_dir: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple)
     image: str | None = None  # run inside this container image (accelkit.suite.in_container)
+    passes: int = DEFAULT_PASSES
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -88,6 +95,8 @@ def validate(request: RunRequest) -> None:
         )
     if request.workers < 0:
         raise BadInput(f"--workers: must be >= 0, got {request.workers}")
+    if request.passes < 1:
+        raise BadInput(f"--passes: must be >= 1, got {request.passes}")
     for flag, path in (
         ("--json", request.json_path),
         ("--junit", request.junit_path),
@@ -144,7 +153,9 @@ def header(request: RunRequest) -> Any:
     )
 
 
-def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list[str]:
+def pytest_argv(
+    request: RunRequest, results_path: Path, events_fd: int, pass_number: int = 1
+) -> list[str]:
     root = _cases_root(request)
     argv = [
         sys.executable, "-m", "pytest",
@@ -171,6 +182,8 @@ def pytest_argv(request: RunRequest, results_path: Path, events_fd: int) -> list
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
     if request.measure_ceilings:
         argv.append("--accelkit-measure-ceilings")
+    if pass_number > 1:
+        argv += ["--accelkit-pass", str(pass_number)]
     if request.keyword:
         argv += ["-k", request.keyword]
     argv += [str(root / suite) for suite in request.suites]
@@ -216,9 +229,14 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
         # Absolute: pytest runs with the cases folder as its working directory.
         results_path = (request.json_path or Path(tmp) / "results.json").resolve()
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
-        ResultsWriter(results_path, header(request)).write(durable=True)
-        pytest_exit = _run_pytest(request, results_path, log_path, on_event or (lambda e: None))
+        first = header(request)
+        first.run.passes = 1
+        ResultsWriter(results_path, first).write(durable=True)
+        emit = on_event or (lambda e: None)
+        pytest_exit = _run_pytest(request, results_path, log_path, emit)
         results = load_results(results_path)
+        if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
+            results, pytest_exit = _more_passes(request, results, results_path, log_path, emit)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
         exit_code = _exit_code(results, pytest_exit)
@@ -237,6 +255,81 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
             raise Failed(f"pytest failed before running any case: {_last_error_line(log_path)}")
         return RunOutcome(results=results, exit_code=exit_code, log_path=kept_log,
                           pytest_exit=pytest_exit)  # fmt: skip
+
+
+def _measured_perf(results: Any) -> bool:
+    return any(case.suite == "perf" and case.metrics for case in results.cases)
+
+
+def _more_passes(
+    request: RunRequest,
+    results: Any,
+    results_path: Path,
+    log_path: Path,
+    on_event: Callable[[Event], None],
+) -> tuple[Any, int]:
+    """Passes 2..N of the perf cases (see DEFAULT_PASSES), each pooled into the results
+    file as it ends. Until the last pass has ended the file says `finished: null`, so an
+    interrupted run still leaves a valid file with every pass that completed.
+
+    Their events reach `on_event` as `pass` (one per pass: number, passes, total cases)
+    and `pass_case` (a case of that pass, with its number)."""
+    from accelkit.results.io import atomic_write_text, load_results
+    from accelkit.results.merge import pool
+    from accelkit.results.model import Summary
+    from accelkit.results.writer import ResultsWriter
+
+    finished = results.run.finished
+    pytest_exit = 0
+    header_only = results.model_copy(update={"cases": [], "summary": Summary()})
+    for number in range(2, request.passes + 1):
+        results = _with_run(results, finished=None)
+        atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+        part_path = results_path.with_name(f".{results_path.name}.pass{number}")
+        try:
+            ResultsWriter(part_path, header_only).write()
+            exit_status = _run_pytest(
+                request,
+                part_path,
+                log_path,
+                _pass_events(number, request.passes, on_event),
+                pass_number=number,
+                append_log=True,
+            )
+            if exit_status == 5:  # nothing repeats in later passes (all single_pass)
+                results = _with_run(results, finished=finished)
+                break
+            part = load_results(part_path)
+        finally:
+            part_path.unlink(missing_ok=True)
+        labels = (f"passes 1-{number - 1}", f"pass {number}")
+        results = _with_run(pool([results, part], labels), finished=part.run.finished)
+        results.run.passes = number
+        pytest_exit = max(pytest_exit, exit_status)
+        if exit_status not in (0, 1):
+            break
+    atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+    return results, pytest_exit
+
+
+def _with_run(results: Any, **update: Any) -> Any:
+    return results.model_copy(update={"run": results.run.model_copy(update=update)})
+
+
+def _pass_events(
+    number: int, passes: int, on_event: Callable[[Event], None]
+) -> Callable[[Event], None]:
+    def forward(event: Event) -> None:
+        kind = event.get("event")
+        if kind == "collected":
+            on_event({"event": "pass", "pass": number, "passes": passes,
+                      "total": event.get("total")})  # fmt: skip
+        elif kind == "case":
+            on_event({"event": "pass_case", "pass": number, "case": event.get("case")})
+        elif kind == "start":
+            on_event(event)
+
+    return forward
 
 
 def _exit_code(results: Any, pytest_exit: int) -> ExitCode:
@@ -290,13 +383,22 @@ def _sigterm_as_interrupt() -> Iterator[None]:
 
 
 def _run_pytest(
-    request: RunRequest, results_path: Path, log_path: Path, on_event: Callable[[Event], None]
+    request: RunRequest,
+    results_path: Path,
+    log_path: Path,
+    on_event: Callable[[Event], None],
+    *,
+    pass_number: int = 1,
+    append_log: bool = False,
 ) -> int:
     read_fd, write_fd = os.pipe()
-    with open(log_path, "wb") as log, _sigterm_as_interrupt():
+    with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
+        if append_log:
+            log.write(f"\n===== accelkit: pass {pass_number} =====\n".encode())
+            log.flush()
         try:
             proc = subprocess.Popen(
-                pytest_argv(request, results_path, write_fd),
+                pytest_argv(request, results_path, write_fd, pass_number),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

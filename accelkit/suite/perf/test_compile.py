@@ -51,6 +51,8 @@ def _compile_in_fresh_process(perf: PerfContext, cache_dir: str) -> dict[str, An
     return result
 
 
+# Every sample is its own compile process already, and a pass costs tens of seconds.
+@pytest.mark.single_pass
 @pytest.mark.requires("inductor")
 def test_latency(perf: PerfContext, record_metric: Callable[..., None]) -> None:
     with tempfile.TemporaryDirectory(prefix="accelkit-inductor-") as cache_dir:
