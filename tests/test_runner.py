@@ -153,6 +153,26 @@ def test_passes_repeat_perf_cases_in_separate_processes_and_pool_them(tmp_path: 
     assert "[pass 2] FAILED" in proc.stdout
 
 
+def test_perf_cases_run_after_conformance_in_their_own_single_worker_session(
+    tmp_path: Path,
+) -> None:
+    # With --workers 2 conformance cases run two at a time; a perf case must never be timed
+    # beside another case, so the perf cases get their own pytest session with one worker.
+    results = tmp_path / "r.json"
+    proc = run_cli(
+        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "--workers", "2",
+        "--passes", "1", "-k", "layout", "--json", str(results),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    by_id = {case.id: case for case in load_results(results).cases}
+    conformance = by_id["conformance/worker_layout/conformance_layout"].metrics["workers"]
+    perf = by_id["perf/perf_layout"].metrics["workers"]
+    assert (conformance.value, perf.value) == (2.0, 1.0)
+    # Different controlling pytest processes: the sessions ran one after the other.
+    assert (conformance.model_extra or {})["session"] != (perf.model_extra or {})["session"]
+    assert proc.stdout.count("collected 1 cases") == 2
+
+
 def test_the_builtin_suite_passes_on_cpu(tmp_path: Path) -> None:
     """The README's main job: `accelkit test --device cpu --json r.json --junit r.xml`."""
     results, junit = tmp_path / "r.json", tmp_path / "r.xml"

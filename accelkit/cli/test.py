@@ -147,9 +147,9 @@ class _PlainDisplay:
         return None
 
     def on_event(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "collected":
-            self.total = int(event["total"])
-            self.console.print(f"collected {self.total} cases")
+        if event.get("event") == "collected":  # once per phase: conformance, then perf
+            self.total = (self.total or 0) + int(event["total"])
+            self.console.print(f"collected {event['total']} cases")
         elif event.get("event") == "pass":
             self.console.print(
                 f"perf pass {event['pass']}/{event['passes']}: {event.get('total')} cases"
@@ -210,8 +210,11 @@ class _LiveDisplay:
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("event")
-        if kind == "collected":
-            self.progress.update(self.task, total=int(event["total"]), description="running")
+        if kind == "collected":  # once per phase: conformance, then perf
+            so_far = self.progress.tasks[0].total or 0
+            self.progress.update(
+                self.task, total=so_far + int(event["total"]), description="running"
+            )
         elif kind == "pass":
             description = f"perf pass {event['pass']}/{event['passes']}"
             total = event.get("total")

@@ -154,9 +154,19 @@ def header(request: RunRequest) -> Any:
 
 
 def pytest_argv(
-    request: RunRequest, results_path: Path, events_fd: int, pass_number: int = 1
+    request: RunRequest,
+    results_path: Path,
+    events_fd: int,
+    pass_number: int = 1,
+    *,
+    suites: tuple[str, ...] | None = None,
+    workers: int | None = None,
 ) -> list[str]:
+    """pytest's command line for `suites` (default: the request's) with `workers` xdist
+    workers (default: the request's)."""
     root = _cases_root(request)
+    suites = request.suites if suites is None else suites
+    workers = request.workers if workers is None else workers
     argv = [
         sys.executable, "-m", "pytest",
         "-c", str(SUITE_ROOT / "pytest.ini"),
@@ -175,8 +185,8 @@ def pytest_argv(
         "--timeout-method", "thread",
         "-rfEs", "--tb=short", "-q",
     ]  # fmt: skip
-    if request.workers > 0:
-        argv += ["-p", "xdist.plugin", "-n", str(request.workers),
+    if workers > 0:
+        argv += ["-p", "xdist.plugin", "-n", str(workers),
                  "--max-worker-restart", str(_MAX_WORKER_RESTARTS)]  # fmt: skip
     if request.expectations is not None:
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
@@ -186,7 +196,7 @@ def pytest_argv(
         argv += ["--accelkit-pass", str(pass_number)]
     if request.keyword:
         argv += ["-k", request.keyword]
-    argv += [str(root / suite) for suite in request.suites]
+    argv += [str(root / suite) for suite in suites]
     return argv
 
 
@@ -230,13 +240,23 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
         results_path = (request.json_path or Path(tmp) / "results.json").resolve()
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
         first = header(request)
-        first.run.passes = 1
+        if "perf" in request.suites:
+            first.run.passes = 1
         ResultsWriter(results_path, first).write(durable=True)
         emit = on_event or (lambda e: None)
-        pytest_exit = _run_pytest(request, results_path, log_path, emit)
+        pytest_exit = NO_TESTS
+        for index, (suites, workers) in enumerate(phases(request)):
+            if index:  # the file stays `finished: null` until the last phase has ended
+                _reopen(results_path)
+            status = _run_pytest(request, results_path, log_path, emit, suites=suites,
+                                 workers=workers, append_log=index > 0)  # fmt: skip
+            pytest_exit = _combined_exit(pytest_exit, status)
+            if status not in (0, 1, NO_TESTS):
+                break
         results = load_results(results_path)
         if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
-            results, pytest_exit = _more_passes(request, results, results_path, log_path, emit)
+            results, status = _more_passes(request, results, results_path, log_path, emit)
+            pytest_exit = _combined_exit(pytest_exit, status)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
         exit_code = _exit_code(results, pytest_exit)
@@ -255,6 +275,39 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
             raise Failed(f"pytest failed before running any case: {_last_error_line(log_path)}")
         return RunOutcome(results=results, exit_code=exit_code, log_path=kept_log,
                           pytest_exit=pytest_exit)  # fmt: skip
+
+
+NO_TESTS = 5
+"""pytest's exit status when nothing was selected."""
+
+
+def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:
+    """The pytest sessions of a run, in order, as (suites, xdist workers): conformance with
+    the requested workers, then the perf cases in one worker (0 stays 0), so no perf case
+    is ever timed while another case runs beside it."""
+    planned: list[tuple[tuple[str, ...], int]] = []
+    if "conformance" in request.suites:
+        planned.append((("conformance",), request.workers))
+    if "perf" in request.suites:
+        planned.append((("perf",), min(request.workers, 1)))
+    return planned
+
+
+def _combined_exit(first: int, second: int) -> int:
+    """One pytest exit status for two sessions: "no tests" only when neither ran any;
+    otherwise the worse (0 ok < 1 failures < 2 interrupted < 3 internal < 4 usage)."""
+    if first == NO_TESTS:
+        return second
+    if second == NO_TESTS:
+        return first
+    return max(first, second)
+
+
+def _reopen(results_path: Path) -> None:
+    from accelkit.results.io import atomic_write_text, load_results
+
+    results = _with_run(load_results(results_path), finished=None)
+    atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
 
 
 def _measured_perf(results: Any) -> bool:
@@ -294,9 +347,11 @@ def _more_passes(
                 log_path,
                 _pass_events(number, request.passes, on_event),
                 pass_number=number,
+                suites=("perf",),
+                workers=min(request.workers, 1),
                 append_log=True,
             )
-            if exit_status == 5:  # nothing repeats in later passes (all single_pass)
+            if exit_status == NO_TESTS:  # nothing repeats in later passes (all single_pass)
                 results = _with_run(results, finished=finished)
                 break
             part = load_results(part_path)
@@ -389,16 +444,21 @@ def _run_pytest(
     on_event: Callable[[Event], None],
     *,
     pass_number: int = 1,
+    suites: tuple[str, ...] | None = None,
+    workers: int | None = None,
     append_log: bool = False,
 ) -> int:
     read_fd, write_fd = os.pipe()
+    argv = pytest_argv(request, results_path, write_fd, pass_number, suites=suites,
+                       workers=workers)  # fmt: skip
     with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
         if append_log:
-            log.write(f"\n===== accelkit: pass {pass_number} =====\n".encode())
+            what = " ".join(suites or request.suites)
+            log.write(f"\n===== accelkit: {what}, pass {pass_number} =====\n".encode())
             log.flush()
         try:
             proc = subprocess.Popen(
-                pytest_argv(request, results_path, write_fd, pass_number),
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
