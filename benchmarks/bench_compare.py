@@ -6,7 +6,8 @@
 2. Planted slowdown: one more run where one kernel (matmul 256) also spins for ~12% of
    its own time inside the timed callable; it must be flagged, and nothing else.
 3. Fidelity: accelkit's timing of one op against torch.utils.benchmark's
-   `Timer.blocked_autorange` median, interleaved over a few rounds. Target: within 3%.
+   `Timer.blocked_autorange` median, interleaved over a few rounds; on a CUDA device also
+   against `triton.testing.do_bench` (bfloat16 GEMM 4096). Target: within 3%.
 
 With --clustered, instead (no torch, a minute or two): synthetic samples in groups, as
 `accelkit test --passes 5` records them (5 passes of 20-40 samples per side, within-pass
@@ -223,6 +224,38 @@ def fidelity(threads: int, rounds: int) -> None:
         print(f"    round {i}: accelkit {x * 1e6:.2f} us, torch {y * 1e6:.2f} us ({change:+.2f}%)")
 
 
+def fidelity_cuda(rounds: int, size: int = 4096) -> None:
+    """accelkit's CUDA-event timing vs `triton.testing.do_bench` (median) for a bfloat16
+    GEMM large enough that do_bench's L2 flush between calls does not matter."""
+    import torch
+
+    if not torch.cuda.is_available():
+        print("fidelity (cuda): skipped: no CUDA device")
+        return
+    try:
+        from triton.testing import do_bench
+    except ImportError as exc:
+        print(f"fidelity (cuda): skipped: triton is not importable ({exc})")
+        return
+
+    from accelkit.suite.timing import Timer
+
+    a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
+    ours, theirs = [], []
+    for _ in range(rounds):
+        ours.append(Timer(torch.mm, args=(a, b), device="cuda").blocked_autorange().median)
+        theirs.append(do_bench(lambda: torch.mm(a, b), return_mode="median") / 1e3)  # ms
+    ours_median, theirs_median = statistics.median(ours), statistics.median(theirs)
+    difference = (ours_median / theirs_median - 1.0) * 100.0
+    flops = 2 * size**3 / ours_median
+    print(
+        f"fidelity (cuda, bf16 mm {size}, {torch.cuda.get_device_name()}, {rounds} rounds): "
+        f"accelkit {ours_median * 1e6:.1f} us ({flops / 1e12:.0f} TFLOP/s), triton do_bench "
+        f"{theirs_median * 1e6:.1f} us, difference {difference:+.2f}% (target within 3%)"
+    )
+
+
 CLUSTERED_WITHIN = 0.02
 """IQR/median of the samples within one pass."""
 
@@ -431,6 +464,7 @@ def main() -> None:
             f"{on_kernel.get('throughput')}; other metrics flagged: {len(others)}"
         )
     fidelity(args.threads, args.rounds)
+    fidelity_cuda(args.rounds)
 
 
 if __name__ == "__main__":
