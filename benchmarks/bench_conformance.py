@@ -5,7 +5,7 @@ Warm: a second run with the same directory. Targets (issue 3): quick conformance
 120 s cold and under 60 s warm on the development machine's CPU. Each run's own counts
 (passed, failed, skipped, opinfo cases) are printed next to its time.
 
-Usage: python benchmarks/bench_conformance.py [--workers 2] [--breadth quick|full]
+Usage: python benchmarks/bench_conformance.py [--workers N] [--breadth quick|full]
        [-k EXPR] [--keep DIR]
 `--breadth` is passed to `accelkit test` only when given (older CLIs lack it).
 """
@@ -25,8 +25,9 @@ from typing import Any
 
 def _run(args: argparse.Namespace, cache_dir: Path, results: Path) -> dict[str, Any]:
     argv = [sys.executable, "-m", "accelkit", "test", "--device", "cpu",
-            "--suite", "conformance", "--json", str(results),
-            "--workers", str(args.workers)]  # fmt: skip
+            "--suite", "conformance", "--json", str(results)]  # fmt: skip
+    if args.workers is not None:
+        argv += ["--workers", str(args.workers)]
     if args.breadth:
         argv += ["--breadth", args.breadth]
     if args.keyword:
@@ -47,7 +48,9 @@ def _run(args: argparse.Namespace, cache_dir: Path, results: Path) -> dict[str, 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument(
+        "--workers", type=int, default=None, help="passed on when given (default: the CLI's)"
+    )
     parser.add_argument("--breadth", choices=("quick", "full"), default=None)
     parser.add_argument("-k", dest="keyword", default=None)
     parser.add_argument("--keep", type=Path, default=None, help="keep results files here")

@@ -19,7 +19,7 @@ as groups), so `accelkit compare` sees each run's process-to-process noise. Opti
 interleaved rounds (--rounds R): each run is R sub-runs, executed A1 A2 B | A2 B A1 | ...,
 pooled the same way (default 1: the runs are compared as a nightly compares them).
 
-Usage: python benchmarks/bench_perf_aa.py [--slowdown 0.125] [--threads 1] [--pin CPU]
+Usage: python benchmarks/bench_perf_aa.py [--slowdown 0.10] [--threads 1] [--pin CPU]
        [--rounds 1] [--passes 5] [-k EXPR] [--keep DIR]
 """
 
@@ -136,8 +136,8 @@ def main() -> None:
     parser.add_argument(
         "--slowdown",
         type=float,
-        default=0.125,
-        help="planted extra work as a fraction of the planted GEMM",
+        default=0.10,
+        help="planted extra work as a fraction of the planted GEMM (steps of 5%%)",
     )
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     parser.add_argument("--pin", type=int, default=None, help="pin each run to this CPU")

@@ -46,13 +46,15 @@ def test(
         float, typer.Option("--timeout", help="Per-case timeout in seconds (0: none).")
     ] = 300.0,
     workers: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--workers",
-            help="Worker processes that run cases (a crash costs one case); "
-            "0 runs them in one process without crash isolation.",
+            help="Worker processes for conformance cases (a crash costs one case); default: "
+            "one per CPU, at most 4; 0 runs them in one process without crash isolation. "
+            "Perf cases always run one at a time.",
+            show_default=False,
         ),
-    ] = 1,
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Base random seed (to replay a run).")] = 0,
     breadth: Annotated[
         str,
@@ -103,7 +105,7 @@ def test(
 ) -> None:
     from rich.console import Console
 
-    from accelkit.suite.runner import RunRequest, run
+    from accelkit.suite.runner import RunRequest, default_workers, run
 
     request = RunRequest(
         device=device,
@@ -113,7 +115,7 @@ def test(
         junit_path=junit_path,
         log_path=log,
         timeout_s=timeout,
-        workers=workers,
+        workers=default_workers() if workers is None else workers,
         seed=seed,
         breadth=breadth,
         measure_ceilings=measure_ceilings,

@@ -369,6 +369,7 @@ def _plan_test(
         log_path=parsed.log,
         timeout_s=parsed.timeout,
         workers=parsed.workers,
+        passes=parsed.passes,
         seed=parsed.seed,
         breadth=parsed.breadth,
         measure_ceilings=parsed.measure_ceilings,
@@ -404,12 +405,13 @@ def _setup_parser() -> argparse.ArgumentParser:
 
 def _test_parser() -> argparse.ArgumentParser:
     # The options of `accelkit test` (accelkit/cli/test.py) a leg's test_args may hold.
-    from accelkit.suite.runner import DEFAULT_TIMEOUT_S
+    from accelkit.suite.runner import DEFAULT_PASSES, DEFAULT_TIMEOUT_S, default_workers
 
     parser = _ArgvParser(prog="accelkit test", add_help=False)
     parser.add_argument("-k", dest="keyword")
     parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
-    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=default_workers())
+    parser.add_argument("--passes", type=int, default=DEFAULT_PASSES)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--breadth", default="quick")
     parser.add_argument("--measure-ceilings", action="store_true")

@@ -27,6 +27,10 @@ SUITE_ROOT = Path(__file__).resolve().parent
 SUITE_CHOICES = ("conformance", "perf", "all")
 BREADTH_CHOICES = ("quick", "full")
 DEFAULT_TIMEOUT_S = 300.0
+MAX_DEFAULT_WORKERS = 4
+"""The default conformance workers are one per usable CPU, at most this many: each worker
+holds torch and the operator database (about 1.3 GB), and on an accelerator they share one
+device."""
 DEFAULT_PASSES = 5
 """Measurement passes of the perf cases: each pass is a separate pytest process, and the
 samples of all passes are pooled with their pass as the group (`accelkit.results.merge`).
@@ -37,6 +41,16 @@ another job) and are not independent; five groups are the fewest with which
 _MAX_WORKER_RESTARTS = 100_000
 
 Event = dict[str, Any]
+
+
+def default_workers() -> int:
+    """Conformance workers when `--workers` is not given: one per CPU this process may use
+    (its affinity mask, which container CPU limits set), at most MAX_DEFAULT_WORKERS."""
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        usable = os.cpu_count() or 1
+    return max(1, min(usable, MAX_DEFAULT_WORKERS))
 
 
 @dataclass(frozen=True)
