@@ -265,6 +265,8 @@ CASES = (
     ("_native_batch_norm_legit/float32/grad", 4, 1e-3),
     ("native_batch_norm/float16", 4, 0.02),
     ("trapz/float32", 4, 1e-3),
+    # 2% goes unseen on some draws before these rules too (seed 4: atol 0.03 on gradients <~ 1)
+    ("nn.functional.pairwise_distance/float16/grad", 5, 0.1),
 )
 
 CASE_RUN = """

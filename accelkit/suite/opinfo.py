@@ -1316,6 +1316,13 @@ def _dist_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Inter
     return _pnorm_powers(difference, _value(ref, 1, "p", 2), None)
 
 
+def _pairwise_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """_pnorm_powers of pairwise_distance(x1, x2, p, eps): the p-norm of x1 - x2 + eps over
+    the last dimension."""
+    difference = _real64(ref.input) - _real64(ref.args[0]) + float(_value(ref, 2, "eps", 1e-6))
+    return _pnorm_powers(difference, _value(ref, 1, "p", 2.0), -1)
+
+
 def _tan_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
     """tan(x) ** 2, which tan's backward w * (1 + tan(x) ** 2) forms in the case dtype."""
     return [torch.tan(_real64(ref.input)) ** 2], []
@@ -1613,6 +1620,11 @@ BACKWARD_OVERFLOW: dict[
         "dist's backward is norm_backward of input - other: for p = 4 it divides by "
         "norm ** 3, which overflows float16 for a norm above 40 (the gradient came out 0 "
         "where float64 has -0.55, measured)",
+    ),
+    "nn.functional.pairwise_distance/grad": (
+        _pairwise_intermediates,
+        "as dist: for p = 5 the backward divides by norm ** 4, which overflows float16 for a "
+        "norm above 16 (the gradient came out 0 where float64 has 1.9, measured)",
     ),
     "tan/grad": (
         _tan_intermediates,
