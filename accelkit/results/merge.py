@@ -26,9 +26,7 @@ from typing import Any
 import numpy as np
 
 from accelkit.results.model import Results, Summary
-
-# Same threshold as accelkit.suite.timing.IQR_WARN_THRESHOLD (torch.utils.benchmark's).
-NOISY_IQR_OVER_MEDIAN = 0.10
+from accelkit.suite.timing import IQR_WARN_THRESHOLD
 
 _SEVERITY = {"skipped": 0, "passed": 1, "failed": 2, "error": 3, "timeout": 4, "crashed": 5}
 
@@ -68,7 +66,7 @@ def _pooled_metric(parts: list[tuple[dict[str, Any], int]]) -> dict[str, Any]:
             if "iqr_over_median" in merged:
                 merged["iqr_over_median"] = ratio
             if "noisy" in merged:
-                merged["noisy"] = ratio >= NOISY_IQR_OVER_MEDIAN
+                merged["noisy"] = ratio >= IQR_WARN_THRESHOLD
         peak = merged.get("peak")
         if "peak_fraction" in merged and isinstance(peak, int | float) and peak > 0:
             merged["peak_fraction"] = median / peak

@@ -41,7 +41,7 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
     from accelkit.containers.run import Mount, run_container
     from accelkit.results.io import load_results
     from accelkit.results.junit import write_junit
-    from accelkit.suite.runner import RunOutcome, _exit_code
+    from accelkit.suite.runner import RunOutcome, _exit_code, write_results
 
     backend = backends.get(request.device)
     emit = on_event or (lambda event: None)
@@ -114,7 +114,7 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
         if request.argv:
             run_update["argv"] = list(request.argv)
         results = results.model_copy(update={"run": results.run.model_copy(update=run_update)})
-        _rewrite(results, json_path)
+        write_results(results, json_path)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
         exit_code = _exit_code(results, 0 if code == 0 else 1)
@@ -134,12 +134,6 @@ def container_env(device: str, device_env: Mapping[str, str],
 
     return {**device_env, **suite_environment(device, environ), "HOME": "/tmp",
             "PYTHONUNBUFFERED": "1"}  # fmt: skip
-
-
-def _rewrite(results: Any, path: Path) -> None:
-    from accelkit.results.io import atomic_write_text
-
-    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
 
 
 def _error_line(lines: tuple[str, ...]) -> str:

@@ -317,11 +317,17 @@ def _combined_exit(first: int, second: int) -> int:
     return max(first, second)
 
 
-def _reopen(results_path: Path) -> None:
-    from accelkit.results.io import atomic_write_text, load_results
+def write_results(results: Any, path: Path) -> None:
+    """Replace the results file at `path` with `results`, atomically."""
+    from accelkit.results.io import atomic_write_text
 
-    results = _with_run(load_results(results_path), finished=None)
-    atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+
+
+def _reopen(results_path: Path) -> None:
+    from accelkit.results.io import load_results
+
+    write_results(_with_run(load_results(results_path), finished=None), results_path)
 
 
 def _measured_perf(results: Any) -> bool:
@@ -341,7 +347,7 @@ def _more_passes(
 
     Their events reach `on_event` as `pass` (one per pass: number, passes, total cases)
     and `pass_case` (a case of that pass, with its number)."""
-    from accelkit.results.io import atomic_write_text, load_results
+    from accelkit.results.io import load_results
     from accelkit.results.merge import pool
     from accelkit.results.model import Summary
     from accelkit.results.writer import ResultsWriter
@@ -351,7 +357,7 @@ def _more_passes(
     header_only = results.model_copy(update={"cases": [], "summary": Summary()})
     for number in range(2, request.passes + 1):
         results = _with_run(results, finished=None)
-        atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+        write_results(results, results_path)
         part_path = results_path.with_name(f".{results_path.name}.pass{number}")
         try:
             ResultsWriter(part_path, header_only).write()
@@ -377,7 +383,7 @@ def _more_passes(
         pytest_exit = max(pytest_exit, exit_status)
         if exit_status not in (0, 1):
             break
-    atomic_write_text(results_path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+    write_results(results, results_path)
     return results, pytest_exit
 
 
