@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from accelkit.build.plan import BuildRequest
-from accelkit.build.recipes import plan
 from accelkit.errors import BadInput
+from accelkit.wheels.plan import BuildRequest
+from accelkit.wheels.recipes import plan
 from tests.helpers import assert_one_line_error, run_cli
 
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent.sock"}

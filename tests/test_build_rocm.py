@@ -20,9 +20,9 @@ from typing import Any
 
 import pytest
 
-from accelkit.build.plan import WheelExpectation
-from accelkit.build.wheel import validate_wheel
 from accelkit.containers.run import MANAGED_LABEL
+from accelkit.wheels.plan import WheelExpectation
+from accelkit.wheels.wheel import validate_wheel
 from tests.helpers import REPO, run_cli
 
 FIXTURES = REPO / "tests" / "fixtures" / "rocm"

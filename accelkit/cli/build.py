@@ -78,16 +78,16 @@ def build(
     ] = False,
 ) -> None:
     # Nothing here imports torch or docker before the plan is printed (--dry-run).
-    from accelkit.build.inputs import (
+    from accelkit.errors import BadInput
+    from accelkit.wheels.inputs import (
         check_dir,
         check_image,
         check_output_dir,
         check_safe,
         check_targets,
     )
-    from accelkit.build.plan import BuildRequest
-    from accelkit.build.recipes import plan as make_plan
-    from accelkit.errors import BadInput
+    from accelkit.wheels.plan import BuildRequest
+    from accelkit.wheels.recipes import plan as make_plan
 
     check_safe("backend", backend)
     if gfx is not None and arch is not None:
@@ -141,8 +141,8 @@ def build(
 
     from rich.console import Console
 
-    from accelkit.build.execute import execute
     from accelkit.containers.engine import connect
+    from accelkit.wheels.execute import execute
 
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)

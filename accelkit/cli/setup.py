@@ -50,7 +50,7 @@ def setup(
 ) -> None:
     from rich.console import Console
 
-    from accelkit.build.testimage import SetupRequest, plan_setup
+    from accelkit.setup.image import SetupRequest, plan_setup
 
     plan = plan_setup(
         SetupRequest(
@@ -72,8 +72,8 @@ def setup(
                 out.print(line, markup=False)
         return
 
-    from accelkit.build.testimage import setup as run_setup
     from accelkit.containers.engine import connect
+    from accelkit.setup.image import setup as run_setup
 
     client = connect()
     try:

@@ -4,7 +4,7 @@
 steps the workflow would run, with their argv) and decides whether THIS machine can run
 each one, with the precise reason when it cannot; it starts nothing. `rehearse` executes the
 runnable legs by calling the same cores `accelkit setup` and `accelkit test --image` call
-(`accelkit.build.testimage`, `accelkit.suite.runner`), writing each leg's files under
+(`accelkit.setup.image`, `accelkit.suite.runner`), writing each leg's files under
 `OUTPUT/<leg name>/` as the workflow's artifacts lay them out, so `accelkit report OUTPUT`
 reads them.
 
@@ -37,7 +37,7 @@ from accelkit.matrix.github import suite_option
 from accelkit.matrix.model import MatrixEntry
 
 if TYPE_CHECKING:
-    from accelkit.build.testimage import SetupPlan
+    from accelkit.setup.image import SetupPlan
     from accelkit.suite.runner import RunRequest
 
 #: Where the workflow's `leg` job writes a leg's files, under `leg-results/<leg name>/`.
@@ -306,7 +306,7 @@ def _plan_leg(leg: MatrixEntry, options: RehearsalOptions, host: Host) -> LegPla
 def _plan_setup(
     leg: MatrixEntry, options: RehearsalOptions, host: Host, docker: bool
 ) -> tuple[SetupStep, list[str]]:
-    from accelkit.build.testimage import SetupRequest, plan_setup
+    from accelkit.setup.image import SetupRequest, plan_setup
 
     parsed = _parse(_setup_parser(), leg.setup_args, leg, "setup_args")
     torch_wheel: Path | None = parsed.torch_wheel
@@ -476,7 +476,7 @@ def _run_leg(leg: LegPlan, host: DockerHost, emit: EventCallback) -> LegOutcome:
     leg.output_dir.mkdir(parents=True, exist_ok=True)
     image = leg.image
     if leg.setup is not None:
-        from accelkit.build.testimage import setup
+        from accelkit.setup.image import setup
 
         assert leg.setup.plan is not None  # a runnable leg's setup was planned
         result = setup(

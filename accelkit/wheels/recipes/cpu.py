@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from accelkit.build.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
-from accelkit.build.recipes import recipe
-from accelkit.build.recipes._common import (
+from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.wheels.recipes import recipe
+from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
     builder_image,
     checkout_step,

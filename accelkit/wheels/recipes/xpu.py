@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from accelkit.backends import xpu as backend
-from accelkit.build.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
-from accelkit.build.recipes import recipe
-from accelkit.build.recipes._common import (
+from accelkit.errors import BadInput
+from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.wheels.recipes import recipe
+from accelkit.wheels.recipes._common import (
     builder_image,
     checkout_step,
     common_env,
@@ -15,7 +16,6 @@ from accelkit.build.recipes._common import (
     torch_version,
     wheel_step,
 )
-from accelkit.errors import BadInput
 
 #: Intel's oneAPI Deep Learning Essentials (compilers, oneDNN, oneCCL): PyTorch's XPU CI base.
 XPU_BUILDER_BASE = "intel/deep-learning-essentials:{version}-devel-ubuntu24.04"

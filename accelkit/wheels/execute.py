@@ -27,9 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelkit.build import pipconfig, resources
-from accelkit.build.incontainer import STEP_MARKER
-from accelkit.build.plan import (
+from accelkit import resources
+from accelkit.errors import Failed
+from accelkit.incontainer.build_steps import STEP_MARKER
+from accelkit.wheels import pipconfig
+from accelkit.wheels.plan import (
     CONTAINER_ACCELKIT,
     CONTAINER_CCACHE,
     CONTAINER_DIST,
@@ -37,8 +39,7 @@ from accelkit.build.plan import (
     CONTAINER_SOURCE,
     BuildPlan,
 )
-from accelkit.build.wheel import WheelReport, sha256, validate_wheel
-from accelkit.errors import Failed
+from accelkit.wheels.wheel import WheelReport, sha256, validate_wheel
 
 MANIFEST_SCHEMA = "accelkit.build-manifest/1"
 #: Lines of the build log shown when a step fails.
@@ -153,7 +154,7 @@ def execute(
         result = run_container(
             client,
             image,
-            ["python", "-m", "accelkit.build.incontainer", CONTAINER_PLAN],
+            ["python", "-m", "accelkit.incontainer.build_steps", CONTAINER_PLAN],
             options,
             on_line=line,
             copy_out=[CopyOut(source=CONTAINER_DIST, target_dir=staging)],
@@ -212,7 +213,13 @@ def run_smoke(
     image = image or plan.builder.base_image
     with tempfile.TemporaryDirectory(prefix="accelkit-smoke-") as tmp:
         pip_dir = pipconfig.write_pip_dir(pipconfig.host_settings(dict(os.environ)), Path(tmp))
-        argv = ["python3", "-m", "accelkit.build.incontainer", "smoke", f"/wheels/{wheel.name}"]
+        argv = [
+            "python3",
+            "-m",
+            "accelkit.incontainer.build_steps",
+            "smoke",
+            f"/wheels/{wheel.name}",
+        ]
         if plan.index_url:
             argv.append(plan.index_url)
         options = RunOptions(

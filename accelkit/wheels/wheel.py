@@ -14,8 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from accelkit.build.plan import WheelExpectation
 from accelkit.errors import BadInput
+from accelkit.wheels.plan import WheelExpectation
 
 # PEP 427: {distribution}-{version}(-{build})?-{python}-{abi}-{platform}.whl
 _WHEEL_NAME = re.compile(

@@ -1,12 +1,12 @@
-"""Runs a build plan INSIDE the builder container: `python -m accelkit.build.incontainer PLAN`.
+"""Runs a build plan INSIDE the builder: `python -m accelkit.incontainer.build_steps PLAN`.
 
 Standard library only (the builder has nothing else of accelkit's). The plan is JSON written
-by the host (accelkit.build.plan); every command is an argument list, nothing goes through a
+by the host (accelkit.wheels.plan); every command is an argument list, nothing goes through a
 shell. Progress reaches the host as marker lines on stdout:
     ::accelkit-step:: {"step": NAME, "state": "start"|"done"|"failed"|"skipped", "seconds": S}
 and the process exits 1 at the first failing step.
 
-`python -m accelkit.build.incontainer smoke WHEEL [INDEX_URL]` installs a wheel into a fresh
+`python -m accelkit.incontainer.build_steps smoke WHEEL [INDEX_URL]` installs a wheel into a fresh
 venv and imports it (accelkit build --smoke).
 """
 
@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from accelkit.build.plan import EnvVar, Step, plan_from_dict
+from accelkit.incontainer.steps import EnvVar, Step, plan_from_dict
 
 STEP_MARKER = "::accelkit-step::"
 

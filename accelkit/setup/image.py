@@ -24,10 +24,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from accelkit.build import pipconfig, resources
-from accelkit.build.inputs import check_file, check_image, check_safe, check_url
-from accelkit.build.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
+from accelkit import resources
 from accelkit.errors import BadInput, Failed
+from accelkit.wheels import pipconfig
+from accelkit.wheels.inputs import check_file, check_image, check_safe, check_url
+from accelkit.wheels.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
 
 LineCallback = Callable[[str], None]
 
@@ -341,7 +342,7 @@ def source_digest(source: Path) -> str:
 
 
 def _install_script() -> Path:
-    return Path(__file__).resolve().parent / "image_install.py"
+    return Path(__file__).resolve().parent.parent / "incontainer" / "image_install.py"
 
 
 def _file_digest(path: Path) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from accelkit.errors import BadInput
 
-_PACKAGE = Path(__file__).resolve().parent.parent
+_PACKAGE = Path(__file__).resolve().parent
 
 
 def dockerfiles_dir() -> Path:

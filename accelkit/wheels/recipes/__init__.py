@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from accelkit.build.plan import BuildPlan, BuildRequest
 from accelkit.errors import BadInput
+from accelkit.wheels.plan import BuildPlan, BuildRequest
 
 Recipe = Callable[[BuildRequest], BuildPlan]
 
@@ -48,4 +48,4 @@ def plan(request: BuildRequest) -> BuildPlan:
 
 
 def _load_all() -> None:
-    from accelkit.build.recipes import cpu, cuda, rocm, xpu  # noqa: F401
+    from accelkit.wheels.recipes import cpu, cuda, rocm, xpu  # noqa: F401

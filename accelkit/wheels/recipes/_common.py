@@ -8,9 +8,10 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from accelkit.build import resources
-from accelkit.build.inputs import check_git_ref, check_python, check_torch_version
-from accelkit.build.plan import (
+from accelkit import resources
+from accelkit.errors import BadInput
+from accelkit.wheels.inputs import check_git_ref, check_python, check_torch_version
+from accelkit.wheels.plan import (
     CONTAINER_CCACHE,
     CONTAINER_DIST,
     CONTAINER_SOURCE,
@@ -21,7 +22,6 @@ from accelkit.build.plan import (
     Step,
     builder_tag,
 )
-from accelkit.errors import BadInput
 
 #: PyTorch's own manylinux builder base (TheRock's too); pin by digest in production.
 MANYLINUX_BASE_IMAGE = "quay.io/pypa/manylinux_2_28_x86_64"

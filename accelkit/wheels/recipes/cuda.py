@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from accelkit.backends import cuda as backend
-from accelkit.build.inputs import check_cuda_version
-from accelkit.build.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
-from accelkit.build.recipes import recipe
-from accelkit.build.recipes._common import (
+from accelkit.wheels.inputs import check_cuda_version
+from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.wheels.recipes import recipe
+from accelkit.wheels.recipes._common import (
     builder_image,
     checkout_step,
     common_env,

@@ -10,8 +10,9 @@ preloads the libraries through rocm_sdk from a generated `torch/_rocm_init.py`.
 from __future__ import annotations
 
 from accelkit.backends import rocm as backend
-from accelkit.build.inputs import check_url
-from accelkit.build.plan import (
+from accelkit.errors import BadInput
+from accelkit.wheels.inputs import check_url
+from accelkit.wheels.plan import (
     CONTAINER_DIST,
     CONTAINER_TREE,
     BuildPlan,
@@ -20,8 +21,8 @@ from accelkit.build.plan import (
     Step,
     WheelExpectation,
 )
-from accelkit.build.recipes import recipe
-from accelkit.build.recipes._common import (
+from accelkit.wheels.recipes import recipe
+from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
     PYTHON,
     builder_image,
@@ -34,7 +35,6 @@ from accelkit.build.recipes._common import (
     torch_version,
     wheel_step,
 )
-from accelkit.errors import BadInput
 
 #: ROCm's triton fork, built at the pin in torch's tree, before torch.
 TRITON_REPO = "https://github.com/ROCm/triton.git"

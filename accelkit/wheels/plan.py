@@ -1,10 +1,10 @@
 """A build as data: what `accelkit build` will do, before it does anything.
 
-A `BuildRequest` holds the checked flags; a recipe (accelkit/build/recipes/) turns it into a
+A `BuildRequest` holds the checked flags; a recipe (accelkit/wheels/recipes/) turns it into a
 `BuildPlan`: the builder image and its content-hash tag, the pip requirement of the SDK,
 the environment, the ordered steps (argument lists, never shell strings) and the outputs.
 The plan prints for `--dry-run`, serialises to JSON for `--json` and for the builder
-container (accelkit/build/incontainer.py executes it there), and is recorded in the
+container (accelkit/incontainer/build_steps.py executes it there), and is recorded in the
 manifest.
 """
 
@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+
+from accelkit.incontainer.steps import EnvVar, Step
+
+__all__ = ["EnvVar", "Step"]  # the step records are defined where the builder reads them
 
 #: Where things are inside the builder container.
 CONTAINER_SOURCE = "/src"  # a --source tree, mounted read-only
@@ -27,9 +30,6 @@ CONTAINER_DIST = "/work/dist"  # wheels land here and are copied out after the b
 CONTAINER_CCACHE = "/ccache"
 CONTAINER_ACCELKIT = "/opt/accelkit-run"  # accelkit's own package, mounted read-only
 CONTAINER_PLAN = "/opt/accelkit-plan/plan.json"
-
-#: Step actions incontainer.py knows. "run" runs `argv`; the others are built in.
-ACTIONS = ("run", "copy-tree", "resolve-env", "check-output", "write-rocm-init", "build-triton")
 
 
 @dataclass(frozen=True)
@@ -54,59 +54,6 @@ class BuildRequest:
 
 
 @dataclass(frozen=True)
-class EnvVar:
-    """One variable of the build environment.
-
-    A literal `value`, or the output of `command` (run in the builder once the SDK is
-    installed) followed by `suffix`; with `prepend` the result goes in front of the
-    variable's current value (PATH).
-    """
-
-    name: str
-    value: str = ""
-    command: tuple[str, ...] = ()
-    suffix: str = ""
-    prepend: bool = False
-
-    @property
-    def dynamic(self) -> bool:
-        return bool(self.command)
-
-    def render(self) -> str:
-        value = f"$({shlex.join(self.command)}){self.suffix}" if self.command else self.value
-        if self.prepend:
-            value = f"{value}:${self.name}"
-        return f"{self.name}={value}"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of the build, run in order inside the builder container."""
-
-    name: str
-    description: str
-    action: str = "run"
-    argv: tuple[str, ...] = ()
-    cwd: str | None = None
-    args: Mapping[str, Any] = field(default_factory=dict, hash=False)
-    may_fail: bool = False  # a failure is logged, the build goes on (e.g. an empty cache)
-
-    def __post_init__(self) -> None:
-        if self.action not in ACTIONS:
-            raise ValueError(f"unknown step action {self.action!r}")
-        if self.action == "run" and not self.argv:
-            raise ValueError(f"step {self.name!r} runs nothing")
-        object.__setattr__(self, "args", MappingProxyType(dict(self.args)))
-
-    def render(self) -> str:
-        if self.action == "run":
-            where = f"(in {self.cwd}) " if self.cwd else ""
-            return where + shlex.join(self.argv)
-        details = " ".join(f"{key}={value}" for key, value in self.args.items())
-        return f"[{self.action}] {details}".rstrip()
-
-
-@dataclass(frozen=True)
 class BuilderImage:
     """The image the build runs in: a Dockerfile of the package, its args and a content tag."""
 
@@ -122,7 +69,7 @@ class BuilderImage:
 
 @dataclass(frozen=True)
 class WheelExpectation:
-    """What every wheel of the build must satisfy (accelkit/build/wheel.py checks it)."""
+    """What every wheel of the build must satisfy (accelkit/wheels/wheel.py checks it)."""
 
     distribution: str = "torch"
     version: str = ""  # the full version, local part included: 2.14.1+rocm7.14
@@ -201,30 +148,3 @@ def _plain(value: Any) -> Any:
     if isinstance(value, Path):
         return str(value)
     return value
-
-
-def plan_from_dict(data: Mapping[str, Any]) -> tuple[tuple[EnvVar, ...], tuple[Step, ...]]:
-    """The environment and steps of a plan's JSON (what the builder container needs)."""
-    env = tuple(
-        EnvVar(
-            name=str(item["name"]),
-            value=str(item.get("value", "")),
-            command=tuple(item.get("command") or ()),
-            suffix=str(item.get("suffix", "")),
-            prepend=bool(item.get("prepend", False)),
-        )
-        for item in data["env"]
-    )
-    steps = tuple(
-        Step(
-            name=str(item["name"]),
-            description=str(item.get("description", "")),
-            action=str(item.get("action", "run")),
-            argv=tuple(item.get("argv") or ()),
-            cwd=item.get("cwd"),
-            args=dict(item.get("args") or {}),
-            may_fail=bool(item.get("may_fail", False)),
-        )
-        for item in data["steps"]
-    )
-    return env, steps
