@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from accelkit import backends
-from accelkit.suite import in_container, runner
-from accelkit.suite.runner import RunRequest, child_env, suite_environment
+from accelkit.suite import container, runner
+from accelkit.suite.environment import child_env, container_env, suite_environment
+from accelkit.suite.request import RunRequest
 from tests.helpers import REPO
 
 ROCM_VAR = "PYTORCH_TEST_WITH_ROCM"
@@ -98,11 +99,11 @@ def test_the_pytest_child_is_started_with_that_env(
 
 
 def test_the_container_env_carries_the_variable() -> None:
-    env = in_container.container_env("rocm", {"HIP_VISIBLE_DEVICES": "1"}, {})
-    assert env == {"HIP_VISIBLE_DEVICES": "1", ROCM_VAR: "1", "HOME": "/tmp",
-                   "PYTHONUNBUFFERED": "1"}  # fmt: skip
-    assert in_container.container_env("rocm", {}, {ROCM_VAR: "0"})[ROCM_VAR] == "0"
-    assert ROCM_VAR not in in_container.container_env("cpu", {}, {ROCM_VAR: "1"})
+    env = container_env("rocm", {"HIP_VISIBLE_DEVICES": "1"}, {})
+    expected = {"HIP_VISIBLE_DEVICES": "1", ROCM_VAR: "1", "HOME": "/tmp"}
+    assert env == {**expected, "PYTHONUNBUFFERED": "1"}
+    assert container_env("rocm", {}, {ROCM_VAR: "0"})[ROCM_VAR] == "0"
+    assert ROCM_VAR not in container_env("cpu", {}, {ROCM_VAR: "1"})
 
 
 class _Stop(Exception):
@@ -131,10 +132,14 @@ def test_in_container_run_passes_it_to_the_container(
 
     monkeypatch.setattr(engine, "connect", lambda: _FakeClient())
     monkeypatch.setattr(container_run, "run_container", run_container)
-    request = RunRequest(device="rocm", suite="conformance", image="accelkit-test-rocm:x",
-                         json_path=tmp_path / "r.json")  # fmt: skip
+    request = RunRequest(
+        device="rocm",
+        suite="conformance",
+        image="accelkit-test-rocm:x",
+        json_path=tmp_path / "r.json",
+    )
     with pytest.raises(_Stop):
-        in_container.run(request)
+        container.run(request)
     assert seen["env"][ROCM_VAR] == "1"
 
 

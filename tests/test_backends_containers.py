@@ -94,7 +94,7 @@ def test_cuda_sm_107_verification() -> None:
     bad = cuda.verify_test_image(_doctor(sm_107=False), {"gpu_codes": "sm_100\n"}, spec)
     assert any("sm_107: nope" in p for p in bad)
     assert any("cannot target sm_107" in p for p in bad)
-    with pytest.raises(BadInput, match="unknown CUDA target"):
+    with pytest.raises(BadInput, match="is not a cuda target"):
         cuda.test_image("sm_999")
 
 

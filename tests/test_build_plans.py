@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.wheels.plan import BuildRequest
 from accelkit.wheels.recipes import plan
+from accelkit.wheels.request import BuildRequest
 from tests.helpers import assert_one_line_error, run_cli
 
 NO_DOCKER = {"DOCKER_HOST": "unix:///nonexistent.sock"}
@@ -22,9 +22,12 @@ def _env(built: object) -> dict[str, str]:
     return {var.name: var.render().split("=", 1)[1] for var in built.env}  # type: ignore[attr-defined]
 
 
+def _rocm(output: Path, **flags: str) -> BuildRequest:
+    return BuildRequest(backend="rocm", output=output, rocm_version="7.14", **flags)
+
+
 def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
-    built = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
-                              targets=("gfx942", "gfx950"), torch_ref="v2.14.1"))  # fmt: skip
+    built = plan(_rocm(tmp_path, gfx="gfx942,gfx950", torch_ref="v2.14.1"))
     assert built.requirement == "rocm[libraries,devel,device-gfx942,device-gfx950]==7.14"
     assert built.index_url == "https://rocm.nightlies.amd.com/whl-multi-arch/"
     env = _env(built)
@@ -50,16 +53,17 @@ def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
     assert built.builder.base_image == "quay.io/pypa/manylinux_2_28_x86_64"
     assert len(built.builder.tag) == 16
     # Deterministic: the same request plans the same builder tag.
-    again = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
-                              targets=("gfx942", "gfx950"), torch_ref="v2.14.1"))  # fmt: skip
+    again = plan(_rocm(tmp_path, gfx="gfx942,gfx950", torch_ref="v2.14.1"))
     assert again.builder.tag == built.builder.tag
     json.loads(built.to_json())
 
 
 def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
-    built = plan(BuildRequest(backend="rocm", output=tmp_path, version="7.14",
-                              targets=("gfx942",), family="gfx94X-dcgpu",
-                              torch_ref="release/2.14", python="3.13"))  # fmt: skip
+    built = plan(
+        _rocm(
+            tmp_path, gfx="gfx942", family="gfx94X-dcgpu", torch_ref="release/2.14", python="3.13"
+        )
+    )
     assert built.index_url == "https://rocm.nightlies.amd.com/v2/gfx94X-dcgpu/"
     assert built.requirement == "rocm[libraries,devel]==7.14"
     assert _env(built)["PYTORCH_BUILD_VERSION"] == "2.14.0+rocm7.14"
@@ -67,30 +71,36 @@ def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
 
 
 def test_cuda_sm_107_plan(tmp_path: Path) -> None:
-    built = plan(BuildRequest(backend="cuda", output=tmp_path, targets=("sm_90", "sm_107"),
-                              torch_ref="v2.14.1"))  # fmt: skip
+    built = plan(
+        BuildRequest(backend="cuda", output=tmp_path, arch="sm_90,sm_107", torch_ref="v2.14.1")
+    )
     env = _env(built)
     assert env["TORCH_CUDA_ARCH_LIST"] == "9.0;10.7"
     assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+cu134"
     assert built.builder.base_image == "nvidia/cuda:13.4.0-devel-ubuntu24.04"
-    with pytest.raises(BadInput, match=r"requires CUDA >= 13.4, got CUDA 13.3"):
-        plan(BuildRequest(backend="cuda", output=tmp_path, version="13.3", targets=("sm_107",)))
+    with pytest.raises(BadInput, match=r"sm_107 needs CUDA version >= 13.4, got 13.3"):
+        plan(BuildRequest(backend="cuda", output=tmp_path, cuda_version="13.3", arch="sm_107"))
+    # An update release is a CUDA version too (the matrix accepts it, so build does).
+    update = plan(
+        BuildRequest(backend="cuda", output=tmp_path, cuda_version="13.4.1", arch="sm_107")
+    )
+    assert update.builder.base_image == "nvidia/cuda:13.4.1-devel-ubuntu24.04"
 
 
 def test_xpu_plan(tmp_path: Path) -> None:
-    built = plan(BuildRequest(backend="xpu", output=tmp_path, targets=("pvc", "bmg")))
+    built = plan(BuildRequest(backend="xpu", output=tmp_path, arch="pvc,bmg"))
     env = _env(built)
     assert env["USE_XCCL"] == "1" and env["USE_XPU"] == "1"
     assert env["TORCH_XPU_ARCH_LIST"] == "pvc,bmg"
     assert built.builder.base_image.startswith("intel/deep-learning-essentials:")
-    with pytest.raises(BadInput, match="unknown XPU target"):
-        plan(BuildRequest(backend="xpu", output=tmp_path, targets=("gfx942",)))
+    with pytest.raises(BadInput, match="'gfx942' is not a xpu target"):
+        plan(BuildRequest(backend="xpu", output=tmp_path, arch="gfx942"))
 
 
 def test_cpu_plan_rejects_gpu_flags(tmp_path: Path) -> None:
     assert _env(plan(BuildRequest(backend="cpu", output=tmp_path)))["USE_CUDA"] == "0"
     with pytest.raises(BadInput, match="does not apply to accelkit build cpu"):
-        plan(BuildRequest(backend="cpu", output=tmp_path, targets=("gfx942",)))
+        plan(BuildRequest(backend="cpu", output=tmp_path, gfx="gfx942"))
 
 
 def test_nightly_build_args_plan(tmp_path: Path) -> None:
@@ -110,7 +120,10 @@ def test_nightly_build_args_plan(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--rocm-version", "7.14", "--gfx", "gfx9999"], "unknown gfx target 'gfx9999'; valid:"),
+        (
+            ["--rocm-version", "7.14", "--gfx", "gfx9999"],
+            "'gfx9999' is not a rocm target (did you mean 'gfx950'?); valid: gfx1010",
+        ),
         (
             ["--rocm-version", "7.14", "--gfx", "gfx942", "--family", "gfx95X"],
             "unknown GPU family 'gfx95X'; valid:",

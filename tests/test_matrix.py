@@ -253,7 +253,7 @@ def test_cuda_target_needs_a_recent_enough_toolkit(tmp_path: Path) -> None:
         '  - backend: cuda\n    backend_version: "13.0"\n    targets: [sm_107]\n    runner: [r]\n'
     )
     path = write(tmp_path, body)
-    assert_located(config_error(path), path, "targets:", "sm_107 needs cuda >= 13.4")
+    assert_located(config_error(path), path, "targets:", "sm_107 needs CUDA version >= 13.4")
 
 
 @pytest.mark.parametrize(

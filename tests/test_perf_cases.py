@@ -18,7 +18,7 @@ from accelkit.suite.perf.harness import (
     rotation_count,
     tier_for,
 )
-from accelkit.suite.runner import DEFAULT_PASSES
+from accelkit.suite.request import DEFAULT_PASSES
 from accelkit.suite.timing import Measurement
 from tests.helpers import run_cli
 

@@ -184,7 +184,7 @@ def test_setup_bad_input(tmp_path: Path) -> None:
             "https://download.pytorch.org/whl/cu134",
         ),
         2,
-        "unknown CUDA",
+        "is not a cuda target",
     )
     assert_one_line_error(
         run_cli(

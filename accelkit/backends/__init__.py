@@ -1,13 +1,57 @@
-"""One module per accelerator; see `base.py` for the interface and the registry."""
+"""One module per accelerator, and the registry that finds them.
 
-from accelkit.backends.base import (
-    Availability,
-    Backend,
-    DeviceInfo,
-    all_backends,
-    get,
-    names,
-    register,
+The registry is this explicit mapping: adding a backend is adding its module (implementing
+`base.Backend`) and one line here. Modules import `base` and the private helpers, never
+each other and never this package, so there is no import cycle. Nothing outside
+`accelkit/backends/` branches on a backend's name: it asks the backend.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from accelkit.backends import cpu, cuda, mps, rocm, xpu
+from accelkit.backends.base import Availability, Backend, DeviceInfo, VersionRule
+from accelkit.errors import BadInput
+
+#: Every backend by name, in the order users see in tables and help texts.
+REGISTRY: Mapping[str, Backend] = MappingProxyType(
+    {
+        backend.name: backend
+        for backend in (cpu.BACKEND, cuda.BACKEND, rocm.BACKEND, xpu.BACKEND, mps.BACKEND)
+    }
 )
 
-__all__ = ["Availability", "Backend", "DeviceInfo", "all_backends", "get", "names", "register"]
+
+def names() -> list[str]:
+    return list(REGISTRY)
+
+
+def all_backends() -> list[Backend]:
+    return list(REGISTRY.values())
+
+
+def get(name: str, *, flag: str = "--device") -> Backend:
+    """The backend called `name`; unknown names are bad input with a hint."""
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, list(REGISTRY), n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise BadInput(
+            f"{flag}: unknown backend {name!r}{hint}; valid: {', '.join(REGISTRY)}"
+        ) from None
+
+
+__all__ = [
+    "REGISTRY",
+    "Availability",
+    "Backend",
+    "DeviceInfo",
+    "VersionRule",
+    "all_backends",
+    "get",
+    "names",
+]

@@ -1,12 +1,15 @@
-"""The interface every backend module implements, and the registry that finds them.
+"""The interface every backend module implements, and the records it is described with.
 
-Adding a backend means adding one module in this package that calls `register`; nothing
-outside `accelkit/backends/` branches on a backend's name.
+A backend module (cpu.py, cuda.py, ...) holds every fact about its accelerator: its torch
+device type, targets and GPU families, how its toolkit version is spelled and which toolkit
+each target needs, its collective backend, graph-capture API, dtypes, required capabilities,
+container options and test image. The registry (`accelkit/backends/__init__.py`) is an
+explicit mapping of the modules' instances; this module imports none of them.
 """
 
 from __future__ import annotations
 
-import difflib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +36,41 @@ class DeviceInfo:
     arch: str | None = None  # "sm_90", "gfx942", "pvc", ...
     driver: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class VersionRule:
+    """How a backend's toolkit version is spelled (`backend_version` in a matrix, `--rocm-version`
+    or `--cuda-version` of `accelkit build`): one rule, used by every command that takes it."""
+
+    pattern: re.Pattern[str]
+    example: str
+    what: str
+    """What the version is of, for messages: "ROCm SDK version"."""
+    expected: str = ""
+    """The accepted spellings, for messages: "X.Y or X.Y.Z"."""
+
+    def problem(self, value: str) -> str | None:
+        """None when `value` is spelled right, else what was expected."""
+        if self.pattern.fullmatch(value):
+            return None
+        spelled = f" ({self.expected})" if self.expected else ""
+        return f"expected a {self.what} like {self.example!r}{spelled}"
+
+    def check(self, value: str, *, flag: str) -> str:
+        """`value` unchanged, or BadInput naming `flag` and the accepted spellings."""
+        problem = self.problem(value)
+        if problem is not None:
+            raise BadInput(f"{flag}: malformed {self.what} {value!r}: {problem}")
+        return value
+
+
+def release_tuple(version: str) -> tuple[int, int]:
+    """(major, minor) of a version that starts X.Y: 13.4.1 -> (13, 4), 7.14.0a2026 -> (7, 14)."""
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None:
+        raise ValueError(f"not a version: {version!r}")
+    return int(match.group(1)), int(match.group(2))
 
 
 @dataclass(frozen=True)
@@ -67,6 +105,55 @@ class Backend(Protocol):
     description: str
     targets: tuple[str, ...]
     """GPU targets a build or a matrix leg may name (sm_90, gfx942, pvc); empty for none."""
+
+    @property
+    def families(self) -> Mapping[str, tuple[str, ...]]:
+        """GPU families a leg may name instead of one target, with the targets each holds
+        (TheRock's per-family indexes: gfx94X-dcgpu -> gfx942); empty for most backends."""
+        ...
+
+    @property
+    def version_rule(self) -> VersionRule | None:
+        """How the backend's toolkit version is spelled; None: it takes no version (cpu, mps)."""
+        ...
+
+    @property
+    def collective_backend(self) -> str | None:
+        """The torch.distributed backend for this device (gloo, nccl, xccl); None: none."""
+        ...
+
+    @property
+    def graph_capture(self) -> str | None:
+        """The capability whose graph API captures and replays work on this device
+        (cuda_graph, xpu_graph); None: the device has no graph replay in torch."""
+        ...
+
+    @property
+    def unsupported_dtypes(self) -> Mapping[str, str]:
+        """dtype name (as torch spells it: float64) -> why the device cannot run it."""
+        ...
+
+    def family_of(self, target: str) -> str | None:
+        """The narrowest family holding `target`, or `target` itself when it names a family;
+        None for a backend without families."""
+        ...
+
+    def check_target(
+        self, target: str, version: str | None = None, *, flag: str, families: bool = True
+    ) -> str:
+        """`target` unchanged, or BadInput (prefixed `flag: ` when `flag` is given): not one
+        of `targets` (or of `families`, unless `families` is False), or `version` (the
+        toolkit) is too old to compile for it."""
+        ...
+
+    def required_capabilities(self, target: str | None) -> tuple[str, ...]:
+        """Capabilities a leg on this backend (and `target`) must have: on that device a case
+        needing one that is missing fails instead of skipping."""
+        ...
+
+    def rank_device(self, rank: int) -> str:
+        """The torch device a distributed rank uses (cpu; cuda:1): one device per rank."""
+        ...
 
     def availability(self) -> Availability:
         """Whether torch here can run on this backend; never raises."""
@@ -115,48 +202,3 @@ class Backend(Protocol):
         """What is missing in a test image, from `accelkit doctor --json` run inside it and
         the output of `spec.probes`; empty when everything set up is really there."""
         ...
-
-
-_REGISTRY: dict[str, Backend] = {}
-
-
-def register(backend: Backend) -> Backend:
-    if backend.name in _REGISTRY:
-        raise ValueError(f"backend {backend.name!r} registered twice")
-    _REGISTRY[backend.name] = backend
-    return backend
-
-
-# The order users see in tables and help texts; backends not listed come after.
-_DISPLAY_ORDER = ("cpu", "cuda", "rocm", "xpu", "mps")
-
-
-def names() -> list[str]:
-    return [backend.name for backend in all_backends()]
-
-
-def all_backends() -> list[Backend]:
-    _load_all()
-
-    def rank(backend: Backend) -> int:
-        order = _DISPLAY_ORDER
-        return order.index(backend.name) if backend.name in order else len(order)
-
-    return sorted(_REGISTRY.values(), key=rank)
-
-
-def get(name: str, *, flag: str = "--device") -> Backend:
-    """The backend called `name`; unknown names are bad input with a hint."""
-    _load_all()
-    try:
-        return _REGISTRY[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        hint = f" (did you mean {close[0]!r}?)" if close else ""
-        valid = ", ".join(names())
-        raise BadInput(f"{flag}: unknown backend {name!r}{hint}; valid: {valid}") from None
-
-
-def _load_all() -> None:
-    # Importing the modules registers them.
-    from accelkit.backends import cpu, cuda, mps, rocm, xpu  # noqa: F401

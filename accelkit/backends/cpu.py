@@ -15,20 +15,20 @@ from accelkit.backends._containers import (
     section,
     torch_problems,
 )
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.backends._defaults import BackendDefaults
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec
 from accelkit.containers.run import RunOptions
-from accelkit.errors import BadInput
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 #: The first release with the multi-branch `switch` the suite tests; older torch lacks it.
 SWITCH_SINCE = (2, 14)
 
 
-class CpuBackend:
+class CpuBackend(BackendDefaults):
     name = "cpu"
     torch_device_type = "cpu"
     description = "the host CPU"
-    targets: tuple[str, ...] = ()
+    collective_backend = "gloo"
 
     def availability(self) -> Availability:
         if torch_or_none() is None:
@@ -62,9 +62,13 @@ class CpuBackend:
     def suite_environment(self) -> dict[str, str]:
         return {}
 
+    def rank_device(self, rank: int) -> str:
+        # Every rank shares the host's one CPU device.
+        return "cpu"
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         if arch is not None:
-            raise BadInput(f"--arch: the cpu backend has no GPU targets (got {arch!r})")
+            self.check_target(arch, flag="--arch")
         return TestImageSpec(
             dockerfile="cpu.Dockerfile",
             default_base_image=UBUNTU_BASE_IMAGE,
@@ -110,4 +114,4 @@ def cpu_model() -> str:
     return platform.processor() or platform.machine()
 
 
-register(CpuBackend())
+BACKEND = CpuBackend()

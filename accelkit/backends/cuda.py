@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from accelkit.backends._containers import (
@@ -13,11 +15,12 @@ from accelkit.backends._containers import (
     section,
     torch_problems,
 )
+from accelkit.backends._cudalike import cuda_devices
+from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
 from accelkit.containers.run import DeviceRequest, RunOptions
-from accelkit.errors import BadInput
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 #: The CUDA toolkit a test image gets by default: the first whose ptxas accepts sm_107a.
 DEFAULT_CUDA_VERSION = "13.4"
@@ -45,56 +48,30 @@ def arch_list_entry(arch: str) -> str:
     return f"{digits[:-1]}.{digits[-1]}"
 
 
-def check_arch(arch: str, cuda_version: tuple[int, int] | None = None) -> None:
-    """BadInput unless `arch` is a known target that `cuda_version` can compile for."""
-    targets = CudaBackend.targets
-    if arch not in targets:
-        raise BadInput(f"--arch: unknown CUDA target {arch!r}; valid: {', '.join(targets)}")
-    needed = MIN_CUDA.get(arch)
-    if cuda_version is not None and needed is not None and cuda_version < needed:
-        have = ".".join(map(str, cuda_version))
-        raise BadInput(
-            f"--arch {arch} (TORCH_CUDA_ARCH_LIST {arch_list_entry(arch)}) requires CUDA >= "
-            f"{needed[0]}.{needed[1]}, got CUDA {have}"
-        )
+#: CUDA toolkit releases as NVIDIA numbers them: 13.4, or 13.4.1 for an update release.
+CUDA_VERSION = VersionRule(
+    re.compile(r"1[1-9]\.[0-9]{1,2}(\.[0-9]{1,2})?"), "13.4", "CUDA version", "X.Y or X.Y.Z"
+)
 
 
-def cuda_devices(torch: Any, *, rocm: bool) -> list[DeviceInfo]:
-    """Devices seen through torch.cuda (shared with the ROCm backend)."""
-    out: list[DeviceInfo] = []
-    try:
-        count = int(torch.cuda.device_count())
-    except Exception:
-        return out
-    for index in range(count):
-        try:
-            props = torch.cuda.get_device_properties(index)
-        except Exception as exc:
-            out.append(DeviceInfo(index=index, name=f"unknown ({exc})"))
-            continue
-        if rocm:
-            arch = str(getattr(props, "gcnArchName", "") or "").split(":")[0] or None
-        else:
-            arch = f"sm_{props.major}{props.minor}"
-        out.append(
-            DeviceInfo(
-                index=index,
-                name=str(props.name),
-                memory_bytes=int(props.total_memory),
-                arch=arch,
-                extra={
-                    "compute_capability": f"{props.major}.{props.minor}",
-                    "multi_processor_count": int(getattr(props, "multi_processor_count", 0)),
-                },
-            )
-        )
-    return out
+def image_version(version: str) -> str:
+    """The nvidia/cuda image tag's version: 13.4 -> 13.4.0, 13.4.1 unchanged."""
+    return version if version.count(".") == 2 else f"{version}.0"
 
 
-class CudaBackend:
+class CudaBackend(BackendDefaults):
     name = "cuda"
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
+    version_rule = CUDA_VERSION
+    min_toolkit = MappingProxyType(MIN_CUDA)
+    collective_backend = "nccl"
+    graph_capture = "cuda_graph"
+    # Every CUDA leg captures graphs; Rubin legs also need their Inductor target and the
+    # conditional nodes that make while_loop capturable.
+    requirements = MappingProxyType(
+        {None: ("cuda_graph",), "sm_107": ("sm_107", "cuda_graph_while_loop")}
+    )
     # Compute capabilities as Inductor/nvcc name them; sm_107 is Rubin (CUDA >= 13.4).
     targets: tuple[str, ...] = (
         "sm_75",
@@ -179,12 +156,11 @@ class CudaBackend:
         return {}
 
     def test_image(self, arch: str | None = None) -> TestImageSpec:
-        major, minor = (int(part) for part in DEFAULT_CUDA_VERSION.split("."))
         args: dict[str, str] = {}
         # nvcc lists the real architectures its ptxas can assemble for (sm_107, sm_107a).
         probes: dict[str, tuple[str, ...]] = {"gpu_codes": ("nvcc", "--list-gpu-code")}
         if arch is not None:
-            check_arch(arch, (major, minor))
+            self.check_target(arch, DEFAULT_CUDA_VERSION, flag="--arch")
             args["TORCH_CUDA_ARCH_LIST"] = arch_list_entry(arch)
             args["INDUCTOR_CUDA_ARCH"] = arch.removeprefix("sm_")
         return TestImageSpec(
@@ -222,4 +198,4 @@ class CudaBackend:
         return problems
 
 
-register(CudaBackend())
+BACKEND = CudaBackend()

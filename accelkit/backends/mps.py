@@ -5,19 +5,23 @@ from __future__ import annotations
 import platform
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.backends._defaults import BackendDefaults
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 
-class MpsBackend:
+class MpsBackend(BackendDefaults):
     name = "mps"
     torch_device_type = "mps"
     description = "Apple Silicon GPUs through Metal (macOS)"
-    targets: tuple[str, ...] = ()
+    unsupported_dtypes = MappingProxyType(
+        {"float64": "MPS has no float64 (Metal has no double precision)"}
+    )
 
     def availability(self) -> Availability:
         torch = torch_or_none()
@@ -49,6 +53,10 @@ class MpsBackend:
     def suite_environment(self) -> dict[str, str]:
         return {}
 
+    def rank_device(self, rank: int) -> str:
+        # A Mac has one GPU; torch names it "mps" without an index.
+        return "mps"
+
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         raise BadInput("mps runs on the macOS host, without a container: there is no test image")
 
@@ -58,4 +66,4 @@ class MpsBackend:
         return []
 
 
-register(MpsBackend())
+BACKEND = MpsBackend()

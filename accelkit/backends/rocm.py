@@ -17,32 +17,29 @@ from accelkit.backends._containers import (
     section,
     torch_problems,
 )
+from accelkit.backends._cudalike import cuda_devices
+from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
-from accelkit.backends.cuda import cuda_devices
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 # TheRock's GPU families (the legacy per-family wheel indexes are named after them) and
 # the gfx targets each covers. See ../shared/notes/therock.md.
-GFX_FAMILIES: dict[str, tuple[str, ...]] = {
-    "gfx90a": ("gfx90a",),
-    "gfx94X-dcgpu": ("gfx942",),
-    "gfx950-dcgpu": ("gfx950",),
-    "gfx101X-dgpu": ("gfx1010", "gfx1011", "gfx1012"),
-    "gfx103X-all": ("gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035", "gfx1036"),
-    "gfx110X-all": ("gfx1100", "gfx1101", "gfx1102", "gfx1103"),
-    "gfx115X-all": ("gfx1150", "gfx1151", "gfx1152", "gfx1153"),
-    "gfx1151": ("gfx1151",),
-    "gfx120X-all": ("gfx1200", "gfx1201"),
-}
-
-
-def family_of(gfx: str) -> str | None:
-    """The narrowest TheRock family that contains `gfx`."""
-    matches = [name for name, members in GFX_FAMILIES.items() if gfx in members]
-    return min(matches, key=lambda name: len(GFX_FAMILIES[name])) if matches else None
+GFX_FAMILIES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "gfx90a": ("gfx90a",),
+        "gfx94X-dcgpu": ("gfx942",),
+        "gfx950-dcgpu": ("gfx950",),
+        "gfx101X-dgpu": ("gfx1010", "gfx1011", "gfx1012"),
+        "gfx103X-all": ("gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035", "gfx1036"),
+        "gfx110X-all": ("gfx1100", "gfx1101", "gfx1102", "gfx1103"),
+        "gfx115X-all": ("gfx1150", "gfx1151", "gfx1152", "gfx1153"),
+        "gfx1151": ("gfx1151",),
+        "gfx120X-all": ("gfx1200", "gfx1201"),
+    }
+)
 
 
 #: TheRock's current multi-arch index: one `rocm` package, a `device-<gfx>` extra per GPU.
@@ -52,7 +49,14 @@ FAMILY_INDEX_URL = "https://rocm.nightlies.amd.com/v2/{family}/"
 
 #: SDK versions: stable X.Y[.Z], prerelease X.Y.ZrcN, nightly X.Y.ZaYYYYMMDD (older
 #: nightlies X.Y.ZrcYYYYMMDD), dev X.Y.Z.dev0+<sha>.
-_SDK_VERSION = re.compile(r"\d+\.\d+(\.\d+)?((a|rc)\d+|\.dev\d+(\+[0-9a-f]{7,40})?)?")
+SDK_VERSION = VersionRule(
+    re.compile(
+        r"[1-9][0-9]?\.[0-9]{1,2}(\.[0-9]{1,2}((a|rc)[0-9]{1,8}|\.dev[0-9]+(\+[0-9a-f]{7,40})?)?)?"
+    ),
+    "7.14",
+    "ROCm SDK version",
+    "X.Y, X.Y.Z, X.Y.ZrcN, X.Y.ZaYYYYMMDD or X.Y.Z.dev0+<sha>",
+)
 
 #: Libraries `_rocm_init.py` preloads through rocm_sdk before torch's own (TheRock's list).
 PRELOAD_SHORTNAMES = (
@@ -105,21 +109,10 @@ ROCM_PASSTHROUGH = ("HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "CUDA_VISIBLE
 ROCM_SUITE_ENV: Mapping[str, str] = MappingProxyType({"PYTORCH_TEST_WITH_ROCM": "1"})
 
 
-def check_sdk_version(version: str, *, flag: str = "--rocm-version") -> str:
-    if not _SDK_VERSION.fullmatch(version):
-        raise BadInput(
-            f"{flag}: malformed ROCm SDK version {version!r} "
-            "(expected X.Y, X.Y.Z, X.Y.ZrcN, X.Y.ZaYYYYMMDD or X.Y.Z.dev0+<sha>)"
-        )
-    return version
-
-
 def check_gfx(targets: tuple[str, ...], family: str | None = None) -> None:
-    """BadInput for an unknown gfx target or family, listing the valid ones."""
-    valid = RocmBackend.targets
+    """BadInput for an unknown gfx target or family, or a target outside `family`."""
     for gfx in targets:
-        if gfx not in valid:
-            raise BadInput(f"--gfx: unknown gfx target {gfx!r}; valid: {', '.join(valid)}")
+        BACKEND.check_target(gfx, flag="--gfx", families=False)
     if family is None:
         return
     if family not in GFX_FAMILIES:
@@ -136,13 +129,21 @@ def family_index_url(family: str) -> str:
     return FAMILY_INDEX_URL.format(family=family)
 
 
-class RocmBackend:
+ROCM_TARGETS: tuple[str, ...] = tuple(
+    sorted({gfx for members in GFX_FAMILIES.values() for gfx in members})
+)
+
+
+class RocmBackend(BackendDefaults):
     name = "rocm"
     torch_device_type = "cuda"
     description = "AMD GPUs through ROCm (HIP)"
-    targets: tuple[str, ...] = tuple(
-        sorted({gfx for members in GFX_FAMILIES.values() for gfx in members})
-    )
+    targets = ROCM_TARGETS
+    families = GFX_FAMILIES
+    version_rule = SDK_VERSION
+    # RCCL answers to torch.distributed's "nccl" name; HIP graphs sit behind torch.cuda.CUDAGraph.
+    collective_backend = "nccl"
+    graph_capture = "cuda_graph"
 
     def availability(self) -> Availability:
         torch = torch_or_none()
@@ -240,4 +241,4 @@ def _rocm_sdk_version() -> str | None:
     return str(version) if version else None
 
 
-register(RocmBackend())
+BACKEND = RocmBackend()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from accelkit.backends._containers import (
@@ -15,10 +17,10 @@ from accelkit.backends._containers import (
     section,
     torch_problems,
 )
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, register
+from accelkit.backends._defaults import BackendDefaults
+from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
 from accelkit.containers.run import Mount, RunOptions
-from accelkit.errors import BadInput
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 #: PyTorch's XPU wheel index (torch and triton-xpu); nightlies under .../whl/nightly/xpu.
 XPU_INDEX_URL = "https://download.pytorch.org/whl/xpu"
@@ -32,10 +34,24 @@ XPU_PASSTHROUGH = (
 )
 
 
-class XpuBackend:
+#: Intel's oneAPI / Deep Learning Essentials release, e.g. 2025.3.
+ONEAPI_VERSION = VersionRule(
+    re.compile(r"20[2-9][0-9]\.[0-9]{1,2}(\.[0-9]{1,2})?"),
+    "2025.3",
+    "oneAPI version",
+    "YYYY.N or YYYY.N.M",
+)
+
+
+class XpuBackend(BackendDefaults):
     name = "xpu"
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
+    version_rule = ONEAPI_VERSION
+    collective_backend = "xccl"
+    graph_capture = "xpu_graph"
+    # 2.14's native XPU graph capture is what an XPU leg is for.
+    requirements = MappingProxyType({None: ("xpu_graph",)})
     # AOT targets as TORCH_XPU_ARCH_LIST names them: Data Center GPU Max (pvc), Arc B-series
     # (bmg), Lunar Lake (lnl-m), Arrow Lake H (arl-h), Meteor Lake (mtl-h), Arc A-series (dg2).
     targets: tuple[str, ...] = ("pvc", "bmg", "lnl-m", "arl-h", "mtl-h", "dg2")
@@ -113,8 +129,8 @@ class XpuBackend:
         return {}
 
     def test_image(self, arch: str | None = None) -> TestImageSpec:
-        if arch is not None and arch not in self.targets:
-            raise BadInput(f"--arch: unknown XPU target {arch!r}; valid: {', '.join(self.targets)}")
+        if arch is not None:
+            self.check_target(arch, flag="--arch")
         probe = "import ctypes.util; print('ze_loader=%s' % ctypes.util.find_library('ze_loader'))"
         return TestImageSpec(
             dockerfile="xpu.Dockerfile",
@@ -142,4 +158,4 @@ class XpuBackend:
         return problems
 
 
-register(XpuBackend())
+BACKEND = XpuBackend()

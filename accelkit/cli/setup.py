@@ -4,64 +4,35 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
-from typing import Annotated
+from typing import Any
 
 import typer
 
+from accelkit import options
 from accelkit.cli import app
+from accelkit.options import Opt
+from accelkit.setup.request import SETUP_OPTIONS
 
-
-@app.command(
-    help="Build the backend's test image (torch under test + accelkit), cached by content, "
-    "and verify it by running `accelkit doctor --json` inside it."
-)
-def setup(
-    backend: Annotated[str, typer.Argument(help="cpu, cuda, rocm or xpu.")],
-    arch: Annotated[
-        str | None,
-        typer.Option("--arch", help="GPU target the image is set up for (sm_107, gfx942, pvc)."),
-    ] = None,
-    torch_wheel: Annotated[
-        Path | None,
-        typer.Option(
-            "--torch-wheel",
-            help="Install torch from this wheel file (or the one torch wheel in this folder).",
-        ),
-    ] = None,
-    torch_index: Annotated[
-        str | None, typer.Option("--torch-index", help="Install torch from this index URL.")
-    ] = None,
-    base_image: Annotated[
-        str | None,
-        typer.Option("--base-image", help="Base image (default: the backend's upstream image)."),
-    ] = None,
-    accelkit_source: Annotated[
-        Path | None,
-        typer.Option("--accelkit-source", help="accelkit's source tree (default: this one)."),
-    ] = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan; build nothing.")
-    ] = False,
-    as_json: Annotated[
+#: Options of the command itself (how to present it), not of the setup it asks for.
+_PRESENTATION = (
+    Opt("dry_run", ("--dry-run",), bool, False, "Print the plan; build nothing."),
+    Opt(
+        "as_json",
+        ("--json",),
         bool,
-        typer.Option("--json", help='Print {"image": TAG, "cached": ..., "verified": ...}.'),
-    ] = False,
-) -> None:
+        False,
+        'Print {"image": TAG, "cached": ..., "verified": ...}.',
+    ),
+)
+
+
+def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
     from rich.console import Console
 
-    from accelkit.setup.image import SetupRequest, plan_setup
+    from accelkit.setup.image import plan_setup
+    from accelkit.setup.request import SetupRequest
 
-    plan = plan_setup(
-        SetupRequest(
-            backend=backend,
-            arch=arch,
-            torch_wheel=torch_wheel,
-            torch_index=torch_index,
-            base_image=base_image,
-            accelkit_source=accelkit_source,
-        )
-    )
+    plan = plan_setup(SetupRequest.from_params(params))
     out = Console(highlight=False)
     err = Console(stderr=True, highlight=False)
     if dry_run:
@@ -94,3 +65,10 @@ def setup(
     out.print(f"image {result.image} ({how}), verified in {result.verify_s:.1f} s")
     torch = result.verified.get("torch", {})
     out.print(f"  torch {torch.get('version')}  accelkit {result.verified.get('accelkit')}")
+
+
+app.command(
+    name="setup",
+    help="Build the backend's test image (torch under test + accelkit), cached by content, "
+    "and verify it by running `accelkit doctor --json` inside it.",
+)(options.command((*SETUP_OPTIONS, *_PRESENTATION), setup))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import sys
 import time
-from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from accelkit import options
 from accelkit.cli import app
+from accelkit.suite.request import RUN_OPTIONS
 
 _STATUS_STYLE = {
     "passed": "green",
@@ -21,117 +22,29 @@ _STATUS_STYLE = {
 }
 
 
-@app.command(
-    help="Run the shared conformance and performance suite on a device (cpu, cuda, rocm, xpu, mps)."
-)
-def test(
-    device: Annotated[
-        str, typer.Option("--device", "-d", help="Backend to test: cpu, cuda, rocm, xpu or mps.")
-    ] = "cpu",
-    suite: Annotated[
-        str, typer.Option("--suite", help="Which suite: conformance, perf or all.")
-    ] = "all",
-    keyword: Annotated[
-        str | None,
-        typer.Option("-k", help="Only cases matching this pytest -k expression."),
-    ] = None,
-    json_path: Annotated[
-        Path | None,
-        typer.Option("--json", help="Write the results file here (updated as cases finish)."),
-    ] = None,
-    junit_path: Annotated[
-        Path | None, typer.Option("--junit", help="Write JUnit XML here.")
-    ] = None,
-    timeout: Annotated[
-        float, typer.Option("--timeout", help="Per-case timeout in seconds (0: none).")
-    ] = 300.0,
-    workers: Annotated[
-        int | None,
-        typer.Option(
-            "--workers",
-            help="Worker processes for conformance cases (a crash costs one case); default: "
-            "one per CPU, at most 4; 0 runs them in one process without crash isolation. "
-            "Perf cases always run one at a time.",
-            show_default=False,
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Base random seed (to replay a run).")] = 0,
-    breadth: Annotated[
-        str,
-        typer.Option(
-            "--breadth", help="quick: a fast subset of the operator database; full: all of it."
-        ),
-    ] = "quick",
-    passes: Annotated[
-        int,
-        typer.Option(
-            "--passes",
-            help="perf: measure in this many separate processes and pool their samples, "
-            "so compare sees run-to-run noise (the compile-latency case runs once).",
-        ),
-    ] = 5,
-    measure_ceilings: Annotated[
-        bool,
-        typer.Option(
-            "--measure-ceilings",
-            help="perf: measure this device's copy bandwidth and large-GEMM rate and report "
-            "fractions of those instead of the peak table's.",
-        ),
-    ] = False,
-    expectations: Annotated[
-        Path | None,
-        typer.Option(
-            "--expectations",
-            help="YAML list of known failures (default: the bundled list for the device).",
-        ),
-    ] = None,
-    cases: Annotated[
-        Path | None,
-        typer.Option(
-            "--cases",
-            help="Run the cases in this directory (with conformance/ and perf/ folders) "
-            "instead of the built-in suite.",
-        ),
-    ] = None,
-    log: Annotated[Path | None, typer.Option("--log", help="Write pytest's own log here.")] = None,
-    image: Annotated[
-        str | None,
-        typer.Option(
-            "--image",
-            help="Run the suite inside this container image (see `accelkit setup`); "
-            "results still land at the --json/--junit paths on this host.",
-        ),
-    ] = None,
-) -> None:
+def test(**params: Any) -> None:
     from rich.console import Console
 
-    from accelkit.suite.runner import RunRequest, default_workers, run
+    from accelkit.suite import container, runner
+    from accelkit.suite.request import RunRequest
 
-    request = RunRequest(
-        device=device,
-        suite=suite,
-        keyword=keyword,
-        json_path=json_path,
-        junit_path=junit_path,
-        log_path=log,
-        timeout_s=timeout,
-        workers=default_workers() if workers is None else workers,
-        seed=seed,
-        breadth=breadth,
-        measure_ceilings=measure_ceilings,
-        expectations=expectations,
-        cases_dir=cases,
-        argv=tuple(["accelkit", *sys.argv[1:]]),
-        image=image,
-        passes=passes,
-    )
+    request = RunRequest.from_params(params, argv=("accelkit", *sys.argv[1:]))
     console = Console(stderr=False, highlight=False)
     display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)
     started = time.monotonic()
+    # Here or in a test image: two siblings with the same contract.
+    execute = container.run if request.image is not None else runner.run
     with display:
-        outcome = run(request, display.on_event)
+        outcome = execute(request, display.on_event)
     _summary(console, outcome, time.monotonic() - started, request)
     raise typer.Exit(int(outcome.exit_code))
+
+
+app.command(
+    name="test",
+    help="Run the shared conformance and performance suite on a device (cpu, cuda, rocm, xpu, "
+    "mps).",
+)(options.command(RUN_OPTIONS, test))
 
 
 class _PlainDisplay:

@@ -23,7 +23,7 @@ from accelkit.matrix.model import (
     MatrixEntry,
     MatrixFile,
 )
-from accelkit.matrix.parse import hint_for, target_family
+from accelkit.matrix.parse import hint_for
 
 FILTER_KEYS: tuple[str, ...] = (
     "name",
@@ -136,7 +136,7 @@ def _leg(
             path=where.path,
             line=where.line,
         )
-    family = target_family(backend, target) if target is not None else None
+    family = backend.family_of(target) if target is not None else None
     values = {
         "backend_version": version,
         "family": family,

@@ -23,14 +23,14 @@ base_image, container, build, build_args, setup_args, test_args, timeout_minutes
 from __future__ import annotations
 
 import difflib
-import importlib
 import os
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any, NoReturn
 
+from accelkit import inputs
 from accelkit.backends import Backend, all_backends
-from accelkit.errors import ConfigError
+from accelkit.errors import BadInput, ConfigError
 from accelkit.matrix import rules
 from accelkit.matrix.loader import LocatedList, LocatedMap, load_yaml
 from accelkit.matrix.model import (
@@ -93,29 +93,7 @@ def load_matrix(path: str | os.PathLike[str]) -> MatrixFile:
 
 def backend_targets(backend: Backend) -> tuple[str, ...]:
     """Targets a leg of `backend` may name: its `targets`, plus any families it defines."""
-    return backend.targets + tuple(_families(backend))
-
-
-def target_family(backend: Backend, target: str) -> str | None:
-    """The family that holds `target`, for backends that group targets (ROCm's TheRock)."""
-    families = _families(backend)
-    if not families:
-        return None
-    if target in families:
-        return target
-    module = importlib.import_module(type(backend).__module__)
-    family_of = getattr(module, "family_of", None)
-    if callable(family_of):
-        found = family_of(target)
-        return str(found) if found is not None else None
-    return None
-
-
-def _families(backend: Backend) -> dict[str, tuple[str, ...]]:
-    # Families are module data of the backend (rocm.GFX_FAMILIES); found without naming it.
-    module = importlib.import_module(type(backend).__module__)
-    families = getattr(module, "GFX_FAMILIES", None)
-    return dict(families) if isinstance(families, dict) else {}
+    return (*backend.targets, *backend.families)
 
 
 def _kind(value: object) -> str:
@@ -309,7 +287,7 @@ class _Parser:
         )
 
     def backend_version(self, raw: LocatedMap, backend: Backend) -> str | None:
-        rule = rules.BACKEND_VERSIONS.get(backend.name)
+        rule = backend.version_rule
         value = raw.get("backend_version")
         line = raw.line_of("backend_version")
         if rule is None:
@@ -322,32 +300,20 @@ class _Parser:
                 f"like '{rule.example}')",
                 line,
             )
-        if isinstance(value, (str, float)) and not rule.pattern.fullmatch(str(value)):
+        if isinstance(value, str) and rule.problem(value) is not None:
             self.fail(
-                f"malformed backend_version {str(value)!r} for {backend.name}: "
-                f"expected a {rule.what} like '{rule.example}'",
+                f"malformed backend_version {value!r} for {backend.name}: {rule.problem(value)}",
                 line,
             )
-        return self.string(value, line, "backend_version", rule.pattern, rule.what)
+        return self.string(value, line, "backend_version", rule.pattern, rule.expected)
 
     def target(self, value: object, line: int, backend: Backend, version: str | None) -> str:
-        valid = backend_targets(backend)
         if not isinstance(value, str):
             self.fail(f"a {backend.name} target must be a string, not {_kind(value)}", line)
-        if value not in valid:
-            hint = hint_for(value, valid)
-            self.fail(
-                f"{value!r} is not a {backend.name} target{hint}; valid: {', '.join(valid)}",
-                line,
-            )
-        minimum = rules.TARGET_MINIMUM_VERSION.get(value)
-        if minimum is not None and version is not None and rules.version_tuple(version) < minimum:
-            self.fail(
-                f"target {value} needs {backend.name} >= {minimum[0]}.{minimum[1]}, "
-                f"but backend_version is {version}",
-                line,
-            )
-        return value
+        try:
+            return backend.check_target(value, version, flag="")
+        except BadInput as exc:
+            self.fail(str(exc), line)
 
     def targets(
         self, raw: LocatedMap, backend: Backend, version: str | None
@@ -367,7 +333,7 @@ class _Parser:
         )
 
     def python(self, value: object, line: int) -> str:
-        return self.string(value, line, "python version", rules.PYTHON, "3.10 or newer, quoted")
+        return self.string(value, line, "python version", rules.PYTHON, inputs.PYTHON_EXPECTED)
 
     def pythons(self, scope: _Scope, where: str) -> tuple[str, ...]:
         found = scope.find("python")
@@ -513,8 +479,9 @@ class _Parser:
             )
             return TorchSource(channel=channel)
         ref = self.string(raw["ref"], raw.line_of("ref"), "torch ref", rules.GIT_REF, "a git ref")
-        if ".." in ref or ref.endswith(("/", ".lock", ".")):
-            self.fail(f"torch ref {ref!r} is not a valid git ref", raw.line_of("ref"))
+        problem = inputs.git_ref_problem(ref)
+        if problem is not None:
+            self.fail(f"torch ref {ref!r} is not a valid git ref: {problem}", raw.line_of("ref"))
         return TorchSource(ref=ref)
 
     def runner(self, found: tuple[Any, int] | None, backend: Backend) -> RunnerSpec:

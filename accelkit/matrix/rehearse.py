@@ -22,37 +22,34 @@ Where the rehearsal departs from the workflow, on purpose:
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from accelkit.backends import Availability
 from accelkit.backends import get as get_backend
 from accelkit.errors import AccelkitError, BadInput, ExitCode
+from accelkit.events import Event
 from accelkit.matrix.github import suite_option
 from accelkit.matrix.model import MatrixEntry
 
 if TYPE_CHECKING:
     from accelkit.setup.image import SetupPlan
-    from accelkit.suite.runner import RunRequest
+    from accelkit.suite.request import RunRequest
 
 #: Where the workflow's `leg` job writes a leg's files, under `leg-results/<leg name>/`.
 RESULTS_FILE = "results.json"
 JUNIT_FILE = "junit.xml"
 SETUP_FILE = "setup.json"
 
-#: `accelkit test` options the workflow sets itself from the leg; test_args may not.
-_TEST_OPTIONS_SET_BY_LEG = ("--device", "-d", "--suite", "--image", "--json", "--junit")
-
 #: Stand-in for the tag setup produces, in argv shown before setup has run.
 IMAGE_FROM_SETUP = "<image from setup>"
 
-Event = dict[str, Any]
-EventCallback = Callable[[str, Event], None]
+LegEventCallback = Callable[[str, Event], None]
+"""Receives (leg name, event); the events are accelkit.events's."""
 
 
 @dataclass(frozen=True)
@@ -306,30 +303,20 @@ def _plan_leg(leg: MatrixEntry, options: RehearsalOptions, host: Host) -> LegPla
 def _plan_setup(
     leg: MatrixEntry, options: RehearsalOptions, host: Host, docker: bool
 ) -> tuple[SetupStep, list[str]]:
-    from accelkit.setup.image import SetupRequest, plan_setup
+    from accelkit.setup.image import plan_setup
+    from accelkit.setup.request import SetupRequest
 
-    parsed = _parse(_setup_parser(), leg.setup_args, leg, "setup_args")
-    torch_wheel: Path | None = parsed.torch_wheel
-    torch_index: str | None = parsed.torch_index
+    where = f"{leg.location}: leg {leg.name}: setup_args"
+    try:
+        parsed = SetupRequest.from_argv([leg.backend, *leg.setup_args])
+    except BadInput as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    request = parsed
     if options.torch_wheel is not None:
-        torch_wheel, torch_index = options.torch_wheel, None
-    base_image: str | None = options.base_image or parsed.base_image
-    request = SetupRequest(
-        backend=leg.backend,
-        arch=parsed.arch,
-        torch_wheel=torch_wheel,
-        torch_index=torch_index,
-        base_image=base_image,
-        accelkit_source=parsed.accelkit_source,
-    )
-    argv = ["accelkit", "setup", leg.backend, *leg.setup_args]
-    for flag, value in (
-        ("--base-image", options.base_image),
-        ("--torch-wheel", options.torch_wheel),
-    ):
-        if value is not None:
-            argv += [flag, str(value)]
-    argv.append("--json")
+        request = dataclasses.replace(request, torch_wheel=options.torch_wheel, torch_index=None)
+    if options.base_image is not None:
+        request = dataclasses.replace(request, base_image=options.base_image)
+    argv = ["accelkit", "setup", *request.to_argv(), "--json"]
     reasons: list[str] = []
     try:
         plan = plan_setup(request)
@@ -351,92 +338,41 @@ def _plan_setup(
 def _plan_test(
     leg: MatrixEntry, options: RehearsalOptions, out: Path, image: str | None
 ) -> TestStep:
-    from accelkit.suite.runner import RunRequest
+    from accelkit.suite.request import RunRequest, suite_choice
 
     args = (*leg.test_args, *options.test_args)
-    parsed = _parse(_test_parser(), args, leg, "test_args")
-    suite = suite_option(leg.suites)
-    argv = ["accelkit", "test", "--device", leg.device, "--suite", suite]
-    if leg.container:
-        argv += ["--image", image or IMAGE_FROM_SETUP]
-    argv += [*args, "--json", str(out / RESULTS_FILE), "--junit", str(out / JUNIT_FILE)]
-    request = RunRequest(
+    where = f"{leg.location}: leg {leg.name}: test_args"
+    try:
+        parsed = RunRequest.from_argv(list(args))
+    except BadInput as exc:
+        raise BadInput(f"{where}: {exc}") from None
+    set_by_leg = {
+        flag: name
+        for name, flag in (
+            ("device", "--device"),
+            ("suite", "--suite"),
+            ("image", "--image"),
+            ("json_path", "--json"),
+            ("junit_path", "--junit"),
+        )
+    }
+    defaults = RunRequest()
+    for flag, name in set_by_leg.items():
+        if getattr(parsed, name) != getattr(defaults, name):
+            raise BadInput(f"{where}: {flag} is set from the leg itself")
+    request = dataclasses.replace(
+        parsed,
         device=leg.device,
-        suite=suite,
-        keyword=parsed.keyword,
+        suite=suite_choice(suite_option(leg.suites)),
         json_path=out / RESULTS_FILE,
         junit_path=out / JUNIT_FILE,
-        log_path=parsed.log,
-        timeout_s=parsed.timeout,
-        workers=parsed.workers,
-        passes=parsed.passes,
-        seed=parsed.seed,
-        breadth=parsed.breadth,
-        measure_ceilings=parsed.measure_ceilings,
-        expectations=parsed.expectations,
-        cases_dir=parsed.cases,
-        argv=tuple(argv),
-        image=image,
+        image=image if leg.container else None,
     )
-    return TestStep(tuple(argv), request)
-
-
-class _ArgvParser(argparse.ArgumentParser):
-    """argparse that raises instead of printing and exiting."""
-
-    def error(self, message: str) -> NoReturn:
-        raise _ArgvError(message)
-
-
-class _ArgvError(Exception):
-    pass
-
-
-def _setup_parser() -> argparse.ArgumentParser:
-    # The options of `accelkit setup` (accelkit/cli/setup.py) a leg's setup_args may hold.
-    parser = _ArgvParser(prog="accelkit setup", add_help=False)
-    parser.add_argument("--arch")
-    parser.add_argument("--torch-wheel", type=Path)
-    parser.add_argument("--torch-index")
-    parser.add_argument("--base-image")
-    parser.add_argument("--accelkit-source", type=Path)
-    return parser
-
-
-def _test_parser() -> argparse.ArgumentParser:
-    # The options of `accelkit test` (accelkit/cli/test.py) a leg's test_args may hold.
-    from accelkit.suite.runner import DEFAULT_PASSES, DEFAULT_TIMEOUT_S, default_workers
-
-    parser = _ArgvParser(prog="accelkit test", add_help=False)
-    parser.add_argument("-k", dest="keyword")
-    parser.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT_S)
-    parser.add_argument("--workers", type=int, default=default_workers())
-    parser.add_argument("--passes", type=int, default=DEFAULT_PASSES)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--breadth", default="quick")
-    parser.add_argument("--measure-ceilings", action="store_true")
-    parser.add_argument("--expectations", type=Path)
-    parser.add_argument("--cases", type=Path)
-    parser.add_argument("--log", type=Path)
-    return parser
-
-
-def _parse(
-    parser: argparse.ArgumentParser, args: Sequence[str], leg: MatrixEntry, key: str
-) -> argparse.Namespace:
-    where = f"{leg.location}: leg {leg.name}: {key}"
-    for arg in args:
-        if arg.split("=", 1)[0] in _TEST_OPTIONS_SET_BY_LEG and key == "test_args":
-            raise BadInput(f"{where}: {arg.split('=', 1)[0]} is set from the leg itself")
-    try:
-        parsed, unknown = parser.parse_known_args(list(args))
-    except _ArgvError as exc:
-        raise BadInput(f"{where}: {exc}") from None
-    if unknown:
-        raise BadInput(
-            f"{where}: {' '.join(unknown)} is not an option a rehearsal knows for `{parser.prog}`"
-        )
-    return parsed
+    shown = request
+    if leg.container:
+        shown = dataclasses.replace(request, image=image or IMAGE_FROM_SETUP)
+    argv = ("accelkit", "test", *shown.to_argv(always=("device", "suite")))
+    return TestStep(argv, request.with_argv(argv))
 
 
 # --- execution ------------------------------------------------------------------------
@@ -445,7 +381,7 @@ def _parse(
 def rehearse(
     plan: RehearsalPlan,
     host: DockerHost,
-    on_event: EventCallback | None = None,
+    on_event: LegEventCallback | None = None,
 ) -> RehearsalOutcome:
     """Run every runnable leg of `plan`, one after the other; one outcome per leg.
 
@@ -469,8 +405,8 @@ def rehearse(
     return RehearsalOutcome(tuple(outcomes))
 
 
-def _run_leg(leg: LegPlan, host: DockerHost, emit: EventCallback) -> LegOutcome:
-    from accelkit.suite.runner import run
+def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutcome:
+    from accelkit.suite import container, runner
 
     name = leg.leg.name
     leg.output_dir.mkdir(parents=True, exist_ok=True)
@@ -492,7 +428,8 @@ def _run_leg(leg: LegPlan, host: DockerHost, emit: EventCallback) -> LegOutcome:
     if leg.leg.container:
         argv = tuple(image or "" if a == IMAGE_FROM_SETUP else a for a in request.argv)
         request = dataclasses.replace(request, image=image, argv=argv)
-    outcome = run(request, lambda event: emit(name, event))
+    execute = container.run if request.image is not None else runner.run
+    outcome = execute(request, lambda event: emit(name, event))
     summary = outcome.results.summary
     counts = {
         status: int(getattr(summary, status))

@@ -1,31 +1,4 @@
-"""What this torch and this machine can do, importable without a GPU (and without torch).
-
-`fingerprint()` describes the environment, `capabilities()` says per backend and per
-PyTorch 2.14 feature whether it is available and, if not, precisely why.
-"""
-
-from __future__ import annotations
-
-import functools
-import importlib
-from types import ModuleType
-
-
-@functools.lru_cache(maxsize=1)
-def _import_torch() -> tuple[ModuleType | None, str]:
-    try:
-        module = importlib.import_module("torch")
-    except ImportError as exc:
-        return None, f"torch is not installed ({exc})"
-    except Exception as exc:  # a broken build (missing shared libraries, ...) must not crash us
-        return None, f"torch failed to import: {type(exc).__name__}: {exc}"
-    return module, ""
-
-
-def torch_or_none() -> ModuleType | None:
-    """The torch module, or None when it cannot be imported (see `torch_import_error`)."""
-    return _import_torch()[0]
-
-
-def torch_import_error() -> str:
-    return _import_torch()[1]
+"""What this torch and this machine can do: `fingerprint()` (fingerprint.py) describes the
+environment, `capabilities()` (capabilities.py) says per backend and per PyTorch 2.14 feature
+whether it is available and, if not, precisely why. Importable without a GPU and without
+torch (torch is loaded through accelkit.torch_import)."""

@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from accelkit.backends import Availability, all_backends
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 CheckFn = Callable[[], Availability]
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from accelkit import __version__
-from accelkit.probe import torch_import_error, torch_or_none
+from accelkit.torch_import import torch_import_error, torch_or_none
 
 # Environment variables that change what torch sees or builds. A fixed allow-list: the
 # environment of a CI runner holds tokens, and a fingerprint is published.

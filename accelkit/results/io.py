@@ -77,3 +77,8 @@ def load_results(path: Path) -> Results:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise BadInput(f"{path}: invalid results file at {where}: {first['msg']}") from None
+
+
+def write_results(results: Results, path: Path) -> None:
+    """Replace the results file at `path` with `results`, atomically."""
+    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")

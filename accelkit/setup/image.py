@@ -26,8 +26,9 @@ from typing import Any
 
 from accelkit import resources
 from accelkit.errors import BadInput, Failed
+from accelkit.inputs import check_file, check_image, check_safe, check_url
+from accelkit.setup.request import SetupRequest
 from accelkit.wheels import pipconfig
-from accelkit.wheels.inputs import check_file, check_image, check_safe, check_url
 from accelkit.wheels.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
 
 LineCallback = Callable[[str], None]
@@ -39,17 +40,6 @@ _SKIP_FROM_ACCELKIT = ("torch",)
 CONTEXT_IN_IMAGE = "/tmp/accelkit-context"  # noqa: S108 (a path in the image, not here)
 #: Seconds a verification command may take (importing torch cold in a fresh container).
 VERIFY_TIMEOUT_S = 300.0
-
-
-@dataclass(frozen=True)
-class SetupRequest:
-    backend: str
-    arch: str | None = None
-    torch_wheel: Path | None = None
-    torch_index: str | None = None
-    torch_spec: str = "torch"
-    base_image: str | None = None
-    accelkit_source: Path | None = None
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Runs the shared suite: a plan (`RunRequest`) in, a results file and an outcome out.
+"""Runs the shared suite on this host: a `RunRequest` in, a results file and an outcome out.
+(`accelkit.suite.container` is its sibling for `--image`; the CLI picks between them.)
 
 The engine is pytest in a child process (its own process group, so a Ctrl-C or a kill takes
 every worker with it), with pytest-xdist workers for crash isolation and pytest-timeout for
@@ -16,122 +17,19 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
+from accelkit.events import Event, EventCallback
+from accelkit.suite import outcome
+from accelkit.suite.environment import child_env
+from accelkit.suite.outcome import NO_TESTS, RunOutcome
+from accelkit.suite.request import SUITE_ROOT, RunRequest, cases_root, validate
 
-SUITE_ROOT = Path(__file__).resolve().parent
-SUITE_CHOICES = ("conformance", "perf", "all")
-BREADTH_CHOICES = ("quick", "full")
-DEFAULT_TIMEOUT_S = 300.0
-MAX_DEFAULT_WORKERS = 4
-"""The default conformance workers are one per usable CPU, at most this many: each worker
-holds torch and the operator database (about 1.3 GB), and on an accelerator they share one
-device."""
-DEFAULT_PASSES = 5
-"""Measurement passes of the perf cases: each pass is a separate pytest process, and the
-samples of all passes are pooled with their pass as the group (`accelkit.results.merge`).
-Samples taken in one process share its conditions (memory layout, a burst of load from
-another job) and are not independent; five groups are the fewest with which
-`accelkit compare`'s rank test on per-group medians can confirm a change at the 1% level."""
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
-
-Event = dict[str, Any]
-
-
-def default_workers() -> int:
-    """Conformance workers when `--workers` is not given: one per CPU this process may use
-    (its affinity mask, which container CPU limits set), at most MAX_DEFAULT_WORKERS."""
-    try:
-        usable = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        usable = os.cpu_count() or 1
-    return max(1, min(usable, MAX_DEFAULT_WORKERS))
-
-
-@dataclass(frozen=True)
-class RunRequest:
-    device: str
-    suite: str = "all"
-    keyword: str | None = None
-    json_path: Path | None = None
-    junit_path: Path | None = None
-    log_path: Path | None = None
-    timeout_s: float = DEFAULT_TIMEOUT_S
-    workers: int = 1
-    seed: int = 0
-    breadth: str = "quick"
-    measure_ceilings: bool = False
-    expectations: Path | None = None
-    cases_dir: Path | None = None
-    argv: tuple[str, ...] = field(default_factory=tuple)
-    image: str | None = None  # run inside this container image (accelkit.suite.in_container)
-    passes: int = DEFAULT_PASSES
-
-    @property
-    def suites(self) -> tuple[str, ...]:
-        return ("conformance", "perf") if self.suite == "all" else (self.suite,)
-
-
-@dataclass(frozen=True)
-class RunOutcome:
-    results: Any  # accelkit.results.model.Results (kept lazy for start-up time)
-    exit_code: ExitCode
-    log_path: Path | None
-    pytest_exit: int
-
-
-def validate(request: RunRequest) -> None:
-    """Check everything a user can get wrong before anything starts or is written."""
-    from accelkit import backends
-    from accelkit.results.io import check_output_path
-
-    backends.get(request.device)
-    if request.suite not in SUITE_CHOICES:
-        raise BadInput(
-            f"--suite: unknown suite {request.suite!r}; valid: {', '.join(SUITE_CHOICES)}"
-        )
-    if request.breadth not in BREADTH_CHOICES:
-        raise BadInput(
-            f"--breadth: unknown breadth {request.breadth!r}; valid: {', '.join(BREADTH_CHOICES)}"
-        )
-    if request.expectations is not None:
-        from accelkit.suite.expectations import load_expectations
-
-        load_expectations(request.device, request.expectations)  # BadInput when malformed
-    if request.timeout_s < 0:
-        raise BadInput(
-            f"--timeout: must be >= 0 seconds (0 disables it), got {request.timeout_s:g}"
-        )
-    if request.workers < 0:
-        raise BadInput(f"--workers: must be >= 0, got {request.workers}")
-    if request.passes < 1:
-        raise BadInput(f"--passes: must be >= 1, got {request.passes}")
-    for flag, path in (
-        ("--json", request.json_path),
-        ("--junit", request.junit_path),
-        ("--log", request.log_path),
-    ):
-        if path is not None:
-            check_output_path(path, flag=flag)
-    outputs = [p.resolve() for p in (request.json_path, request.junit_path, request.log_path) if p]
-    if len(set(outputs)) != len(outputs):
-        raise BadInput("--json, --junit and --log must name different files")
-    if request.cases_dir is not None and not request.cases_dir.is_dir():
-        raise BadInput(f"--cases {request.cases_dir}: not a directory")
-    if request.keyword is not None and not request.keyword.strip():
-        raise BadInput("-k: empty expression")
-    for suite in request.suites:
-        if not (_cases_root(request) / suite).is_dir():
-            raise BadInput(f"--suite {suite}: {_cases_root(request) / suite} has no cases")
-
-
-def _cases_root(request: RunRequest) -> Path:
-    return request.cases_dir.resolve() if request.cases_dir is not None else SUITE_ROOT
 
 
 def check_device(request: RunRequest) -> None:
@@ -178,30 +76,21 @@ def pytest_argv(
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
     workers (default: the request's)."""
-    root = _cases_root(request)
+    root = cases_root(request)
     suites = request.suites if suites is None else suites
-    workers = request.workers if workers is None else workers
-    argv = [
-        sys.executable, "-m", "pytest",
-        "-c", str(SUITE_ROOT / "pytest.ini"),
-        "--rootdir", str(root),
-        "-p", "accelkit.suite.plugin",
-        "-p", "pytest_timeout",
-        "-p", "no:cacheprovider",
-        "--accelkit-device", request.device,
-        "--accelkit-seed", str(request.seed),
-        "--accelkit-results", str(results_path),
-        "--accelkit-events-fd", str(events_fd),
-        "--accelkit-timeout", str(request.timeout_s),
-        "--accelkit-breadth", request.breadth,
-        "--timeout", str(request.timeout_s),
-        # The thread method ends the worker process: it also stops a hang in native code.
-        "--timeout-method", "thread",
-        "-rfEs", "--tb=short", "-q",
-    ]  # fmt: skip
+    workers = request.worker_count if workers is None else workers
+    argv = [sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
+    argv += ["--rootdir", str(root)]
+    argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
+    argv += ["--accelkit-device", request.device, "--accelkit-seed", str(request.seed)]
+    argv += ["--accelkit-results", str(results_path), "--accelkit-events-fd", str(events_fd)]
+    argv += ["--accelkit-timeout", str(request.timeout_s)]
+    argv += ["--accelkit-breadth", request.breadth, "--timeout", str(request.timeout_s)]
+    # The thread method ends the worker process: it also stops a hang in native code.
+    argv += ["--timeout-method", "thread", "-rfEs", "--tb=short", "-q"]
     if workers > 0:
-        argv += ["-p", "xdist.plugin", "-n", str(workers),
-                 "--max-worker-restart", str(_MAX_WORKER_RESTARTS)]  # fmt: skip
+        argv += ["-p", "xdist.plugin", "-n", str(workers)]
+        argv += ["--max-worker-restart", str(_MAX_WORKER_RESTARTS)]
     if request.expectations is not None:
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
     if request.measure_ceilings:
@@ -214,40 +103,16 @@ def pytest_argv(
     return argv
 
 
-def suite_environment(device: str, environ: Mapping[str, str]) -> dict[str, str]:
-    """The variables the device's backend needs in the suite's pytest process
-    (`Backend.suite_environment`), each with the value `environ` gives it where `environ` sets
-    it: a value the user set explicitly wins over the backend's."""
-    from accelkit import backends
-
-    wanted = backends.get(device).suite_environment()
-    return {name: environ.get(name, value) for name, value in wanted.items()}
-
-
-def child_env(device: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The pytest child's environment: `environ` (default: this process's) with the
-    backend's `suite_environment` added where unset, and plugin autoload off."""
-    env = dict(os.environ if environ is None else environ)
-    env.update(suite_environment(device, env))
-    # Only the plugins accelkit names run: a plugin installed for other work must not
-    # change how the suite runs (or slow it down).
-    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env.setdefault("PYTHONUNBUFFERED", "1")
-    return env
-
-
-def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) -> RunOutcome:
-    """Run the suite as planned; raises BadInput/Unavailable before starting anything."""
+def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcome:
+    """Run the suite on this host as planned; raises BadInput/Unavailable before starting
+    anything."""
     from accelkit.results.io import load_results
     from accelkit.results.junit import write_junit
     from accelkit.results.writer import ResultsWriter
 
     validate(request)
     if request.image is not None:
-        # The image, not this host, has the device and the torch under test.
-        from accelkit.suite import in_container
-
-        return in_container.run(request, on_event)  # type: ignore[no-any-return]
+        raise ValueError("an --image run goes through accelkit.suite.container")
     check_device(request)
     with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp:
         # Absolute: pytest runs with the cases folder as its working directory.
@@ -262,8 +127,15 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
         for index, (suites, workers) in enumerate(phases(request)):
             if index:  # the file stays `finished: null` until the last phase has ended
                 _reopen(results_path)
-            status = _run_pytest(request, results_path, log_path, emit, suites=suites,
-                                 workers=workers, append_log=index > 0)  # fmt: skip
+            status = _run_pytest(
+                request,
+                results_path,
+                log_path,
+                emit,
+                suites=suites,
+                workers=workers,
+                append_log=index > 0,
+            )
             pytest_exit = _combined_exit(pytest_exit, status)
             if status not in (0, 1, NO_TESTS):
                 break
@@ -273,7 +145,7 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
             pytest_exit = _combined_exit(pytest_exit, status)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
-        exit_code = _exit_code(results, pytest_exit)
+        exit_code = outcome.exit_code(results, pytest_exit)
         kept_log: Path | None = log_path
         if request.log_path is None:
             kept_log = None
@@ -287,12 +159,9 @@ def run(request: RunRequest, on_event: Callable[[Event], None] | None = None) ->
             raise BadInput(f"{what} matched no case")
         if pytest_exit in (3, 4) and not results.cases:
             raise Failed(f"pytest failed before running any case: {_last_error_line(log_path)}")
-        return RunOutcome(results=results, exit_code=exit_code, log_path=kept_log,
-                          pytest_exit=pytest_exit)  # fmt: skip
-
-
-NO_TESTS = 5
-"""pytest's exit status when nothing was selected."""
+        return RunOutcome(
+            results=results, exit_code=exit_code, log_path=kept_log, pytest_exit=pytest_exit
+        )
 
 
 def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:
@@ -301,9 +170,9 @@ def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:
     is ever timed while another case runs beside it."""
     planned: list[tuple[tuple[str, ...], int]] = []
     if "conformance" in request.suites:
-        planned.append((("conformance",), request.workers))
+        planned.append((("conformance",), request.worker_count))
     if "perf" in request.suites:
-        planned.append((("perf",), min(request.workers, 1)))
+        planned.append((("perf",), min(request.worker_count, 1)))
     return planned
 
 
@@ -317,15 +186,8 @@ def _combined_exit(first: int, second: int) -> int:
     return max(first, second)
 
 
-def write_results(results: Any, path: Path) -> None:
-    """Replace the results file at `path` with `results`, atomically."""
-    from accelkit.results.io import atomic_write_text
-
-    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
-
-
 def _reopen(results_path: Path) -> None:
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
 
     write_results(_with_run(load_results(results_path), finished=None), results_path)
 
@@ -339,7 +201,7 @@ def _more_passes(
     results: Any,
     results_path: Path,
     log_path: Path,
-    on_event: Callable[[Event], None],
+    on_event: EventCallback,
 ) -> tuple[Any, int]:
     """Passes 2..N of the perf cases (see DEFAULT_PASSES), each pooled into the results
     file as it ends. Until the last pass has ended the file says `finished: null`, so an
@@ -347,7 +209,7 @@ def _more_passes(
 
     Their events reach `on_event` as `pass` (one per pass: number, passes, total cases)
     and `pass_case` (a case of that pass, with its number)."""
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
     from accelkit.results.merge import pool
     from accelkit.results.model import Summary
     from accelkit.results.writer import ResultsWriter
@@ -368,7 +230,7 @@ def _more_passes(
                 _pass_events(number, request.passes, on_event),
                 pass_number=number,
                 suites=("perf",),
-                workers=min(request.workers, 1),
+                workers=min(request.worker_count, 1),
                 append_log=True,
             )
             if exit_status == NO_TESTS:  # nothing repeats in later passes (all single_pass)
@@ -391,30 +253,19 @@ def _with_run(results: Any, **update: Any) -> Any:
     return results.model_copy(update={"run": results.run.model_copy(update=update)})
 
 
-def _pass_events(
-    number: int, passes: int, on_event: Callable[[Event], None]
-) -> Callable[[Event], None]:
+def _pass_events(number: int, passes: int, on_event: EventCallback) -> EventCallback:
     def forward(event: Event) -> None:
         kind = event.get("event")
         if kind == "collected":
-            on_event({"event": "pass", "pass": number, "passes": passes,
-                      "total": event.get("total")})  # fmt: skip
+            on_event(
+                {"event": "pass", "pass": number, "passes": passes, "total": event.get("total")}
+            )
         elif kind == "case":
             on_event({"event": "pass_case", "pass": number, "case": event.get("case")})
         elif kind == "start":
             on_event(event)
 
     return forward
-
-
-def _exit_code(results: Any, pytest_exit: int) -> ExitCode:
-    from accelkit.results.model import BAD_STATUSES
-
-    if any(case.status in BAD_STATUSES for case in results.cases):
-        return ExitCode.FAILED
-    if pytest_exit not in (0, 5):  # interrupted, internal error: not a clean pass
-        return ExitCode.FAILED
-    return ExitCode.OK
 
 
 class Terminated(KeyboardInterrupt):
@@ -461,7 +312,7 @@ def _run_pytest(
     request: RunRequest,
     results_path: Path,
     log_path: Path,
-    on_event: Callable[[Event], None],
+    on_event: EventCallback,
     *,
     pass_number: int = 1,
     suites: tuple[str, ...] | None = None,
@@ -469,8 +320,7 @@ def _run_pytest(
     append_log: bool = False,
 ) -> int:
     read_fd, write_fd = os.pipe()
-    argv = pytest_argv(request, results_path, write_fd, pass_number, suites=suites,
-                       workers=workers)  # fmt: skip
+    argv = pytest_argv(request, results_path, write_fd, pass_number, suites=suites, workers=workers)
     with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
@@ -486,7 +336,7 @@ def _run_pytest(
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),
-                cwd=str(_cases_root(request)),
+                cwd=str(cases_root(request)),
             )
         finally:
             os.close(write_fd)

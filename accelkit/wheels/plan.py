@@ -1,8 +1,9 @@
 """A build as data: what `accelkit build` will do, before it does anything.
 
-A `BuildRequest` holds the checked flags; a recipe (accelkit/wheels/recipes/) turns it into a
-`BuildPlan`: the builder image and its content-hash tag, the pip requirement of the SDK,
-the environment, the ordered steps (argument lists, never shell strings) and the outputs.
+A `BuildRequest` (accelkit/wheels/request.py) holds the checked flags; a recipe
+(accelkit/wheels/recipes/) turns it into a `BuildPlan`: the builder image and its content-hash
+tag, the pip requirement of the SDK, the environment, the ordered steps (argument lists, never
+shell strings) and the outputs.
 The plan prints for `--dry-run`, serialises to JSON for `--json` and for the builder
 container (accelkit/incontainer/build_steps.py executes it there), and is recorded in the
 manifest.
@@ -30,27 +31,6 @@ CONTAINER_DIST = "/work/dist"  # wheels land here and are copied out after the b
 CONTAINER_CCACHE = "/ccache"
 CONTAINER_ACCELKIT = "/opt/accelkit-run"  # accelkit's own package, mounted read-only
 CONTAINER_PLAN = "/opt/accelkit-plan/plan.json"
-
-
-@dataclass(frozen=True)
-class BuildRequest:
-    """Checked flags of `accelkit build <backend>` (see accelkit/cli/build.py)."""
-
-    backend: str
-    output: Path
-    version: str | None = None  # the SDK / toolkit version: ROCm 7.14, CUDA 13.4
-    targets: tuple[str, ...] = ()  # gfx942,gfx950 / sm_107 / pvc,bmg
-    family: str | None = None
-    index_url: str | None = None
-    python: str = "3.12"
-    torch_ref: str | None = None
-    torch_version: str | None = None
-    source: Path | None = None
-    ccache: Path | None = None
-    builder_base_image: str | None = None
-    triton: bool = True
-    smoke: bool = False
-    build_number: int = 1
 
 
 @dataclass(frozen=True)

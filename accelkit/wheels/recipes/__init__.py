@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from accelkit.errors import BadInput
-from accelkit.wheels.plan import BuildPlan, BuildRequest
+from accelkit.wheels.plan import BuildPlan
+from accelkit.wheels.request import BuildRequest
 
 Recipe = Callable[[BuildRequest], BuildPlan]
 

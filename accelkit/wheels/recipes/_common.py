@@ -10,18 +10,18 @@ from typing import Any
 
 from accelkit import resources
 from accelkit.errors import BadInput
-from accelkit.wheels.inputs import check_git_ref, check_python, check_torch_version
+from accelkit.inputs import check_git_ref, check_python, check_torch_version
 from accelkit.wheels.plan import (
     CONTAINER_CCACHE,
     CONTAINER_DIST,
     CONTAINER_SOURCE,
     CONTAINER_TREE,
     BuilderImage,
-    BuildRequest,
     EnvVar,
     Step,
     builder_tag,
 )
+from accelkit.wheels.request import BUILD_OPTIONS, BuildRequest
 
 #: PyTorch's own manylinux builder base (TheRock's too); pin by digest in production.
 MANYLINUX_BASE_IMAGE = "quay.io/pypa/manylinux_2_28_x86_64"
@@ -36,15 +36,34 @@ _RELEASE_REF = re.compile(r"v?(\d+\.\d+\.\d+)")
 _BRANCH_REF = re.compile(r"release/(\d+\.\d+)")
 
 
-def reject(request: BuildRequest, backend: str, **flags: str) -> None:
-    """BadInput when a flag that means nothing to `backend` was given.
+#: Flags every recipe takes; the others are named by the recipes that take them.
+COMMON_FLAGS = frozenset(
+    {
+        "--python",
+        "--torch-ref",
+        "--torch-version",
+        "--source",
+        "--output",
+        "--ccache",
+        "--builder-base-image",
+        "--smoke",
+        "--smoke-image",
+    }
+)
 
-    `flags` maps BuildRequest field names to their command-line spelling.
-    """
-    defaults = {f.name: f.default for f in fields(BuildRequest)}
-    for name, flag in flags.items():
-        if getattr(request, name) not in (defaults[name], None, ()):
-            raise BadInput(f"{flag} does not apply to accelkit build {backend}")
+
+def accept(request: BuildRequest, *flags: str) -> None:
+    """BadInput for a flag given to `accelkit build <backend>` that its recipe does not take
+    (the common flags, plus `flags`)."""
+    taken = COMMON_FLAGS | set(flags)
+    for opt in BUILD_OPTIONS:
+        if opt.positional:
+            continue
+        value = getattr(request, opt.name)
+        if value != opt.default and opt.flag not in taken:
+            spelled = opt.negative if opt.type is bool and not value and opt.negative else opt.flag
+            also = f" (it takes {', '.join(sorted(set(flags)))})" if flags else ""
+            raise BadInput(f"{spelled} does not apply to accelkit build {request.backend}{also}")
 
 
 def builder_image(

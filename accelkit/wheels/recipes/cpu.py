@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
 from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
+    accept,
     builder_image,
     checkout_step,
     common_env,
     inputs,
-    reject,
     requirements_step,
     torch_version,
     wheel_step,
 )
+from accelkit.wheels.request import BuildRequest
 
 
 @recipe("cpu")
 def cpu_plan(request: BuildRequest) -> BuildPlan:
-    reject(
-        request, "cpu", targets="--gfx/--arch", family="--family", index_url="--index-url",
-        version="--rocm-version/--cuda-version",
-    )  # fmt: skip
+    accept(request)
     torch = torch_version(request)
     full_version = f"{torch}+cpu"
     env = [

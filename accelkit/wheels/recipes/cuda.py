@@ -3,30 +3,33 @@
 from __future__ import annotations
 
 from accelkit.backends import cuda as backend
-from accelkit.wheels.inputs import check_cuda_version
-from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.backends.base import release_tuple
+from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
 from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
+    accept,
     builder_image,
     checkout_step,
     common_env,
     inputs,
-    reject,
     requirements_step,
     semicolons,
     torch_version,
     wheel_step,
 )
+from accelkit.wheels.request import BuildRequest
 
 
 @recipe("cuda")
 def cuda_plan(request: BuildRequest) -> BuildPlan:
-    reject(request, "cuda", family="--family", index_url="--index-url")
-    version = request.version or backend.DEFAULT_CUDA_VERSION
-    cuda = check_cuda_version(version)
+    accept(request, "--cuda-version", "--arch")
+    version = backend.CUDA_VERSION.check(
+        request.version or backend.DEFAULT_CUDA_VERSION, flag="--cuda-version"
+    )
+    cuda = release_tuple(version)
     targets = request.targets or ("sm_90", "sm_100", "sm_107")
     for arch in targets:
-        backend.check_arch(arch, cuda)
+        backend.BACKEND.check_target(arch, version, flag="--arch")
     torch = torch_version(request)
     full_version = f"{torch}+cu{cuda[0]}{cuda[1]}"
     env = [
@@ -38,7 +41,7 @@ def cuda_plan(request: BuildRequest) -> BuildPlan:
         *common_env(request, full_version),
     ]
     steps = (checkout_step(request), requirements_step(), wheel_step())
-    base = f"nvidia/cuda:{version}.0-devel-ubuntu24.04"
+    base = f"nvidia/cuda:{backend.image_version(version)}-devel-ubuntu24.04"
     return BuildPlan(
         backend="cuda",
         inputs=inputs(request, torch_version=torch, cuda_version=version),

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 from accelkit.backends import rocm as backend
 from accelkit.errors import BadInput
-from accelkit.wheels.inputs import check_url
+from accelkit.inputs import check_url
 from accelkit.wheels.plan import (
     CONTAINER_DIST,
     CONTAINER_TREE,
     BuildPlan,
-    BuildRequest,
     EnvVar,
     Step,
     WheelExpectation,
@@ -25,16 +24,17 @@ from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
     PYTHON,
+    accept,
     builder_image,
     checkout_step,
     common_env,
     inputs,
-    reject,
     requirements_step,
     semicolons,
     torch_version,
     wheel_step,
 )
+from accelkit.wheels.request import BuildRequest
 
 #: ROCm's triton fork, built at the pin in torch's tree, before torch.
 TRITON_REPO = "https://github.com/ROCm/triton.git"
@@ -44,13 +44,13 @@ ROCM_INIT = "torch/_rocm_init.py"
 
 @recipe("rocm")
 def rocm_plan(request: BuildRequest) -> BuildPlan:
-    reject(request, "rocm")
+    accept(request, "--rocm-version", "--gfx", "--family", "--index-url", "--triton")
     if request.version is None:
         raise BadInput("accelkit build rocm needs --rocm-version (e.g. 7.14)")
-    version = backend.check_sdk_version(request.version)
+    version = backend.SDK_VERSION.check(request.version, flag="--rocm-version")
     if not request.targets:
         raise BadInput(
-            f"accelkit build rocm needs --gfx (valid: {', '.join(backend.RocmBackend.targets)})"
+            f"accelkit build rocm needs --gfx (valid: {', '.join(backend.ROCM_TARGETS)})"
         )
     backend.check_gfx(request.targets, request.family)
     if request.family is not None and request.index_url is not None:

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 from accelkit.backends import xpu as backend
-from accelkit.errors import BadInput
-from accelkit.wheels.plan import BuildPlan, BuildRequest, EnvVar, WheelExpectation
+from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
 from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
+    accept,
     builder_image,
     checkout_step,
     common_env,
     inputs,
-    reject,
     requirements_step,
     torch_version,
     wheel_step,
 )
+from accelkit.wheels.request import BuildRequest
 
 #: Intel's oneAPI Deep Learning Essentials (compilers, oneDNN, oneCCL): PyTorch's XPU CI base.
 XPU_BUILDER_BASE = "intel/deep-learning-essentials:{version}-devel-ubuntu24.04"
@@ -24,13 +24,13 @@ DEFAULT_ONEAPI_VERSION = "2025.3"
 
 @recipe("xpu")
 def xpu_plan(request: BuildRequest) -> BuildPlan:
-    reject(request, "xpu", family="--family", index_url="--index-url")
-    version = request.version or DEFAULT_ONEAPI_VERSION
+    accept(request, "--oneapi-version", "--arch")
+    version = backend.ONEAPI_VERSION.check(
+        request.version or DEFAULT_ONEAPI_VERSION, flag="--oneapi-version"
+    )
     targets = request.targets or ("pvc", "bmg")
     for arch in targets:
-        if arch not in backend.XpuBackend.targets:
-            valid = ", ".join(backend.XpuBackend.targets)
-            raise BadInput(f"--arch: unknown XPU target {arch!r}; valid: {valid}")
+        backend.BACKEND.check_target(arch, version, flag="--arch")
     torch = torch_version(request)
     full_version = f"{torch}+xpu"
     env = [

@@ -1,6 +1,8 @@
-"""`accelkit test --image IMAGE`: the same suite run, inside a test image.
+"""`accelkit test --image IMAGE`: the same suite run, inside a test image (the sibling of
+`accelkit.suite.runner`, which runs it on this host; the CLI picks between them).
 
-The container runs `python -m accelkit test` with the same options (no --image), with the
+The container runs `python -m accelkit test` with the same options (`RunRequest.to_argv`,
+with --image dropped and the output paths mapped into the container), with the
 backend's device options (accelkit.backends), the host's device-selection variables and the
 variables the backend's suite needs (`Backend.suite_environment`; a value set on the host wins).
 Each requested output file (--json, --junit, --log) is written by the run inside to a bind
@@ -17,13 +19,16 @@ import json
 import os
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
-
-Event = dict[str, Any]
+from accelkit.events import Event, EventCallback
+from accelkit.suite import outcome
+from accelkit.suite.environment import container_env
+from accelkit.suite.outcome import RunOutcome
+from accelkit.suite.request import RunRequest, validate
 
 #: Folders inside the container.
 OUT_ROOT = "/accelkit-out"
@@ -32,17 +37,20 @@ IN_ROOT = "/accelkit-in"
 POLL_S = 0.5
 
 
-def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
-    """Run `request` (a runner.RunRequest with `image` set) in its image; a RunOutcome."""
+def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcome:
+    """Run `request` (with `image` set) in its image; BadInput/Unavailable before starting
+    anything, as on the host."""
     from dataclasses import replace
 
     from accelkit import backends
     from accelkit.containers.engine import connect
     from accelkit.containers.run import Mount, run_container
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
     from accelkit.results.junit import write_junit
-    from accelkit.suite.runner import RunOutcome, _exit_code, write_results
 
+    validate(request)
+    if request.image is None:
+        raise ValueError("a run without --image goes through accelkit.suite.runner")
     backend = backends.get(request.device)
     emit = on_event or (lambda event: None)
     with tempfile.TemporaryDirectory(prefix="accelkit-in-container-") as tmp:
@@ -58,26 +66,26 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
                 mounts.append(Mount(source=folder, target=folders[folder], read_only=False))
             return f"{folders[folder]}/{path.name}"
 
-        argv = ["python", "-m", "accelkit", "test", "--device", request.device,
-                "--suite", request.suite, "--timeout", f"{request.timeout_s:g}",
-                "--workers", str(request.workers), "--seed", str(request.seed),
-                "--breadth", request.breadth, "--passes", str(request.passes),
-                "--json", inside(json_path)]  # fmt: skip
-        if request.measure_ceilings:
-            argv.append("--measure-ceilings")
-        if request.junit_path is not None:
-            argv += ["--junit", inside(request.junit_path.resolve())]
-        if request.log_path is not None:
-            argv += ["--log", inside(request.log_path.resolve())]
-        if request.keyword:
-            argv += ["-k", request.keyword]
+        def output(path: Path | None) -> Path | None:
+            return None if path is None else Path(inside(path.resolve()))
+
+        inner = replace(
+            request,
+            image=None,
+            json_path=output(json_path),
+            junit_path=output(request.junit_path),
+            log_path=output(request.log_path),
+            expectations=None,
+            cases_dir=None,
+        )
         if request.expectations is not None:
             source = request.expectations.resolve()
             mounts.append(Mount(source=source, target=f"{IN_ROOT}/expectations.yaml"))
-            argv += ["--expectations", f"{IN_ROOT}/expectations.yaml"]
+            inner = replace(inner, expectations=Path(f"{IN_ROOT}/expectations.yaml"))
         if request.cases_dir is not None:
             mounts.append(Mount(source=request.cases_dir.resolve(), target=f"{IN_ROOT}/cases"))
-            argv += ["--cases", f"{IN_ROOT}/cases"]
+            inner = replace(inner, cases_dir=Path(f"{IN_ROOT}/cases"))
+        argv = ["python", "-m", "accelkit", "test", *inner.to_argv()]
 
         device = backend.container_options(dict(os.environ))
         options = replace(
@@ -117,23 +125,12 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
         write_results(results, json_path)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
-        exit_code = _exit_code(results, 0 if code == 0 else 1)
+        exit_code = outcome.exit_code(results, 0 if code == 0 else 1)
         if code == ExitCode.FAILED:
             exit_code = ExitCode.FAILED
-        return RunOutcome(results=results, exit_code=exit_code, log_path=request.log_path,
-                          pytest_exit=code)  # fmt: skip
-
-
-def container_env(device: str, device_env: Mapping[str, str],
-                  environ: Mapping[str, str]) -> dict[str, str]:  # fmt: skip
-    """The container's environment: the backend's device-selection variables (`device_env`,
-    from `container_options`), the variables its suite needs (`Backend.suite_environment`,
-    with the value the user set in `environ`, the host's environment, where they set one: the
-    run inside keeps a value it finds set), and what the run inside needs."""
-    from accelkit.suite.runner import suite_environment
-
-    return {**device_env, **suite_environment(device, environ), "HOME": "/tmp",
-            "PYTHONUNBUFFERED": "1"}  # fmt: skip
+        return RunOutcome(
+            results=results, exit_code=exit_code, log_path=request.log_path, pytest_exit=code
+        )
 
 
 def _error_line(lines: tuple[str, ...]) -> str:

@@ -1,4 +1,9 @@
-"""Checks on every value a user hands to `accelkit build` and `accelkit setup`.
+"""The one set of rules for values that several commands take: Python versions, torch
+versions, git refs, URLs, image references, targets and paths. `accelkit build`, `setup`,
+`test` and the matrix validator (`accelkit.matrix.rules`) all use these patterns, so a
+matrix that validates is a matrix whose commands accept their values. What a backend's
+toolkit version and targets look like is the backend's own rule
+(`Backend.version_rule`, `Backend.check_target`).
 
 Nothing accelkit runs goes through a shell, so these checks are a second line of defence:
 a value with a shell metacharacter is rejected (exit 2) before anything runs, and never
@@ -15,13 +20,18 @@ from accelkit.errors import BadInput
 #: Characters a shell gives meaning to (plus whitespace and control characters).
 SHELL_METACHARACTERS = frozenset(";&|$`<>(){}[]*?!#'\"\\~\n\r\t ")
 
-_PYTHON = re.compile(r"3\.\d{1,2}")
-_TORCH_VERSION = re.compile(r"\d+\.\d+(\.\d+)?((a|b|rc)\d+)?(\.dev\d+)?")
-_CUDA_VERSION = re.compile(r"\d{2}\.\d{1,2}")
-_GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,199}")
-_URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/%@=+,-]+")
-_IMAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/:@-]{0,255}")
-_TARGET = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+#: CPython 3.10 and newer (torch 2.14's range); a `t` suffix names the free-threaded build.
+PYTHON = re.compile(r"3\.(1[0-9]|[2-9][0-9])t?")
+PYTHON_EXPECTED = "3.X or 3.Xt (free-threaded), 3.10 or newer, e.g. 3.12"
+TORCH_VERSION = re.compile(r"\d+\.\d+(\.\d+)?((a|b|rc)\d+)?(\.dev\d+)?")
+#: A git ref or commit, as `git check-ref-format` allows it, minus anything a shell reads.
+GIT_REF = re.compile(r"[A-Za-z0-9][A-Za-z0-9._/+-]{0,199}")
+URL = re.compile(r"(https?|file)://[A-Za-z0-9._~:/%@=+,-]+")
+#: A container image reference: [registry[:port]/]repo[:tag][@sha256:digest].
+IMAGE = re.compile(
+    r"[a-z0-9][a-z0-9._/:-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[0-9a-f]{64})?"
+)
+TARGET = re.compile(r"[A-Za-z0-9_.-]{1,40}")
 
 
 def check_safe(flag: str, value: str) -> str:
@@ -42,33 +52,48 @@ def _check(flag: str, value: str, pattern: re.Pattern[str], expected: str) -> st
     return value
 
 
-def check_python(value: str) -> str:
-    return _check("--python", value, _PYTHON, "3.X, e.g. 3.12")
+def check_python(value: str, flag: str = "--python") -> str:
+    return _check(flag, value, PYTHON, PYTHON_EXPECTED)
 
 
-def check_torch_version(value: str, flag: str = "--torch-version") -> str:
-    return _check(flag, value, _TORCH_VERSION, "X.Y.Z, e.g. 2.14.1")
-
-
-def check_cuda_version(value: str) -> tuple[int, int]:
-    _check("--cuda-version", value, _CUDA_VERSION, "X.Y, e.g. 13.4")
-    major, minor = value.split(".")
+def python_tuple(value: str) -> tuple[int, int]:
+    """(3, 13) for 3.13 and 3.13t."""
+    major, minor = value.rstrip("t").split(".")
     return int(major), int(minor)
 
 
-def check_git_ref(value: str) -> str:
-    _check("--torch-ref", value, _GIT_REF, "a branch, tag or commit, e.g. v2.14.1")
+def free_threaded(value: str) -> bool:
+    """Whether a Python spelling names the free-threaded build (3.13t)."""
+    return value.endswith("t")
+
+
+def check_torch_version(value: str, flag: str = "--torch-version") -> str:
+    return _check(flag, value, TORCH_VERSION, "X.Y.Z, e.g. 2.14.1")
+
+
+def git_ref_problem(value: str) -> str | None:
+    """Why `value` is not a git ref accelkit accepts, or None."""
+    if not GIT_REF.fullmatch(value):
+        return "expected a branch, tag or commit, e.g. v2.14.1"
     if ".." in value or value.endswith((".", "/", ".lock")):
-        raise BadInput(f"--torch-ref: malformed git ref {value!r}")
+        return "git refs cannot hold '..' or end in '.', '/' or '.lock'"
+    return None
+
+
+def check_git_ref(value: str, flag: str = "--torch-ref") -> str:
+    check_safe(flag, value)
+    problem = git_ref_problem(value)
+    if problem is not None:
+        raise BadInput(f"{flag}: malformed git ref {value!r} ({problem})")
     return value
 
 
 def check_url(flag: str, value: str) -> str:
-    return _check(flag, value, _URL, "an http(s):// or file:// URL")
+    return _check(flag, value, URL, "an http(s):// or file:// URL")
 
 
 def check_image(flag: str, value: str) -> str:
-    return _check(flag, value, _IMAGE, "an image name such as ubuntu:24.04")
+    return _check(flag, value, IMAGE, "an image reference such as ubuntu:24.04")
 
 
 def check_targets(flag: str, value: str) -> tuple[str, ...]:
@@ -78,7 +103,7 @@ def check_targets(flag: str, value: str) -> tuple[str, ...]:
     if not targets:
         raise BadInput(f"{flag}: no target given")
     for target in targets:
-        if not _TARGET.fullmatch(target):
+        if not TARGET.fullmatch(target):
             raise BadInput(f"{flag}: malformed target {target!r}")
     if len(set(targets)) != len(targets):
         raise BadInput(f"{flag}: a target is named twice in {value!r}")

@@ -1,0 +1,65 @@
+"""What most backends answer the same way: a base class the backend classes inherit, so each
+module states only the facts that are its own (`min_toolkit`, `requirements`, ...)."""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from accelkit.backends.base import VersionRule, release_tuple
+from accelkit.errors import BadInput
+
+_EMPTY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
+
+
+class BackendDefaults:
+    name: str
+    torch_device_type: str
+    targets: tuple[str, ...] = ()
+    families: Mapping[str, tuple[str, ...]] = _EMPTY
+    version_rule: VersionRule | None = None
+    collective_backend: str | None = None
+    graph_capture: str | None = None
+    unsupported_dtypes: Mapping[str, str] = MappingProxyType({})
+    min_toolkit: Mapping[str, tuple[int, int]] = MappingProxyType({})
+    """target -> the first toolkit release (major, minor) that can compile for it."""
+    requirements: Mapping[str | None, tuple[str, ...]] = MappingProxyType({})
+    """target (None: every leg) -> capabilities a leg on it must have."""
+
+    def family_of(self, target: str) -> str | None:
+        if not self.families:
+            return None
+        if target in self.families:
+            return target
+        holding = [name for name, members in self.families.items() if target in members]
+        return min(holding, key=lambda name: len(self.families[name])) if holding else None
+
+    def check_target(
+        self, target: str, version: str | None = None, *, flag: str, families: bool = True
+    ) -> str:
+        prefix = f"{flag}: " if flag else ""
+        valid = tuple(dict.fromkeys((*self.targets, *(self.families if families else ()))))
+        if not valid:
+            raise BadInput(f"{prefix}the {self.name} backend has no GPU targets (got {target!r})")
+        if target not in valid:
+            close = difflib.get_close_matches(target, valid, n=1, cutoff=0.6)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise BadInput(
+                f"{prefix}{target!r} is not a {self.name} target{hint}; valid: {', '.join(valid)}"
+            )
+        needed = self.min_toolkit.get(target)
+        if needed is not None and version is not None and release_tuple(version) < needed:
+            what = self.version_rule.what if self.version_rule else "toolkit"
+            raise BadInput(
+                f"{prefix}target {target} needs {what} >= {needed[0]}.{needed[1]}, got {version}"
+            )
+        return target
+
+    def required_capabilities(self, target: str | None) -> tuple[str, ...]:
+        every = self.requirements.get(None, ())
+        own = self.requirements.get(target, ()) if target is not None else ()
+        return tuple(dict.fromkeys((*every, *own)))
+
+    def rank_device(self, rank: int) -> str:
+        return f"{self.torch_device_type}:{rank}"

@@ -1,0 +1,21 @@
+"""Progress events: what the suite runner, the container path and the matrix rehearsal report
+while they work, and what the CLI renders. One JSON-able mapping per event, keyed by "event":
+
+- suite runs (the pytest plugin, `accelkit.suite.runner`, `accelkit.suite.container`):
+  `collected` {total}, `start` {id}, `case` {case}; measurement passes add `pass`
+  {pass, passes, total} and `pass_case` {pass, case};
+- the rehearsal (`accelkit.matrix.rehearse`), per leg: `leg-start`, `setup-line` {line},
+  `setup-done` {image, cached}, `leg-done` {outcome}, and the leg's suite events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Event = dict[str, Any]
+EventCallback = Callable[[Event], None]
+
+
+def ignore(event: Event) -> None:
+    """An EventCallback that drops every event."""

@@ -1,0 +1,43 @@
+"""The environment of the suite's pytest process, on this host and inside a test image."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+
+def suite_environment(device: str, environ: Mapping[str, str]) -> dict[str, str]:
+    """The variables the device's backend needs in the suite's pytest process
+    (`Backend.suite_environment`), each with the value `environ` gives it where `environ` sets
+    it: a value the user set explicitly wins over the backend's."""
+    from accelkit import backends
+
+    wanted = backends.get(device).suite_environment()
+    return {name: environ.get(name, value) for name, value in wanted.items()}
+
+
+def child_env(device: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The pytest child's environment: `environ` (default: this process's) with the
+    backend's `suite_environment` added where unset, and plugin autoload off."""
+    env = dict(os.environ if environ is None else environ)
+    env.update(suite_environment(device, env))
+    # Only the plugins accelkit names run: a plugin installed for other work must not
+    # change how the suite runs (or slow it down).
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+def container_env(
+    device: str, device_env: Mapping[str, str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """A test container's environment: the backend's device-selection variables
+    (`device_env`, from `container_options`), the variables its suite needs (with the value
+    the user set in `environ`, the host's environment, where they set one: the run inside
+    keeps a value it finds set), and what the run inside needs."""
+    return {
+        **device_env,
+        **suite_environment(device, environ),
+        "HOME": "/tmp",
+        "PYTHONUNBUFFERED": "1",
+    }

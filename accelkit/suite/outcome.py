@@ -1,0 +1,33 @@
+"""What a suite run ends with, wherever it ran (this host: `accelkit.suite.runner`; an image:
+`accelkit.suite.container`): the results, the exit code of the contract, the log."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelkit.errors import ExitCode
+
+NO_TESTS = 5
+"""pytest's exit status when nothing was selected."""
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    results: Any  # accelkit.results.model.Results (kept lazy for start-up time)
+    exit_code: ExitCode
+    log_path: Path | None
+    pytest_exit: int
+
+
+def exit_code(results: Any, pytest_exit: int) -> ExitCode:
+    """FAILED when a case failed, errored, crashed or timed out, or pytest did not end
+    cleanly (interrupted, internal error); OK otherwise (skips allowed)."""
+    from accelkit.results.model import BAD_STATUSES
+
+    if any(case.status in BAD_STATUSES for case in results.cases):
+        return ExitCode.FAILED
+    if pytest_exit not in (0, NO_TESTS):
+        return ExitCode.FAILED
+    return ExitCode.OK

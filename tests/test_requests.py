@@ -1,0 +1,153 @@
+"""One declaration per command: the typer command, `to_argv` and `from_argv` come from the same
+`Opt` records, so a request survives the round trip through its argv, and every matrix leg's
+arguments parse with the real command's parser."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from accelkit import options
+from accelkit.cli import _register, app
+from accelkit.errors import BadInput
+from accelkit.matrix import load_legs
+from accelkit.setup.request import SETUP_OPTIONS, SetupRequest
+from accelkit.suite.request import RUN_OPTIONS, RunRequest
+from accelkit.wheels.request import BUILD_OPTIONS, BuildRequest
+from tests.helpers import REPO
+
+MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
+
+
+def _click_params(name: str) -> dict[str, tuple[str, ...]]:
+    _register()
+    command: Any = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
+    return {p.name: tuple(p.opts) + tuple(p.secondary_opts) for p in command.params}
+
+
+@pytest.mark.parametrize(
+    ("name", "declared", "presentation"),
+    [
+        ("test", RUN_OPTIONS, set()),
+        ("setup", SETUP_OPTIONS, {"dry_run", "as_json"}),
+        ("build", BUILD_OPTIONS, {"dry_run", "as_json"}),
+    ],
+)
+def test_the_cli_command_is_built_from_the_declaration(
+    name: str, declared: tuple[options.Opt, ...], presentation: set[str]
+) -> None:
+    params = _click_params(name)
+    assert set(params) - presentation == {opt.name for opt in declared}
+    for opt in declared:
+        if not opt.positional:
+            assert opt.flag in params[opt.name], (opt.name, params[opt.name])
+            if opt.negative:
+                assert opt.negative in params[opt.name]
+
+
+def test_run_request_round_trip(tmp_path: Path) -> None:
+    requests = [
+        RunRequest(),
+        RunRequest(
+            device="rocm",
+            suite="perf",
+            keyword="gemm and not fp8",
+            json_path=tmp_path / "r.json",
+            junit_path=tmp_path / "r.xml",
+            timeout_s=12.5,
+            workers=0,
+            seed=7,
+            breadth="full",
+            passes=3,
+            measure_ceilings=True,
+            expectations=tmp_path / "x.yaml",
+            cases_dir=tmp_path,
+            log_path=tmp_path / "log",
+            image="accelkit-test-rocm:0123abcd",
+        ),
+        RunRequest(timeout_s=0.0, workers=3),
+    ]
+    for request in requests:
+        argv = request.to_argv()
+        back = RunRequest.from_argv(argv)
+        assert back == request, argv
+        assert back.argv == ("accelkit", "test", *argv)
+    assert RunRequest().to_argv() == []  # defaults are left out
+    assert RunRequest().to_argv(always=("device",)) == ["--device", "cpu"]
+
+
+def test_setup_request_round_trip(tmp_path: Path) -> None:
+    requests = [
+        SetupRequest(backend="cpu"),
+        SetupRequest(
+            backend="cuda",
+            arch="sm_107",
+            torch_index="https://download.pytorch.org/whl/nightly/cu130",
+            torch_spec="torch==2.15.0.dev20261130",
+            base_image="nvidia/cuda:13.4.0-devel-ubuntu24.04",
+            accelkit_source=tmp_path,
+        ),
+        SetupRequest(backend="rocm", arch="gfx942", torch_wheel=tmp_path / "torch.whl"),
+    ]
+    for request in requests:
+        assert SetupRequest.from_argv(request.to_argv()) == request
+
+
+def test_build_request_round_trip(tmp_path: Path) -> None:
+    requests = [
+        BuildRequest.from_params({"backend": "cpu", "output": tmp_path}),
+        BuildRequest.from_params(
+            {
+                "backend": "rocm",
+                "rocm_version": "7.14.0a20261128",
+                "gfx": "gfx942,gfx950",
+                "family": "gfx94X-dcgpu",
+                "python": "3.13t",
+                "torch_ref": "release/2.14",
+                "source": tmp_path,
+                "output": tmp_path / "out",
+                "triton": False,
+                "smoke": True,
+                "builder_base_image": "accelkit-base:bookworm",
+            }
+        ),
+    ]
+    for request in requests:
+        assert BuildRequest.from_argv(request.to_argv()) == request, request.to_argv()
+    assert "--no-triton" in requests[1].to_argv()
+
+
+def test_parse_errors_are_one_line_bad_input() -> None:
+    with pytest.raises(BadInput, match=r"^accelkit test: No such option: --nope"):
+        RunRequest.from_argv(["--nope"])
+    with pytest.raises(BadInput, match=r"Invalid value for '--seed'"):
+        RunRequest.from_argv(["--seed", "x"])
+    with pytest.raises(BadInput, match=r"--suite: unknown suite 'everything'"):
+        RunRequest.from_argv(["--suite", "everything"])
+    with pytest.raises(BadInput, match=r"Missing argument 'BACKEND'"):
+        SetupRequest.from_argv([])
+
+
+@pytest.mark.parametrize("matrix", MATRICES, ids=lambda p: p.name)
+def test_every_shipped_leg_parses_with_the_real_commands(matrix: Path, tmp_path: Path) -> None:
+    """Each leg's build, setup and test arguments, as the workflow passes them, are accepted
+    by `accelkit build`, `setup` and `test` (parsed in process; nothing runs)."""
+    legs = load_legs(str(matrix))
+    assert legs
+    for leg in legs:
+        if leg.build:
+            argv = [leg.backend, *leg.build_args, "--output", str(tmp_path / "wheelhouse")]
+            build = BuildRequest.from_argv(argv)
+            from accelkit.wheels.recipes import plan
+
+            plan(build)  # the recipe accepts the flags and their values too
+        if leg.container and leg.image is None:
+            setup = SetupRequest.from_argv([leg.backend, *leg.setup_args])
+            assert setup.backend == leg.backend
+        test = RunRequest.from_argv(["--device", leg.device, *leg.test_args])
+        assert test.device == leg.device
+        assert dataclasses.replace(test, argv=()) == RunRequest.from_argv(test.to_argv())
