@@ -79,12 +79,12 @@ def test_peak_table_is_sane() -> None:
 
 
 def test_size_tiers() -> None:
-    assert tier_for("cpu", None).name == "cpu"
-    assert tier_for("cuda", 141 * (1 << 30)).name == "gpu-large"
-    assert tier_for("xpu", 12 * (1 << 30)).name == "gpu-small"
-    assert tier_for("mps", None).name == "gpu-small"
+    assert tier_for(True, None).name == "host"
+    assert tier_for(False, 141 * (1 << 30)).name == "gpu-large"
+    assert tier_for(False, 12 * (1 << 30)).name == "gpu-small"
+    assert tier_for(False, None).name == "gpu-small"
     assert SIZE_TIERS["gpu-large"].gemm_square == (8192,)
-    tier = SIZE_TIERS["cpu"]
+    tier = SIZE_TIERS["host"]
     assert rotation_count(tier.rotate_bytes * 2, tier) == 1
     assert rotation_count(1, tier) == 8
     assert tier.timing.min_block_time <= 1e-4  # short blocks: see the tier's comment

@@ -10,6 +10,7 @@ import pytest
 
 from accelkit.backends import Availability
 from accelkit.probe import capabilities as caps
+from accelkit.probe import registry as registry_module
 from accelkit.probe import fingerprint as fp
 
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "mps"]
@@ -167,8 +168,10 @@ def test_checks_that_need_torch_say_torch_is_missing(registry, monkeypatch):
         called.append(1)
         return Availability(True)
 
-    monkeypatch.setattr(caps, "torch_or_none", lambda: None)
-    monkeypatch.setattr(caps, "torch_import_error", lambda: "torch is not installed (test)")
+    monkeypatch.setattr(registry_module, "torch_or_none", lambda: None)
+    monkeypatch.setattr(
+        registry_module, "torch_import_error", lambda: "torch is not installed (test)"
+    )
     assert caps.capability("feature") == Availability(False, "torch is not installed (test)")
     assert called == []
 

@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from accelkit.backends.base import VersionRule, release_tuple
+from accelkit.backends.base import GraphCapture, VersionRule, release_tuple
 from accelkit.errors import BadInput
 
 _EMPTY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
@@ -19,13 +19,19 @@ class BackendDefaults:
     targets: tuple[str, ...] = ()
     families: Mapping[str, tuple[str, ...]] = _EMPTY
     version_rule: VersionRule | None = None
-    collective_backend: str | None = None
-    graph_capture: str | None = None
+    collective_backends: tuple[str, ...] = ()
+    graph_capture: GraphCapture | None = None
+    host_memory = False
+    tf32 = False
     unsupported_dtypes: Mapping[str, str] = MappingProxyType({})
     min_toolkit: Mapping[str, tuple[int, int]] = MappingProxyType({})
     """target -> the first toolkit release (major, minor) that can compile for it."""
     requirements: Mapping[str | None, tuple[str, ...]] = MappingProxyType({})
     """target (None: every leg) -> capabilities a leg on it must have."""
+
+    @property
+    def collective_backend(self) -> str | None:
+        return self.collective_backends[0] if self.collective_backends else None
 
     def family_of(self, target: str) -> str | None:
         if not self.families:

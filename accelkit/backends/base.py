@@ -74,6 +74,17 @@ def release_tuple(version: str) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class GraphCapture:
+    """How a backend captures and replays work as a graph in torch."""
+
+    capability: str
+    """The capability that says whether it works here (cuda_graph, xpu_graph)."""
+    graph_class: str
+    """The graph class in torch.<device type> (CUDAGraph, XPUGraph); `torch.<type>.graph(g)`
+    captures into it."""
+
+
+@dataclass(frozen=True)
 class TestImageSpec:
     """How a backend's test image is built and what `accelkit setup` checks in it.
 
@@ -118,14 +129,32 @@ class Backend(Protocol):
         ...
 
     @property
-    def collective_backend(self) -> str | None:
-        """The torch.distributed backend for this device (gloo, nccl, xccl); None: none."""
+    def collective_backends(self) -> tuple[str, ...]:
+        """The torch.distributed backends that serve this device's tensors, the default
+        first (cuda: nccl, nccl2); empty when none does."""
         ...
 
     @property
-    def graph_capture(self) -> str | None:
-        """The capability whose graph API captures and replays work on this device
-        (cuda_graph, xpu_graph); None: the device has no graph replay in torch."""
+    def collective_backend(self) -> str | None:
+        """The default of `collective_backends` (gloo, nccl, xccl); None: none."""
+        ...
+
+    @property
+    def graph_capture(self) -> GraphCapture | None:
+        """How work is captured and replayed as a graph on this device; None: torch has no
+        graph replay for it."""
+        ...
+
+    @property
+    def host_memory(self) -> bool:
+        """Its tensors live in host memory: nothing to synchronise, no host-device copies,
+        and every rank of a distributed job shares the one device."""
+        ...
+
+    @property
+    def tf32(self) -> bool:
+        """float32 matmuls and convolutions may run in TF32 on it (torch's allow_tf32 knobs
+        apply), so float32 cases must switch TF32 off or use TF32 tolerances."""
         ...
 
     @property

@@ -28,7 +28,8 @@ class CpuBackend(BackendDefaults):
     name = "cpu"
     torch_device_type = "cpu"
     description = "the host CPU"
-    collective_backend = "gloo"
+    collective_backends = ("gloo",)
+    host_memory = True
 
     def availability(self) -> Availability:
         if torch_or_none() is None:

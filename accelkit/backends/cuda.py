@@ -18,7 +18,13 @@ from accelkit.backends._containers import (
 from accelkit.backends._cudalike import cuda_devices
 from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
+from accelkit.backends.base import (
+    Availability,
+    DeviceInfo,
+    GraphCapture,
+    TestImageSpec,
+    VersionRule,
+)
 from accelkit.containers.run import DeviceRequest, RunOptions
 from accelkit.torch_import import torch_import_error, torch_or_none
 
@@ -65,8 +71,10 @@ class CudaBackend(BackendDefaults):
     description = "NVIDIA GPUs through CUDA"
     version_rule = CUDA_VERSION
     min_toolkit = MappingProxyType(MIN_CUDA)
-    collective_backend = "nccl"
-    graph_capture = "cuda_graph"
+    collective_backends = ("nccl", "nccl2")
+    graph_capture = GraphCapture("cuda_graph", "CUDAGraph")
+    # Ampere and newer run float32 matmuls/convolutions in TF32 where torch allows it.
+    tf32 = True
     # Every CUDA leg captures graphs; Rubin legs also need their Inductor target and the
     # conditional nodes that make while_loop capturable.
     requirements = MappingProxyType(

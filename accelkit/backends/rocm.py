@@ -20,7 +20,13 @@ from accelkit.backends._containers import (
 from accelkit.backends._cudalike import cuda_devices
 from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
+from accelkit.backends.base import (
+    Availability,
+    DeviceInfo,
+    GraphCapture,
+    TestImageSpec,
+    VersionRule,
+)
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
 from accelkit.torch_import import torch_import_error, torch_or_none
@@ -142,8 +148,10 @@ class RocmBackend(BackendDefaults):
     families = GFX_FAMILIES
     version_rule = SDK_VERSION
     # RCCL answers to torch.distributed's "nccl" name; HIP graphs sit behind torch.cuda.CUDAGraph.
-    collective_backend = "nccl"
-    graph_capture = "cuda_graph"
+    collective_backends = ("nccl",)
+    graph_capture = GraphCapture("cuda_graph", "CUDAGraph")
+    # MI300-class GPUs run float32 GEMMs as XF32 where torch allows TF32.
+    tf32 = True
 
     def availability(self) -> Availability:
         torch = torch_or_none()

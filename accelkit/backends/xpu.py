@@ -18,7 +18,13 @@ from accelkit.backends._containers import (
     torch_problems,
 )
 from accelkit.backends._defaults import BackendDefaults
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec, VersionRule
+from accelkit.backends.base import (
+    Availability,
+    DeviceInfo,
+    GraphCapture,
+    TestImageSpec,
+    VersionRule,
+)
 from accelkit.containers.run import Mount, RunOptions
 from accelkit.torch_import import torch_import_error, torch_or_none
 
@@ -48,8 +54,8 @@ class XpuBackend(BackendDefaults):
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
     version_rule = ONEAPI_VERSION
-    collective_backend = "xccl"
-    graph_capture = "xpu_graph"
+    collective_backends = ("xccl",)
+    graph_capture = GraphCapture("xpu_graph", "XPUGraph")
     # 2.14's native XPU graph capture is what an XPU leg is for.
     requirements = MappingProxyType({None: ("xpu_graph",)})
     # AOT targets as TORCH_XPU_ARCH_LIST names them: Data Center GPU Max (pvc), Arc B-series

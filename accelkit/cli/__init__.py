@@ -8,23 +8,12 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Annotated
 
 import typer
 
-from accelkit import __version__
+from accelkit.cli.app import app
 from accelkit.errors import AccelkitError, ExitCode
 
-app = typer.Typer(
-    name="accelkit",
-    help="Build, set up and test PyTorch accelerator variants with one shared suite.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-_state = {"debug": False}
 _INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 # typer re-exports click's exception classes under its own names (recent typer releases
@@ -33,25 +22,7 @@ _UsageError: type[Exception] = typer.BadParameter.__mro__[1]
 _ClickException: type[Exception] = typer.BadParameter.__mro__[2]
 
 
-def _version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"accelkit {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _root(
-    debug: Annotated[
-        bool, typer.Option("--debug", help="Show tracebacks for unexpected errors.")
-    ] = False,
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=_version_callback, is_eager=True, help="Print the version."
-        ),
-    ] = False,
-) -> None:
-    _state["debug"] = debug
+__all__ = ["app", "main"]
 
 
 def _register() -> None:

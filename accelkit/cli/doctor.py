@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from accelkit.cli import app
+from accelkit.cli.app import app
 
 
 @app.command(

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 from rich.markup import escape
 
-from accelkit.cli import app
+from accelkit.cli.app import app
 from accelkit.errors import BadInput
 
 if TYPE_CHECKING:

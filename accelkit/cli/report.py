@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from accelkit.cli import app
+from accelkit.cli.app import app
 
 if TYPE_CHECKING:
     from accelkit.results.report import Report

@@ -9,7 +9,7 @@ from typing import Any
 import typer
 
 from accelkit import options
-from accelkit.cli import app
+from accelkit.cli.app import app
 from accelkit.suite.request import RUN_OPTIONS
 
 _STATUS_STYLE = {

@@ -155,15 +155,3 @@ def check_result(per_rank: list[dict[str, dict[str, Any]]], name: str) -> list[A
             raise CheckSkipped(entry["skip"])
         values.append(entry["ok"])
     return values
-
-
-def collective_backend(device_type: str) -> tuple[str, str]:
-    """The c10d backend that serves `device_type` and the device its tensors live on.
-
-    torch's own table (`Backend.default_device_backend_map`) decides; a device served by
-    gloo (the CPU, Apple MPS) communicates CPU tensors.
-    """
-    import torch.distributed as dist
-
-    backend = dist.Backend.default_device_backend_map.get(device_type, "gloo")
-    return backend, ("cpu" if backend == "gloo" else device_type)

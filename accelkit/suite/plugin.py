@@ -15,9 +15,12 @@ import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
+
+if TYPE_CHECKING:
+    from accelkit.backends.base import Backend
 
 from accelkit.suite.caseid import case_id, suite_of
 
@@ -145,11 +148,18 @@ def accelkit_backend(pytestconfig: pytest.Config) -> str:
 
 
 @pytest.fixture(scope="session")
-def device(accelkit_backend: str) -> str:
-    """The torch device type the cases run on (ROCm devices are `cuda` in torch)."""
+def backend(accelkit_backend: str) -> Backend:
+    """The backend under test (accelkit.backends): cases ask it for its facts (collective
+    backend, graph capture, host memory, TF32, rank devices) instead of naming backends."""
     from accelkit import backends
 
-    return backends.get(accelkit_backend).torch_device_type
+    return backends.get(accelkit_backend)
+
+
+@pytest.fixture(scope="session")
+def device(backend: Backend) -> str:
+    """The torch device type the cases run on (ROCm devices are `cuda` in torch)."""
+    return backend.torch_device_type
 
 
 @pytest.fixture(scope="session")

@@ -265,12 +265,24 @@ class DeviceEventTimer:
         return float(start.elapsed_time(end)) / 1e3  # milliseconds
 
 
+def on_host(device: Any) -> bool:
+    """Whether `device` (a torch device or its name) is host memory, where work is done when
+    the call returns: anything that is not torch's accelerator."""
+    import torch
+
+    accelerator = torch.accelerator.current_accelerator()
+    return accelerator is None or torch.device(device).type != accelerator.type
+
+
 def device_synchronize(device: Any) -> Synchronize:
-    """A function that waits for all work queued on `device` (a torch device or its name)."""
+    """A function that waits for all work queued on `device` (a torch device or its name;
+    None: host memory, nothing to wait for)."""
+    if device is None:
+        return _no_synchronize
     import torch
 
     torch_device = torch.device(device)
-    if torch_device.type == "cpu":
+    if on_host(torch_device):
         return _no_synchronize
     accelerator = getattr(torch, "accelerator", None)
     if accelerator is not None and hasattr(accelerator, "synchronize"):
@@ -287,18 +299,19 @@ def device_synchronize(device: Any) -> Synchronize:
     return synchronize_module
 
 
-def block_timer_for(device: Any = "cpu") -> BlockTimer:
-    """The best block timer for `device` (a torch device type, `cuda:1`, or torch.device).
+def block_timer_for(device: Any = None) -> BlockTimer:
+    """The best block timer for `device` (a torch device type, `cuda:1`, or torch.device;
+    None: host memory, timed without importing torch).
 
-    The CPU needs no torch. On an accelerator, device timing events when they work there,
-    else synchronisation around `perf_counter`.
+    Host memory: `perf_counter` alone. On an accelerator, device timing events when they work
+    there, else synchronisation around `perf_counter`.
     """
-    if isinstance(device, str) and device.split(":", 1)[0] == "cpu":
+    if device is None:
         return HostClockTimer()
     import torch
 
     torch_device = torch.device(device)
-    if torch_device.type == "cpu":
+    if on_host(torch_device):
         return HostClockTimer()
     synchronize = device_synchronize(torch_device)
     try:
@@ -336,7 +349,7 @@ class Timer:
         args: Sequence[Any] = (),
         kwargs: Mapping[str, Any] | None = None,
         arg_sets: Sequence[Sequence[Any]] | None = None,
-        device: Any = "cpu",
+        device: Any = None,
         clock: Clock | None = None,
         synchronize: Synchronize | None = None,
         block_timer: BlockTimer | None = None,
@@ -357,8 +370,7 @@ class Timer:
             self._block_timer: BlockTimer = block_timer
         elif clock is not None or synchronize is not None:
             if synchronize is None:
-                is_cpu = isinstance(device, str) and device.split(":", 1)[0] == "cpu"
-                synchronize = _no_synchronize if is_cpu else device_synchronize(device)
+                synchronize = device_synchronize(device)
             self._block_timer = HostClockTimer(
                 clock=clock or time.perf_counter, synchronize=synchronize, description="clock"
             )
@@ -520,7 +532,7 @@ def measure(
     args: Sequence[Any] = (),
     kwargs: Mapping[str, Any] | None = None,
     arg_sets: Sequence[Sequence[Any]] | None = None,
-    device: Any = "cpu",
+    device: Any = None,
     **options: Any,
 ) -> Measurement:
     """`Timer(fn, ...).blocked_autorange(**options)` in one call."""

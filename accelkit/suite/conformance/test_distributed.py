@@ -11,6 +11,10 @@ the session's first case finishes.
 
 Rank functions import torch inside: spawn pickles them by reference and this module must
 import cheaply in a rank.
+
+Longer than 600 lines because each rank session's rank function sits beside the cases that
+assert on its checks, so a check and its expected values are read together; the sessions are
+independent, and the module splits along them when the multi-node (torchrun) path arrives.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ from typing import Any
 
 import pytest
 
+from accelkit.backends.base import Backend
 from accelkit.suite.distributed import (
     CheckSkipped,
     check_result,
-    collective_backend,
     run_checks,
     run_ranks,
 )
@@ -419,39 +423,45 @@ def _session(request: pytest.FixtureRequest, name: str,
     return list(payload["ranks"])
 
 
-def _world(device: str, capability_table: dict[str, dict[str, Any]]) -> tuple[str, str, int]:
-    """(c10d backend, tensor device, world size) for the device under test, or skip."""
-    backend, tensor_device = collective_backend(device)
+def _world(spec: Backend, capability_table: dict[str, dict[str, Any]]) -> tuple[str, str, int]:
+    """(c10d backend, tensor device type, world size) for the backend under test, or skip."""
+    backend = spec.collective_backend
+    if backend is None:
+        pytest.skip(f"torch has no collective backend for {spec.name} devices")
     entry = capability_table.get(backend, {"available": False, "reason": "unknown backend"})
     if not entry.get("available"):
         pytest.skip(f"{backend}: {entry.get('reason') or 'unavailable'}")
-    if tensor_device == "cpu":
-        return backend, tensor_device, 2
+    if spec.host_memory:  # every rank shares the host's one device
+        return backend, spec.torch_device_type, 2
     import torch
 
     count = torch.accelerator.device_count()
     if count < 2:
         pytest.skip(
-            f"{backend} collectives run one rank per device: needs 2 {device} devices, "
+            f"{backend} collectives run one rank per device: needs 2 {spec.name} devices, "
             f"found {count}"
         )
-    return backend, tensor_device, count
+    return backend, spec.torch_device_type, count
 
 
 @pytest.fixture
-def collectives(request: pytest.FixtureRequest, device: str,
-                capability_table: dict[str, dict[str, Any]]) -> tuple[list[Any], int]:  # fmt: skip
-    backend, tensor_device, world_size = _world(device, capability_table)
-    env = {"ACCELKIT_DIST_BACKEND": backend, "ACCELKIT_DIST_DEVICE": tensor_device,
-           "TORCH_FR_BUFFER_SIZE": str(FR_BUFFER_SIZE)}  # fmt: skip
-    init = None if tensor_device == "cpu" else _accelerator_init_kwargs
+def collectives(
+    request: pytest.FixtureRequest, backend: Backend, capability_table: dict[str, dict[str, Any]]
+) -> tuple[list[Any], int]:
+    c10d, tensor_device, world_size = _world(backend, capability_table)
+    env = {
+        "ACCELKIT_DIST_BACKEND": c10d,
+        "ACCELKIT_DIST_DEVICE": tensor_device,
+        "TORCH_FR_BUFFER_SIZE": str(FR_BUFFER_SIZE),
+    }
+    init = None if backend.host_memory else _accelerator_init_kwargs
     ranks = _session(
         request,
-        f"collectives-{backend}",
+        f"collectives-{c10d}",
         lambda: run_ranks(
             _collectives_rank,
             world_size=world_size,
-            backend=backend,
+            backend=c10d,
             env=env,
             init_kwargs=init,
             timeout_s=180.0,
@@ -562,12 +572,13 @@ def test_split(how: str, collectives: tuple[list[Any], int]) -> None:
 
 
 @pytest.fixture
-def flight_recorder(request: pytest.FixtureRequest, device: str,
-                    capability_table: dict[str, dict[str, Any]]) -> list[Any]:  # fmt: skip
+def flight_recorder(
+    request: pytest.FixtureRequest, backend: Backend, capability_table: dict[str, dict[str, Any]]
+) -> list[Any]:
     for name in ("flight_recorder", "gloo"):
         if not capability_table.get(name, {}).get("available"):
             pytest.skip(f"{name}: {capability_table.get(name, {}).get('reason')}")
-    if collective_backend(device)[0] == "gloo":  # the collectives session records them
+    if backend.collective_backend == "gloo":  # the collectives session records them
         return request.getfixturevalue("collectives")[0]  # type: ignore[no-any-return]
     env = {"TORCH_FR_BUFFER_SIZE": str(FR_BUFFER_SIZE)}
     return _session(request, "flight-recorder", lambda: run_ranks(_flight_recorder_rank, env=env))
@@ -679,11 +690,11 @@ def test_nccl2_available() -> None:
 
 @pytest.mark.requires("nccl2", "cuda")
 @pytest.mark.parametrize("communicator", ["blocking", "nonblocking"])
-def test_nccl2_collectives(communicator: str, device: str) -> None:
+def test_nccl2_collectives(communicator: str, backend: Backend) -> None:
     import torch
 
-    if device != "cuda" or torch.version.hip:
-        pytest.skip(f"nccl2 needs NVIDIA CUDA devices; this run tests {device}")
+    if "nccl2" not in backend.collective_backends:
+        pytest.skip(f"nccl2 does not serve {backend.name} devices")
     world_size = torch.cuda.device_count()
     init = _nccl2_nonblocking_init if communicator == "nonblocking" else _nccl2_blocking_init
     per_rank = run_ranks(_nccl2_rank, world_size=world_size, backend="nccl2", init_kwargs=init)

@@ -17,6 +17,7 @@ from unittest import mock
 import pytest
 import torch
 
+from accelkit.backends.base import Backend
 from accelkit.suite.reference import assert_matches_reference, make_input, reference
 
 SM_107 = "-gencode=arch=compute_107,code=sm_107"
@@ -87,9 +88,9 @@ def test_sm_107_inductor_arch() -> None:
 
 
 @pytest.mark.requires("sm_107", "cuda")
-def test_sm_107_compiled_kernels(device: str) -> None:
-    if device != "cuda" or torch.version.hip:
-        pytest.skip(f"sm_107 is an NVIDIA target; this run tests {device}")
+def test_sm_107_compiled_kernels(backend: Backend, device: str) -> None:
+    if "sm_107" not in backend.targets:
+        pytest.skip(f"sm_107 is not a {backend.name} target")
     capability = torch.cuda.get_device_capability()
     if capability != (10, 7):
         pytest.skip(f"needs an sm_107 (Rubin) GPU; device 0 is sm_{capability[0]}{capability[1]}")

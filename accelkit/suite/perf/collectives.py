@@ -17,28 +17,30 @@ def all_reduce_rank(
     rank: int,
     world_size: int,
     *,
-    device_type: str,
+    backend: str,
     sizes: tuple[int, ...],
     samples: int,
     threads: int | None = None,
 ) -> dict[int, list[float]]:
-    """Seconds per all_reduce for each size in bytes; each sample is the slowest rank's."""
+    """Seconds per all_reduce for each size in bytes; each sample is the slowest rank's.
+    `backend` is the accelkit backend under test: it names each rank's device."""
     import torch
     import torch.distributed as dist
 
+    from accelkit import backends
     from accelkit.suite.timing import Timer
 
     if threads:
         torch.set_num_threads(threads)
-    device: Any = device_type
-    if device_type != "cpu":
-        getattr(torch, device_type).set_device(rank)
-        device = torch.device(device_type, rank)
+    spec = backends.get(backend)
+    device: Any = torch.device(spec.rank_device(rank))
+    if not spec.host_memory:
+        torch.accelerator.set_device_index(rank)
     out: dict[int, list[float]] = {}
     for nbytes in sizes:
         # Zeros stay zeros however often they are summed: no overflow to inf.
         tensor = torch.zeros(nbytes // 4, dtype=torch.float32, device=device)
-        timer = Timer(dist.all_reduce, args=(tensor,), device=device)
+        timer = Timer(dist.all_reduce, args=(tensor,), device=None if spec.host_memory else device)
         timer.warmup(3)
         number = calls_per_sample(nbytes)
         mine: list[float] = []

@@ -95,8 +95,8 @@ SIZE_TIERS: dict[str, SizeTier] = {
     # most samples clean (measured here: 128^3 GEMM IQR/median 1-2% with 0.1 ms blocks,
     # 7-12% with 1 ms blocks). The price: the memory cases' operands (1-8 MiB) sit partly
     # in the last-level cache, so they measure the cache/DRAM mix, not DRAM alone.
-    "cpu": SizeTier(
-        name="cpu",
+    "host": SizeTier(
+        name="host",
         gemm_square=(128,),
         gemm_llm=((16, 512, 256),),
         gemv=((1024, 512), (2048, 512)),
@@ -191,25 +191,22 @@ def element_size(name: str) -> int:
 
 @functools.cache
 def device_description(backend: str) -> tuple[str, str, int | None]:
-    """(torch device type, device name, memory bytes) of `backend`'s first device."""
+    """(torch device type, device name, memory bytes) of `backend`'s first device; memory
+    is None for a device in host memory."""
     from accelkit import backends
 
     spec = backends.get(backend)
-    if spec.torch_device_type == "cpu":
-        from accelkit.probe.fingerprint import fingerprint
-
-        cpu = fingerprint(include_docker=False).get("cpu")
-        model = str(cpu.get("model", "cpu")) if isinstance(cpu, dict) else "cpu"
-        return "cpu", model, None
     devices = spec.devices()
     if not devices:
         return spec.torch_device_type, backend, None
-    return spec.torch_device_type, devices[0].name, devices[0].memory_bytes
+    memory = None if spec.host_memory else devices[0].memory_bytes
+    return spec.torch_device_type, devices[0].name, memory
 
 
-def tier_for(device_type: str, memory_bytes: int | None) -> SizeTier:
-    if device_type == "cpu":
-        return SIZE_TIERS["cpu"]
+def tier_for(host_memory: bool, memory_bytes: int | None) -> SizeTier:
+    """The sizes for a device: the host tier for the CPU, else by the device's memory."""
+    if host_memory:
+        return SIZE_TIERS["host"]
     if memory_bytes is not None and memory_bytes >= LARGE_DEVICE_BYTES:
         return SIZE_TIERS["gpu-large"]
     return SIZE_TIERS["gpu-small"]
@@ -217,8 +214,10 @@ def tier_for(device_type: str, memory_bytes: int | None) -> SizeTier:
 
 @functools.cache
 def tier_for_backend(backend: str) -> SizeTier:
-    device_type, _, memory = device_description(backend)
-    return tier_for(device_type, memory)
+    from accelkit import backends
+
+    _, _, memory = device_description(backend)
+    return tier_for(backends.get(backend).host_memory, memory)
 
 
 def configure_threads(tier: SizeTier) -> int | None:
@@ -255,9 +254,13 @@ class PerfContext:
     """Per-worker state of the perf suite: device, sizes, ceilings, how to measure."""
 
     def __init__(self, backend: str, *, measure_ceilings: bool) -> None:
+        from accelkit import backends
+
         self.backend = backend
+        self.spec = backends.get(backend)
+        """The backend's facts (accelkit.backends): collective backend, graph capture, ..."""
         self.device_type, self.device_name, self.memory_bytes = device_description(backend)
-        self.tier = tier_for(self.device_type, self.memory_bytes)
+        self.tier = tier_for(self.spec.host_memory, self.memory_bytes)
         self.threads = configure_threads(self.tier)
         self.measure_ceilings = measure_ceilings
         self._table = table_ceilings(self.device_name)
@@ -272,7 +275,8 @@ class PerfContext:
         args: Sequence[Any] = (),
         arg_sets: Sequence[Sequence[Any]] | None = None,
     ) -> Timer:
-        return Timer(fn, args=args, arg_sets=arg_sets, device=self.device_type)
+        device = None if self.spec.host_memory else self.device_type
+        return Timer(fn, args=args, arg_sets=arg_sets, device=device)
 
     def measure(
         self,
@@ -465,13 +469,14 @@ def gemm_function(dtype: str) -> Callable[..., object]:
     return torch.mm
 
 
-def gemm_unsupported(dtype: str, device_type: str) -> str | None:
-    """Why `dtype` GEMMs cannot run on `device_type` with this torch, else None."""
+def gemm_unsupported(dtype: str, device_type: str, *, tf32: bool) -> str | None:
+    """Why `dtype` GEMMs cannot run on `device_type` with this torch, else None; `tf32`:
+    whether the backend has a TF32 mode (`Backend.tf32`)."""
     import torch
 
-    if dtype == "tfloat32" and device_type != "cuda":
+    if dtype == "tfloat32" and not tf32:
         return (
-            f"TF32 is a CUDA/ROCm tensor-core mode (torch.backends.cuda.matmul.allow_tf32); "
+            f"TF32 is a tensor-core mode (torch.backends.cuda.matmul.allow_tf32); "
             f"device {device_type} runs float32 GEMMs as float32 (see the float32 case)"
         )
     if dtype == "float8":
@@ -504,7 +509,7 @@ def tf32_mode(dtype: str) -> Iterator[None]:
 
 def measure_gemm_ceiling(ctx: PerfContext, dtype: str) -> float | None:
     """FLOP/s of a large square GEMM of `dtype` here (None where it cannot run)."""
-    if gemm_unsupported(dtype, ctx.device_type):
+    if gemm_unsupported(dtype, ctx.device_type, tf32=ctx.spec.tf32):
         return None
     n = ctx.tier.ceiling_gemm
     operands = gemm_operands(dtype, n, n, n, ctx.device_type, 1)

@@ -20,8 +20,6 @@ from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import Measurement
 
 WORLD_SIZE = 2
-# torch device type -> process-group backend (each also a capability of the same name)
-PROCESS_GROUP_BACKENDS = {"cpu": "gloo", "cuda": "nccl", "xpu": "xccl"}
 
 
 def _size_label(nbytes: int) -> str:
@@ -36,22 +34,23 @@ def test_all_reduce(
     capability_table: dict[str, dict[str, Any]],
     record_metric: Callable[..., None],
 ) -> None:
-    backend = PROCESS_GROUP_BACKENDS.get(perf.device_type)
+    # The process-group backend is also the name of the capability that says it works here.
+    backend = perf.spec.collective_backend
     if backend is None:
-        pytest.skip(f"no collective backend for device type {perf.device_type} in torch")
+        pytest.skip(f"torch has no collective backend for {perf.backend} devices")
     entry = capability_table.get(backend, {})
     if not entry.get("available"):
         pytest.skip(f"{backend}: {entry.get('reason') or 'unavailable'}")
-    if perf.device_type != "cpu":
+    if not perf.spec.host_memory:
         import torch
 
-        count = getattr(torch, perf.device_type).device_count()
+        count = torch.accelerator.device_count()
         if count < WORLD_SIZE:
             pytest.skip(f"all_reduce across devices needs {WORLD_SIZE} devices, found {count}")
     sizes = perf.tier.all_reduce_bytes
     rank_fn = functools.partial(
         all_reduce_rank,
-        device_type=perf.device_type,
+        backend=perf.backend,
         sizes=sizes,
         samples=perf.tier.timing.min_samples,
         threads=perf.threads,
@@ -62,7 +61,7 @@ def test_all_reduce(
         measurement = Measurement(
             samples=tuple(samples),
             number_per_sample=calls_per_sample(nbytes),
-            timer="perf_counter" if perf.device_type == "cpu" else f"{perf.device_type} events",
+            timer="perf_counter" if perf.spec.host_memory else f"{perf.device_type} events",
         )
         label = _size_label(nbytes)
         perf.record_bandwidth(

@@ -41,7 +41,7 @@ def test_gemm(
     record_metric: Callable[..., None],
 ) -> None:
     dtype, (m, n, k) = gemm_case
-    reason = gemm_unsupported(dtype, perf.device_type)
+    reason = gemm_unsupported(dtype, perf.device_type, tf32=perf.spec.tf32)
     if reason:
         pytest.skip(reason)
     bytes_per_set = (m * k + k * n) * element_size(dtype)

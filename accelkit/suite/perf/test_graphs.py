@@ -13,26 +13,18 @@ import pytest
 from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import measure_interleaved
 
-# torch device type -> (capability that must be available, graph class in torch.<type>)
-GRAPH_APIS = {"cuda": ("cuda_graph", "CUDAGraph"), "xpu": ("xpu_graph", "XPUGraph")}
-
 
 def test_replay_overhead(
     perf: PerfContext,
     capability_table: dict[str, dict[str, Any]],
     record_metric: Callable[..., None],
 ) -> None:
-    api = GRAPH_APIS.get(perf.device_type)
+    api = perf.spec.graph_capture
     if api is None:
-        needed = " or ".join(cap for cap, _ in GRAPH_APIS.values())
-        pytest.skip(
-            f"graph capture needs {needed}: device type {perf.device_type} has no "
-            "graph replay in torch"
-        )
-    capability, class_name = api
-    entry = capability_table.get(capability, {})
+        pytest.skip(f"the {perf.backend} device has no graph replay in torch")
+    entry = capability_table.get(api.capability, {})
     if not entry.get("available"):
-        pytest.skip(f"{capability}: {entry.get('reason') or 'unavailable'}")
+        pytest.skip(f"{api.capability}: {entry.get('reason') or 'unavailable'}")
     import torch
 
     module = getattr(torch, perf.device_type)
@@ -49,7 +41,7 @@ def test_replay_overhead(
     with module.stream(side):
         chain()
     module.current_stream().wait_stream(side)
-    graph = getattr(module, class_name)()
+    graph = getattr(module, api.graph_class)()
     with module.graph(graph):
         chain()
     timers = {"eager": perf.timer(chain), "replay": perf.timer(graph.replay)}

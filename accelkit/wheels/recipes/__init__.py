@@ -1,4 +1,5 @@
-"""Build recipes, one module per backend, found through a small registry.
+"""Build recipes, one module per backend, in an explicit registry keyed by the backend each
+module serves (`BACKEND`, the backend's own instance, so no backend is named here).
 
 A recipe turns a checked `BuildRequest` into a `BuildPlan`. The facts it needs about its
 accelerator (targets, families, index URLs, toolkit minimums) live in the backend module;
@@ -11,25 +12,17 @@ from collections.abc import Callable
 
 from accelkit.errors import BadInput
 from accelkit.wheels.plan import BuildPlan
+from accelkit.wheels.recipes import cpu, cuda, rocm, xpu
 from accelkit.wheels.request import BuildRequest
 
 Recipe = Callable[[BuildRequest], BuildPlan]
 
-_RECIPES: dict[str, Recipe] = {}
-
-
-def recipe(backend: str) -> Callable[[Recipe], Recipe]:
-    def decorate(function: Recipe) -> Recipe:
-        if backend in _RECIPES:
-            raise ValueError(f"build recipe for {backend!r} registered twice")
-        _RECIPES[backend] = function
-        return function
-
-    return decorate
+_RECIPES: dict[str, Recipe] = {
+    module.BACKEND.name: module.plan_build for module in (cpu, cuda, rocm, xpu)
+}
 
 
 def names() -> list[str]:
-    _load_all()
     return sorted(_RECIPES)
 
 
@@ -38,7 +31,6 @@ def plan(request: BuildRequest) -> BuildPlan:
     from accelkit import backends
 
     backends.get(request.backend, flag="backend")
-    _load_all()
     try:
         make = _RECIPES[request.backend]
     except KeyError:
@@ -46,7 +38,3 @@ def plan(request: BuildRequest) -> BuildPlan:
             f"accelkit build: {request.backend} has no build recipe; valid: {', '.join(names())}"
         ) from None
     return make(request)
-
-
-def _load_all() -> None:
-    from accelkit.wheels.recipes import cpu, cuda, rocm, xpu  # noqa: F401

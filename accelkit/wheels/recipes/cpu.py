@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from accelkit.backends import cpu as backend
 from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
-from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
     accept,
@@ -17,9 +17,11 @@ from accelkit.wheels.recipes._common import (
 )
 from accelkit.wheels.request import BuildRequest
 
+#: The backend this recipe builds for (its registry key).
+BACKEND = backend.BACKEND
 
-@recipe("cpu")
-def cpu_plan(request: BuildRequest) -> BuildPlan:
+
+def plan_build(request: BuildRequest) -> BuildPlan:
     accept(request)
     torch = torch_version(request)
     full_version = f"{torch}+cpu"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from accelkit.backends import cuda as backend
 from accelkit.backends.base import release_tuple
 from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
-from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     accept,
     builder_image,
@@ -19,9 +18,11 @@ from accelkit.wheels.recipes._common import (
 )
 from accelkit.wheels.request import BuildRequest
 
+#: The backend this recipe builds for (its registry key).
+BACKEND = backend.BACKEND
 
-@recipe("cuda")
-def cuda_plan(request: BuildRequest) -> BuildPlan:
+
+def plan_build(request: BuildRequest) -> BuildPlan:
     accept(request, "--cuda-version", "--arch")
     version = backend.CUDA_VERSION.check(
         request.version or backend.DEFAULT_CUDA_VERSION, flag="--cuda-version"

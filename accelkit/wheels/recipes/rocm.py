@@ -20,7 +20,6 @@ from accelkit.wheels.plan import (
     Step,
     WheelExpectation,
 )
-from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     MANYLINUX_BASE_IMAGE,
     PYTHON,
@@ -42,8 +41,11 @@ TRITON_PIN_FILE = ".ci/docker/ci_commit_pins/triton.txt"
 ROCM_INIT = "torch/_rocm_init.py"
 
 
-@recipe("rocm")
-def rocm_plan(request: BuildRequest) -> BuildPlan:
+#: The backend this recipe builds for (its registry key).
+BACKEND = backend.BACKEND
+
+
+def plan_build(request: BuildRequest) -> BuildPlan:
     accept(request, "--rocm-version", "--gfx", "--family", "--index-url", "--triton")
     if request.version is None:
         raise BadInput("accelkit build rocm needs --rocm-version (e.g. 7.14)")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from accelkit.backends import xpu as backend
 from accelkit.wheels.plan import BuildPlan, EnvVar, WheelExpectation
-from accelkit.wheels.recipes import recipe
 from accelkit.wheels.recipes._common import (
     accept,
     builder_image,
@@ -22,8 +21,11 @@ XPU_BUILDER_BASE = "intel/deep-learning-essentials:{version}-devel-ubuntu24.04"
 DEFAULT_ONEAPI_VERSION = "2025.3"
 
 
-@recipe("xpu")
-def xpu_plan(request: BuildRequest) -> BuildPlan:
+#: The backend this recipe builds for (its registry key).
+BACKEND = backend.BACKEND
+
+
+def plan_build(request: BuildRequest) -> BuildPlan:
     accept(request, "--oneapi-version", "--arch")
     version = backend.ONEAPI_VERSION.check(
         request.version or DEFAULT_ONEAPI_VERSION, flag="--oneapi-version"

@@ -1,0 +1,229 @@
+"""The design's structural rules, checked on the source (docs/design.md, "Layout"):
+
+- no import cycle between accelkit's modules, counting imports inside functions too;
+- nothing outside accelkit/backends/ branches on a backend's name or device type;
+- no module over MAX_LINES lines without the reason written at its top;
+- the code that runs inside containers (accelkit/incontainer/) imports only the standard
+  library and itself, and runs under `python -I` with nothing else installed;
+- results/ imports nothing from suite/.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO
+
+PACKAGE = REPO / "accelkit"
+MAX_LINES = 600
+#: The sentence a longer module's docstring must hold, followed by its reason.
+LONG_MODULE_MARK = "Longer than 600 lines because"
+BACKEND_WORDS = frozenset({"cpu", "cuda", "rocm", "xpu", "mps", "hip"})
+#: Mentions that are data, not branches: (file, what the finder reports) and why.
+NOT_BRANCHES = {
+    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'cpu'"): "the host CPU's section",
+    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'cuda'"): "torch.version.cuda",
+    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'hip'"): "torch.version.hip",
+    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'xpu'"): "torch.version.xpu",
+}
+
+
+def _modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(REPO).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> Iterator[str]:
+    """The accelkit modules `name` imports, at any depth of its code."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, *([base] if base else [])])
+            # `from pkg import mod` imports the module pkg.mod when there is one.
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names
+            ]
+        else:
+            continue
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                yield target
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: set(_imports(name, path)) for name, path in MODULES.items()}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                item = stack.pop()
+                on_stack.discard(item)
+                component.append(item)
+                if item == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10_000))
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_finder_finds_a_planted_cycle() -> None:
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _backend_branches(path: Path) -> Iterator[tuple[int, str]]:
+    """Places that compare with, test membership in, or key a mapping by a backend name."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+
+    def named(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and node.value in BACKEND_WORDS:
+            return str(node.value)
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            for element in node.elts:
+                if (word := named(element)) is not None:
+                    return word
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                if (word := named(operand)) is not None:
+                    yield node.lineno, f"compares with {word!r}"
+        elif isinstance(node, ast.Dict):
+            for key in node.keys:
+                if key is not None and (word := named(key)) is not None:
+                    yield node.lineno, f"a mapping keyed by {word!r}"
+        elif isinstance(node, ast.MatchValue) and (word := named(node.value)) is not None:
+            yield node.lineno, f"matches {word!r}"
+
+
+def test_nothing_outside_backends_branches_on_a_backend() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {what}"
+        for name, path in MODULES.items()
+        if not name.startswith("accelkit.backends")
+        for line, what in _backend_branches(path)
+        if (path.relative_to(REPO).as_posix(), what) not in NOT_BRANCHES
+    ]
+    assert found == []
+
+
+def test_the_branch_finder_finds_planted_branches(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "if device == 'cuda': pass\n"
+        "if kind in ('xpu', 'other'): pass\n"
+        "TABLE = {'rocm': 1}\n"
+        "match d:\n    case 'mps': pass\n"
+    )
+    assert [line for line, _ in _backend_branches(planted)] == [1, 2, 3, 5]
+
+
+def test_long_modules_say_why() -> None:
+    long = [
+        f"{path.relative_to(REPO)} ({lines} lines)"
+        for path in MODULES.values()
+        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
+        and LONG_MODULE_MARK not in (ast.get_docstring(ast.parse(path.read_text())) or "")
+    ]
+    assert long == []
+
+
+def test_incontainer_imports_only_the_standard_library_and_itself() -> None:
+    stdlib = set(sys.stdlib_module_names)
+    for name, path in MODULES.items():
+        if not name.startswith("accelkit.incontainer"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                tops = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                tops = [node.module or ""]
+            else:
+                continue
+            for top in tops:
+                allowed = top.split(".")[0] in stdlib or top == "__future__"
+                allowed = allowed or top in ("accelkit", "accelkit.incontainer")
+                allowed = allowed or top.startswith("accelkit.incontainer.")
+                assert allowed, f"{path.relative_to(REPO)} imports {top}"
+
+
+@pytest.mark.parametrize(
+    "module",
+    sorted(name for name in MODULES if name.startswith("accelkit.incontainer.")),
+)
+def test_incontainer_modules_import_in_isolated_mode(module: str, tmp_path: Path) -> None:
+    """`python -I` (no site-packages, no user paths) with only accelkit/'s folder on the path:
+    what the builder and the test-image build stage have."""
+    code = f"import sys; sys.path.insert(0, {str(REPO)!r}); import {module}"
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_results_import_nothing_from_suite() -> None:
+    graph = _graph()
+    bad = {
+        name: sorted(t for t in targets if t.startswith("accelkit.suite"))
+        for name, targets in graph.items()
+        if name.startswith("accelkit.results")
+    }
+    assert {k: v for k, v in bad.items() if v} == {}
