@@ -1,4 +1,4 @@
-"""Reading and atomically writing results files."""
+"""Reading results files, and writing them (or any output file) atomically."""
 
 from __future__ import annotations
 
@@ -52,6 +52,15 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def write_results(results: Results, path: Path) -> None:
+    """Replace the results file at `path` with `results` in one atomic, durable rewrite.
+
+    For a file that is complete (or rewritten rarely); a run adding cases one by one goes
+    through `writer.ResultsWriter`, which encodes each case once.
+    """
+    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
 
 
 def load_results(path: Path) -> Results:

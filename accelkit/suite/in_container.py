@@ -39,9 +39,9 @@ def run(request: Any, on_event: Callable[[Event], None] | None = None) -> Any:
     from accelkit import backends
     from accelkit.containers.engine import connect
     from accelkit.containers.run import Mount, run_container
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
     from accelkit.results.junit import write_junit
-    from accelkit.suite.runner import RunOutcome, _exit_code, write_results
+    from accelkit.suite.runner import RunOutcome, _exit_code
 
     backend = backends.get(request.device)
     emit = on_event or (lambda event: None)

@@ -317,15 +317,8 @@ def _combined_exit(first: int, second: int) -> int:
     return max(first, second)
 
 
-def write_results(results: Any, path: Path) -> None:
-    """Replace the results file at `path` with `results`, atomically."""
-    from accelkit.results.io import atomic_write_text
-
-    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
-
-
 def _reopen(results_path: Path) -> None:
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
 
     write_results(_with_run(load_results(results_path), finished=None), results_path)
 
@@ -347,7 +340,7 @@ def _more_passes(
 
     Their events reach `on_event` as `pass` (one per pass: number, passes, total cases)
     and `pass_case` (a case of that pass, with its number)."""
-    from accelkit.results.io import load_results
+    from accelkit.results.io import load_results, write_results
     from accelkit.results.merge import pool
     from accelkit.results.model import Summary
     from accelkit.results.writer import ResultsWriter
