@@ -13,13 +13,13 @@ import pytest
 
 from accelkit.cli import main
 from accelkit.results.compare import (
-    MARKDOWN_LIMIT_BYTES,
     Comparison,
     MetricComparison,
     StatusChange,
     compare,
     render_markdown,
 )
+from accelkit.results.markdown import MARKDOWN_LIMIT_BYTES
 from accelkit.results.model import SCHEMA_ID, Results
 
 

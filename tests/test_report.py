@@ -19,15 +19,11 @@ import pytest
 
 from accelkit.errors import BadInput
 from accelkit.results.model import Case, Metric, Results, RunInfo, Summary
-from accelkit.results.report import (
-    build_report,
-    discover,
-    load_report,
-    render_html,
-    render_html_with_plots,
-    render_markdown,
-    render_plots,
-)
+from accelkit.results.report.discover import discover
+from accelkit.results.report.html import render_html, render_html_with_plots
+from accelkit.results.report.markdown import render_markdown
+from accelkit.results.report.model import build_report, load_report
+from accelkit.results.report.plots import render_plots
 from tests.helpers import assert_one_line_error, run_cli
 
 REQUIRE_BROWSER_ENV = "ACCELKIT_REQUIRE_BROWSER"
