@@ -68,20 +68,17 @@ def _torch_version(results: Results) -> str | None:
 
 
 def _device_name(results: Results) -> str | None:
-    device = results.run.device
+    """The name of the run's first device, from the fingerprint every backend fills the same
+    way (`env.backends[<device>].devices[0].name`; the CPU's is its model)."""
     backends = results.env.get("backends")
     if isinstance(backends, dict):
-        entry = backends.get(device)
+        entry = backends.get(results.run.device)
         if isinstance(entry, dict):
             devices = entry.get("devices")
             if isinstance(devices, list) and devices and isinstance(devices[0], dict):
                 name = devices[0].get("name")
                 if name:
                     return str(name)
-    if device == "cpu":
-        cpu = results.env.get("cpu")
-        if isinstance(cpu, dict) and cpu.get("model"):
-            return str(cpu["model"])
     return None
 
 
