@@ -13,65 +13,15 @@ import pytest
 
 from accelkit.cli import main
 from accelkit.results.compare import (
-    MARKDOWN_LIMIT_BYTES,
     Comparison,
     MetricComparison,
     StatusChange,
     compare,
     render_markdown,
 )
+from accelkit.results.markdown import MARKDOWN_LIMIT_BYTES
 from accelkit.results.model import SCHEMA_ID, Results
-
-
-def samples(median: float, n: int = 15, spread: float = 0.02, seed: int = 0) -> list[float]:
-    rng = np.random.default_rng(seed)
-    return (median * rng.lognormal(0.0, spread, n)).tolist()
-
-
-def metric(
-    median: float, *, unit: str = "s", higher_is_better: bool = False, seed: int = 0
-) -> dict[str, Any]:
-    values = samples(median, seed=seed)
-    return {
-        "value": float(np.median(values)),
-        "unit": unit,
-        "higher_is_better": higher_is_better,
-        "samples": values,
-    }
-
-
-def case(
-    case_id: str,
-    status: str = "passed",
-    *,
-    suite: str = "perf",
-    message: str = "",
-    metrics: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    return {
-        "id": case_id,
-        "suite": suite,
-        "status": status,
-        "message": message,
-        "duration_s": 0.1,
-        "metrics": metrics or {},
-    }
-
-
-def results(cases: list[dict[str, Any]]) -> Results:
-    return Results.model_validate(
-        {
-            "schema": SCHEMA_ID,
-            "run": {
-                "started": "2026-01-01T00:00:00+00:00",
-                "finished": "2026-01-01T00:01:00+00:00",
-                "device": "cpu",
-                "suites": ["conformance", "perf"],
-                "argv": ["accelkit", "test"],
-            },
-            "cases": cases,
-        }
-    )
+from tests.factories import case, grouped_metric, results, sampled_metric
 
 
 def perf_run(mm_latency: float = 1e-3, *, seed: int = 0) -> Results:
@@ -80,8 +30,8 @@ def perf_run(mm_latency: float = 1e-3, *, seed: int = 0) -> Results:
             case(
                 "perf/mm[float32-256]",
                 metrics={
-                    "latency": metric(mm_latency, seed=seed),
-                    "throughput": metric(
+                    "latency": sampled_metric(mm_latency, seed=seed),
+                    "throughput": sampled_metric(
                         2 * 256**3 / mm_latency,
                         unit="FLOP/s",
                         higher_is_better=True,
@@ -89,8 +39,8 @@ def perf_run(mm_latency: float = 1e-3, *, seed: int = 0) -> Results:
                     ),
                 },
             ),
-            case("perf/add[1M]", metrics={"latency": metric(2e-4, seed=seed + 2)}),
-            case("conformance/abs[float32]", suite="conformance"),
+            case("perf/add[1M]", metrics={"latency": sampled_metric(2e-4, seed=seed + 2)}),
+            case("conformance/abs[float32]"),
         ]
     )
 
@@ -159,14 +109,20 @@ def test_json_dict_shape() -> None:
 def test_missing_metrics_are_listed_and_never_counted_as_changes() -> None:
     base = results(
         [
-            case("perf/a", metrics={"latency": metric(1e-3), "old": metric(1.0, unit="x")}),
-            case("perf/b", metrics={"bw": metric(1e9, unit="B/s", higher_is_better=True)}),
+            case(
+                "perf/a",
+                metrics={"latency": sampled_metric(1e-3), "old": sampled_metric(1.0, unit="x")},
+            ),
+            case("perf/b", metrics={"bw": sampled_metric(1e9, unit="B/s", higher_is_better=True)}),
         ]
     )
     new = results(
         [
-            case("perf/a", metrics={"latency": metric(1e-3, seed=4), "fresh": metric(2e-3)}),
-            case("perf/b", metrics={"bw": metric(1e9, unit="GB/s", higher_is_better=True)}),
+            case(
+                "perf/a",
+                metrics={"latency": sampled_metric(1e-3, seed=4), "fresh": sampled_metric(2e-3)},
+            ),
+            case("perf/b", metrics={"bw": sampled_metric(1e9, unit="GB/s", higher_is_better=True)}),
         ]
     )
     comparison = compare(base, new)
@@ -184,9 +140,7 @@ def test_missing_metrics_are_listed_and_never_counted_as_changes() -> None:
 
 
 def test_metrics_of_a_case_missing_in_new_are_missing_too() -> None:
-    comparison = compare(
-        perf_run(), results([case("conformance/abs[float32]", suite="conformance")])
-    )
+    comparison = compare(perf_run(), results([case("conformance/abs[float32]")]))
     assert {m.verdict for m in comparison.metrics} == {"missing"}
     kinds = {c.case: c.kind for c in comparison.cases}
     assert kinds == {"perf/mm[float32-256]": "missing_in_new", "perf/add[1M]": "missing_in_new"}
@@ -260,32 +214,6 @@ def test_threshold_is_validated_and_used() -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def grouped_metric(
-    median: float,
-    *,
-    passes: int = 5,
-    per_pass: int = 20,
-    between: float = 0.03,
-    seed: int = 0,
-    first_group: int = 0,
-) -> dict[str, Any]:
-    """A latency metric measured in `passes` processes: each pass has its own offset."""
-    rng = np.random.default_rng(seed)
-    values: list[float] = []
-    groups: list[int] = []
-    for index in range(passes):
-        offset = median * rng.lognormal(0.0, between)
-        values += (offset * rng.lognormal(0.0, 0.015, per_pass)).tolist()
-        groups += [first_group + index] * per_pass
-    return {
-        "value": float(np.median(values)),
-        "unit": "s",
-        "higher_is_better": False,
-        "samples": values,
-        "sample_groups": groups,
-    }
-
-
 def grouped_run(latency: float = 1e-3, *, seed: int = 0, passes: int = 5) -> Results:
     return results(
         [
@@ -293,7 +221,7 @@ def grouped_run(latency: float = 1e-3, *, seed: int = 0, passes: int = 5) -> Res
                 "perf/mm[float32-256]",
                 metrics={"latency": grouped_metric(latency, seed=seed, passes=passes)},
             ),
-            case("perf/add[1M]", metrics={"latency": metric(2e-4, seed=seed + 2)}),
+            case("perf/add[1M]", metrics={"latency": sampled_metric(2e-4, seed=seed + 2)}),
         ]
     )
 
@@ -354,15 +282,15 @@ def test_merged_group_ids_need_not_start_at_zero() -> None:
 def test_markdown_orders_regressions_then_failures_then_improvements() -> None:
     base = results(
         [
-            case("perf/slow", metrics={"latency": metric(1e-3)}),
-            case("perf/fast", metrics={"latency": metric(1e-3, seed=3)}),
+            case("perf/slow", metrics={"latency": sampled_metric(1e-3)}),
+            case("perf/fast", metrics={"latency": sampled_metric(1e-3, seed=3)}),
             case("c/broken|pipe", suite="conformance"),
         ]
     )
     new = results(
         [
-            case("perf/slow", metrics={"latency": metric(1.2e-3, seed=5)}),
-            case("perf/fast", metrics={"latency": metric(0.7e-3, seed=6)}),
+            case("perf/slow", metrics={"latency": sampled_metric(1.2e-3, seed=5)}),
+            case("perf/fast", metrics={"latency": sampled_metric(0.7e-3, seed=6)}),
             case("c/broken|pipe", "failed", suite="conformance", message="bad\nvalue"),
         ]
     )

@@ -10,8 +10,8 @@ import pytest
 
 from accelkit.backends import Availability
 from accelkit.probe import capabilities as caps
-from accelkit.probe import registry as registry_module
 from accelkit.probe import fingerprint as fp
+from accelkit.probe import registry as registry_module
 
 BACKENDS = ["cpu", "cuda", "rocm", "xpu", "mps"]
 FEATURES = [

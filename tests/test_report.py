@@ -13,21 +13,17 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.results.model import Case, Metric, Results, RunInfo, Summary
-from accelkit.results.report import (
-    build_report,
-    discover,
-    load_report,
-    render_html,
-    render_html_with_plots,
-    render_markdown,
-    render_plots,
-)
+from accelkit.results.model import Case, Results
+from accelkit.results.report.discover import discover
+from accelkit.results.report.html import render_html, render_html_with_plots
+from accelkit.results.report.markdown import render_markdown
+from accelkit.results.report.model import build_report, load_report
+from accelkit.results.report.plots import render_plots
+from tests.factories import STARTED, case, even_samples, metric, results
 from tests.helpers import assert_one_line_error, run_cli
 
 REQUIRE_BROWSER_ENV = "ACCELKIT_REQUIRE_BROWSER"
@@ -38,62 +34,47 @@ CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 # Synthetic results
 
 
-def _metric(value: float, unit: str, higher: bool, spread: float = 0.02, **extra: Any) -> Metric:
-    samples = [value * (1 + spread * ((i % 5) - 2) / 2) for i in range(10)]
-    return Metric(value=value, unit=unit, higher_is_better=higher, samples=samples, **extra)
-
-
 def _results(
     device: str = "cpu",
-    started: str = "2026-01-01T00:00:00+00:00",
+    started: str = STARTED,
     gemm: float | None = 1e12,
     torch_version: str = "2.14.1",
     extra_cases: list[Case] | None = None,
 ) -> Results:
+    """A run with a passing and a failing conformance case, a skipped perf case and (unless
+    `gemm` is None) a GEMM at `gemm` FLOP/s against a table peak of 2e12."""
     cases = [
-        Case(id="conformance/ops/add/float32", suite="conformance", status="passed"),
-        Case(
-            id="conformance/ops/mul/float32",
-            suite="conformance",
-            status="failed",
-            message="mismatch | 3 of 10 elements",
-        ),
-        Case(
-            id="perf/graphs/replay_overhead",
-            suite="perf",
-            status="skipped",
-            message="cuda_graph: no CUDA device",
-        ),
+        case("conformance/ops/add/float32"),
+        case("conformance/ops/mul/float32", "failed", message="mismatch | 3 of 10 elements"),
+        case("perf/graphs/replay_overhead", "skipped", message="cuda_graph: no CUDA device"),
     ]
     if gemm is not None:
+        latency = 2 * 256**3 / gemm
+        flops = metric(
+            gemm,
+            samples=even_samples(gemm),
+            unit="FLOP/s",
+            higher_is_better=True,
+            peak_fraction=gemm / 2e12,
+            peak_source="table",
+        )
         cases.append(
-            Case(
-                id="perf/gemm/bfloat16/256x256x256",
-                suite="perf",
-                status="passed",
-                metrics={
-                    "flops": _metric(
-                        gemm, "FLOP/s", True, peak_fraction=gemm / 2e12, peak_source="table"
-                    ),
-                    "latency": _metric(2 * 256**3 / gemm, "s", False),
-                },
+            case(
+                "perf/gemm/bfloat16/256x256x256",
+                metrics={"flops": flops, "latency": metric(samples=even_samples(latency))},
             )
         )
     cases += extra_cases or []
-    return Results(
-        run=RunInfo(
-            started=started,
-            finished=started,
-            device=device,
-            suites=["conformance", "perf"],
-            argv=["accelkit", "test"],
-        ),
+    return results(
+        cases,
+        device=device,
+        started=started,
+        finished=started,
+        suites=["conformance", "perf"],
         env={
             "torch": {"version": torch_version},
             "backends": {device: {"devices": [{"name": f"{device.upper()} Model X"}]}},
         },
-        cases=cases,
-        summary=Summary.of(cases),
     )
 
 
@@ -144,6 +125,11 @@ def test_directory_scan_skips_other_json_and_shows_dead_legs(tmp_path: Path) -> 
     assert set(by_leg) == {"cpu", "cuda", "xpu"}
     assert by_leg["xpu"].missing and not by_leg["cpu"].missing
     assert by_leg["cpu"].label == "cpu · torch 2.14.1 · cpu"
+    # Every backend's device name comes from the fingerprint, the CPU's as any other.
+    assert (by_leg["cpu"].device_name, by_leg["cuda"].device_name) == (
+        "CPU Model X",
+        "CUDA Model X",
+    )
     # cpu/setup.json, cpu/build.json, xpu/setup.json (junit.xml is not even *.json)
     assert len(skipped) == 3
     assert all("not an accelkit results file" in s for s in skipped)
@@ -224,13 +210,7 @@ def test_markdown_summary(tmp_path: Path) -> None:
 
 def test_markdown_is_capped(tmp_path: Path) -> None:
     many = [
-        Case(
-            id=f"conformance/ops/op{i}/float32",
-            suite="conformance",
-            status="failed",
-            message="x" * 150,
-        )
-        for i in range(20000)
+        case(f"conformance/ops/op{i}/float32", "failed", message="x" * 150) for i in range(20000)
     ]
     report = build_report(discover([_write(tmp_path / "r.json", _results(extra_cases=many))])[0])
     text = render_markdown(report, max_bytes=200_000)

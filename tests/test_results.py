@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -9,17 +10,18 @@ from pathlib import Path
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.results.io import load_results
+from accelkit.results.io import load_results, write_results
 from accelkit.results.junit import junit_xml
-from accelkit.results.model import Case, Metric, Results, RunInfo, Summary, json_schema
+from accelkit.results.model import Results, Summary, json_schema
 from accelkit.results.writer import ResultsWriter, now_iso
 from accelkit.suite.caseid import case_id, suite_of
+from tests.factories import case, grouped_metric, metric, results
 
 SCHEMA_FILE = Path(__file__).resolve().parent.parent / "accelkit" / "results" / "schema.json"
 
 
 def _header() -> Results:
-    return Results(run=RunInfo(started=now_iso(), device="cpu", suites=["conformance"], argv=[]))
+    return results(started=now_iso(), suites=["conformance"], argv=[])
 
 
 def test_published_schema_matches_the_model() -> None:
@@ -34,7 +36,7 @@ def test_writer_keeps_a_valid_file_after_every_case(tmp_path: Path) -> None:
     assert load_results(path).cases == []
     statuses = ["passed", "failed", "skipped", "error", "crashed", "timeout"]
     for i, status in enumerate(statuses):
-        writer.add(Case(id=f"conformance/x/{i}", suite="conformance", status=status))  # type: ignore[arg-type]
+        writer.add(case(f"conformance/x/{i}", status))
         loaded = load_results(path)
         assert [c.status for c in loaded.cases] == statuses[: i + 1]
         assert loaded.run.finished is None
@@ -48,10 +50,42 @@ def test_throttled_writer_never_holds_back_failures(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     writer = ResultsWriter(path, _header(), min_interval_s=3600)
     writer.write()
-    writer.add(Case(id="a", suite="conformance", status="passed"))
+    writer.add(case("a", suite="conformance"))
     assert load_results(path).cases == []  # held back
-    writer.add(Case(id="b", suite="conformance", status="failed"))
+    writer.add(case("b", "failed", suite="conformance"))
     assert [c.id for c in load_results(path).cases] == ["a", "b"]
+
+
+def test_write_results_round_trips_and_leaves_no_temp_file(tmp_path: Path) -> None:
+    path = tmp_path / "r.json"
+    path.write_text("an older file", encoding="utf-8")
+    written = results(
+        [case("perf/gemm", metrics={"latency": grouped_metric(1e-3, passes=2, per_pass=3)})],
+        finished=now_iso(),
+    )
+    write_results(written, path)
+    assert load_results(path) == written
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def test_results_package_imports_nothing_from_suite() -> None:
+    # results/ reads and renders files any run wrote; the suite depends on it, not the
+    # other way round.
+    package = SCHEMA_FILE.parent
+    offenders: list[str] = []
+    for module in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            offenders += [
+                f"{module.relative_to(package)}:{node.lineno}: {name}"
+                for name in names
+                if name == "accelkit.suite" or name.startswith("accelkit.suite.")
+            ]
+    assert offenders == []
 
 
 @pytest.mark.parametrize(
@@ -74,26 +108,20 @@ def test_load_results_rejects_bad_files_in_one_line(
 
 
 def test_junit_maps_statuses() -> None:
-    results = _header().model_copy(
-        update={
-            "cases": [
-                Case(id="conformance/a/ok", suite="conformance", status="passed"),
-                Case(id="conformance/a/bad", suite="conformance", status="failed", message="x\ny"),
-                Case(
-                    id="conformance/a/boom", suite="conformance", status="crashed", message="died"
-                ),
-                Case(id="conformance/a/slow", suite="conformance", status="timeout", message="t"),
-                Case(id="conformance/a/no", suite="conformance", status="skipped", message="why"),
-                Case(
-                    id="perf/gemm",
-                    suite="perf",
-                    status="passed",
-                    metrics={"tflops": Metric(value=1.5, unit="TFLOP/s", higher_is_better=True)},
-                ),
-            ]
-        }
+    run = results(
+        [
+            case("conformance/a/ok"),
+            case("conformance/a/bad", "failed", message="x\ny"),
+            case("conformance/a/boom", "crashed", message="died"),
+            case("conformance/a/slow", "timeout", message="t"),
+            case("conformance/a/no", "skipped", message="why"),
+            case(
+                "perf/gemm",
+                metrics={"tflops": metric(1.5, unit="TFLOP/s", higher_is_better=True)},
+            ),
+        ]
     )
-    root = ET.fromstring(junit_xml(results))
+    root = ET.fromstring(junit_xml(run))
     assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
         "6", "1", "2", "1",
     )  # fmt: skip

@@ -13,14 +13,9 @@ import numpy as np
 import pytest
 
 from accelkit.results.model import Metric
+from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
 from accelkit.suite import timing
-from accelkit.suite.timing import (
-    IQR_GROSS_WARN_THRESHOLD,
-    IQR_WARN_THRESHOLD,
-    HostClockTimer,
-    Measurement,
-    Timer,
-)
+from accelkit.suite.timing import HostClockTimer, Measurement, Timer
 
 UNIT = 2.0**-12  # ~244 us
 

@@ -74,12 +74,8 @@ def _print_table(comparison: Comparison) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from accelkit.results.compare import (
-        format_ci,
-        format_ratio,
-        format_value,
-        metrics_by_severity,
-    )
+    from accelkit.results.compare import format_ci, format_ratio, metrics_by_severity
+    from accelkit.results.units import format_value
 
     console = Console()
     if comparison.metrics:

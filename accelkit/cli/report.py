@@ -11,7 +11,7 @@ import typer
 from accelkit.cli.app import app
 
 if TYPE_CHECKING:
-    from accelkit.results.report import Report
+    from accelkit.results.report.model import Report
 
 
 @app.command("report")
@@ -45,7 +45,9 @@ def report_command(
     # Lazy imports: pydantic and matplotlib are heavy, and `accelkit --help` must stay fast.
     from accelkit.errors import BadInput
     from accelkit.results.io import atomic_write_text, check_output_path
-    from accelkit.results.report import load_report, render_html_with_plots, render_markdown
+    from accelkit.results.report.html import render_html_with_plots
+    from accelkit.results.report.markdown import render_markdown
+    from accelkit.results.report.model import load_report
 
     outputs = [(flag, path) for flag, path in (("--html", html), ("--markdown", markdown)) if path]
     for flag, path in outputs:
@@ -72,7 +74,7 @@ def _print_summary(report: Report, html: Path | None, markdown: Path | None) -> 
     from rich.text import Text
 
     from accelkit.results.model import SUITES
-    from accelkit.results.report import status_summary
+    from accelkit.results.report.model import status_summary
 
     console = Console(highlight=False)
     table = Table(title="Runs", title_justify="left")

@@ -24,8 +24,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from accelkit.results import stats
+from accelkit.results import markdown, stats
 from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
+from accelkit.results.units import format_value
 
 MetricVerdict = Literal["regressed", "improved", "unchanged", "noisy", "missing"]
 METRIC_VERDICTS: tuple[MetricVerdict, ...] = (
@@ -52,9 +53,8 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = (
     "new_case",
 )
 
-MARKDOWN_LIMIT_BYTES = 1024 * 1024
-"""GitHub rejects a step summary of more than 1 MiB; stay below it."""
 _MESSAGE_CHARS = 200
+"""Longest case id, metric name or message in a Markdown cell."""
 
 
 @dataclass(frozen=True)
@@ -332,22 +332,6 @@ def metrics_by_severity(comparison: Comparison) -> list[MetricComparison]:
     return sorted(comparison.metrics, key=lambda m: order[m.verdict])
 
 
-def format_value(value: float | None, unit: str) -> str:
-    """A number with an SI prefix where it reads better: 1.23 ms, 4.5 TFLOP/s."""
-    if value is None:
-        return "-"
-    magnitude = abs(value)
-    scales: tuple[tuple[float, str], ...] = ()
-    if unit.endswith("/s") and magnitude >= 1e3:
-        scales = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-    elif unit == "s" and 0.0 < magnitude < 1.0:
-        scales = ((1e-3, "m"), (1e-6, "µ"), (1e-9, "n"))
-    for scale, prefix in scales:
-        if magnitude >= scale or scale == scales[-1][0]:
-            return f"{value / scale:.4g} {prefix}{unit}"
-    return f"{value:.4g} {unit}".rstrip()
-
-
 def format_ratio(metric: MetricComparison) -> str:
     if metric.ratio is None:
         return "-"
@@ -360,36 +344,40 @@ def format_ci(metric: MetricComparison) -> str:
     return f"[{metric.ci[0]:.3f}, {metric.ci[1]:.3f}]"
 
 
-def _cell(text: str, limit: int = _MESSAGE_CHARS) -> str:
-    text = " ".join(text.split())
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("`", "\\`")
+def _cell(text: str) -> str:
+    return markdown.cell(text, _MESSAGE_CHARS)
 
 
 def _metric_rows(metrics: list[MetricComparison]) -> list[str]:
-    header = [
-        "| case | metric | base | new | ratio | CI | p |",
-        "|---|---|---|---|---|---|---|",
-    ]
-    rows = []
-    for m in metrics:
-        p = f"{m.p_value:.2g}" if m.p_value is not None else "-"
-        rows.append(
-            f"| {_cell(m.case)} | {_cell(m.metric)} | {format_value(m.base_median, m.unit)} "
-            f"| {format_value(m.new_median, m.unit)} | {format_ratio(m)} | {format_ci(m)} "
-            f"| {p} |"
-        )
-    return header + rows if rows else []
+    if not metrics:
+        return []
+    return markdown.table(
+        ("case", "metric", "base", "new", "ratio", "CI", "p"),
+        (
+            (
+                _cell(m.case),
+                _cell(m.metric),
+                format_value(m.base_median, m.unit),
+                format_value(m.new_median, m.unit),
+                format_ratio(m),
+                format_ci(m),
+                f"{m.p_value:.2g}" if m.p_value is not None else "-",
+            )
+            for m in metrics
+        ),
+    )
 
 
 def _change_rows(changes: tuple[StatusChange, ...]) -> list[str]:
-    header = ["| case | was | now | message |", "|---|---|---|---|"]
-    rows = [
-        f"| {_cell(c.case)} | {c.base_status or '-'} | {c.new_status or '-'} | {_cell(c.message)} |"
-        for c in changes
-    ]
-    return header + rows if rows else []
+    if not changes:
+        return []
+    return markdown.table(
+        ("case", "was", "now", "message"),
+        (
+            (_cell(c.case), c.base_status or "-", c.new_status or "-", _cell(c.message))
+            for c in changes
+        ),
+    )
 
 
 def render_markdown(
@@ -397,7 +385,7 @@ def render_markdown(
     *,
     base_label: str = "base",
     new_label: str = "new",
-    max_bytes: int = MARKDOWN_LIMIT_BYTES - 1024,
+    max_bytes: int = markdown.DEFAULT_MAX_BYTES,
 ) -> str:
     """A summary for `$GITHUB_STEP_SUMMARY`: regressions, newly failing, improvements, then
     the rest in brief. Never longer than `max_bytes` (UTF-8): extra rows are cut with a note.
@@ -443,32 +431,13 @@ def render_markdown(
             f"{summary['unchanged']} metrics unchanged (within "
             f"±{comparison.threshold:.0%}); see `accelkit compare --json` for every metric."
         )
-    return _cap("\n".join(lines) + "\n", max_bytes)
+    return markdown.cap("\n".join(lines) + "\n", max_bytes, see="`accelkit compare --json`")
 
 
 def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
-    header = ["| case | metric | reason |", "|---|---|---|"]
-    rows = [f"| {_cell(m.case)} | {_cell(m.metric)} | {_cell(m.reason)} |" for m in metrics]
-    return header + rows if rows else []
-
-
-def _cap(text: str, max_bytes: int) -> str:
-    encoded = text.encode("utf-8")
-    if len(encoded) <= max_bytes:
-        return text
-    lines = text.split("\n")
-    kept: list[str] = []
-    size = 0
-    budget = max_bytes - 200  # room for the note
-    for line in lines:
-        line_size = len(line.encode("utf-8")) + 1
-        if size + line_size > budget:
-            break
-        kept.append(line)
-        size += line_size
-    dropped = len(lines) - len(kept)
-    note = (
-        f"\n_Truncated: {dropped} more lines not shown (the summary is limited to "
-        f"{max_bytes} bytes); see `accelkit compare --json` for everything._\n"
+    if not metrics:
+        return []
+    return markdown.table(
+        ("case", "metric", "reason"),
+        ((_cell(m.case), _cell(m.metric), _cell(m.reason)) for m in metrics),
     )
-    return "\n".join(kept) + note

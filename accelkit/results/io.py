@@ -1,4 +1,4 @@
-"""Reading and atomically writing results files."""
+"""Reading results files, and writing them (or any output file) atomically."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def _umask() -> int:
     return current
 
 
+def write_results(results: Results, path: Path) -> None:
+    """Replace the results file at `path` with `results` in one atomic, durable rewrite.
+
+    For a file that is complete (or rewritten rarely); a run adding cases one by one goes
+    through `writer.ResultsWriter`, which encodes each case once.
+    """
+    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")
+
+
 def load_results(path: Path) -> Results:
     """Load and validate a results file; any problem is a one-line BadInput."""
     try:
@@ -77,8 +86,3 @@ def load_results(path: Path) -> Results:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise BadInput(f"{path}: invalid results file at {where}: {first['msg']}") from None
-
-
-def write_results(results: Results, path: Path) -> None:
-    """Replace the results file at `path` with `results`, atomically."""
-    atomic_write_text(path, json.dumps(results.to_json_dict(), indent=1) + "\n")

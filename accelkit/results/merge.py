@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from accelkit.results.model import Results, Summary
-from accelkit.suite.timing import IQR_WARN_THRESHOLD
+from accelkit.results.noise import IQR_WARN_THRESHOLD
 
 _SEVERITY = {"skipped": 0, "passed": 1, "failed": 2, "error": 3, "timeout": 4, "crashed": 5}
 

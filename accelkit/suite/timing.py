@@ -37,16 +37,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
+
 Clock = Callable[[], float]
 """Returns seconds from an arbitrary origin; only differences are used."""
 Synchronize = Callable[[], None]
 """Blocks until the device has finished all queued work."""
-
-# Same values and meaning as torch.utils.benchmark.utils.common: above the first the
-# measurement "could indicate system fluctuation", above the second it "suggests
-# significant environmental influence".
-IQR_WARN_THRESHOLD = 0.10
-IQR_GROSS_WARN_THRESHOLD = 0.25
 
 # The timer's overhead (an empty block: clock reads, synchronisation, event records) must be
 # at most this fraction of one block (torch.utils.benchmark aims for under 0.1%).

@@ -1,0 +1,156 @@
+"""The report as one self-contained HTML page: inline CSS and inline SVG plots, no script,
+no network."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+from accelkit.results.model import SUITES
+from accelkit.results.noise import IQR_WARN_THRESHOLD
+from accelkit.results.report.model import (
+    Report,
+    format_cell,
+    interesting_cases,
+    status_summary,
+)
+from accelkit.results.report.plots import Plot, render_plots
+from accelkit.results.units import format_value
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
+h1{font-size:1.4em}h2{font-size:1.2em;margin-top:1.6em}h3{font-size:1em}
+table{border-collapse:collapse;margin:.5em 0;font-size:.85em}
+th,td{border:1px solid #ccc;padding:.25em .5em;text-align:left;vertical-align:top}
+th{background:#f3f3f3;position:sticky;top:0}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.passed{color:#1a7f37}.failed,.error,.crashed,.timeout{color:#b00020;font-weight:bold}
+.skipped{color:#777}.missing{color:#b00020;font-style:italic}.noisy{color:#9a6700}
+.plots{display:flex;flex-wrap:wrap;gap:1em}.plot{border:1px solid #eee;padding:.3em}
+.plot svg{max-width:100%;height:auto}.note{color:#555;font-size:.85em}
+.wrap{overflow-x:auto}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def render_html(
+    report: Report, *, plots: Sequence[Plot] | None = None, plots_note: str | None = None
+) -> str:
+    """One self-contained HTML page: tables and the given inline-SVG plots."""
+    runs = report.runs
+    out: list[str] = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        "<title>accelkit report</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>accelkit report</h1>",
+        f'<p class="note">{len(runs)} runs. Values are medians; ~ marks a noisy metric '
+        f"(IQR/median at least {IQR_WARN_THRESHOLD:.0%}); percentages are fractions of the "
+        "device's peak (table or measured, as noted).</p>",
+        '<h2 id="runs">Runs</h2><div class="wrap"><table id="runs-table"><thead><tr>',
+        "<th>run</th><th>device</th><th>torch</th><th>started</th><th>source</th>",
+    ]
+    out += [f"<th>{_e(s)}</th>" for s in SUITES]
+    out.append("</tr></thead><tbody>")
+    for run, counts in zip(runs, report.counts, strict=True):
+        if run.missing:
+            out.append(
+                f"<tr><td>{_e(run.label)}</td>"
+                + '<td class="missing" colspan="3">produced no results</td>'
+                + f"<td>{_e(run.source)}</td>"
+                + "".join('<td class="missing">missing</td>' for _ in SUITES)
+                + "</tr>"
+            )
+            continue
+        summary_cells = "".join(
+            f"<td>{_e(status_summary(counts[s]))}</td>" if s in counts else "<td>—</td>"
+            for s in SUITES
+        )
+        out.append(
+            f"<tr><td>{_e(run.label)}</td><td>{_e(run.device_name or run.device)}</td>"
+            f"<td>{_e(run.torch_version or '?')}</td><td>{_e(run.started[:19])}</td>"
+            f"<td>{_e(run.source)}</td>{summary_cells}</tr>"
+        )
+    out.append("</tbody></table></div>")
+    head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
+    for suite in report.suites():
+        metrics = [m for m in report.metrics if m.suite == suite]
+        if metrics:
+            out.append(f'<h2 id="{_e(suite)}-metrics">{_e(suite)}: metrics</h2>')
+            out.append(f'<div class="wrap"><table class="metrics" data-suite="{_e(suite)}">')
+            out.append(f"<thead><tr><th>case</th><th>metric</th><th>unit</th>{head}</tr></thead>")
+            out.append("<tbody>")
+            for m in metrics:
+                cells: list[str] = []
+                for cell in m.cells:
+                    css = "num noisy" if cell is not None and cell.noisy else "num"
+                    title = ""
+                    if cell is not None:
+                        title = f"{cell.samples} samples"
+                        if cell.p25 is not None and cell.p75 is not None:
+                            title += (
+                                f"; IQR {format_value(cell.p25, m.unit)} to "
+                                f"{format_value(cell.p75, m.unit)}"
+                            )
+                        if cell.peak_source:
+                            title += f"; peak: {cell.peak_source}"
+                    cells.append(
+                        f'<td class="{css}" title="{_e(title)}">'
+                        f"{_e(format_cell(cell, m.unit))}</td>"
+                    )
+                direction = "higher is better" if m.higher_is_better else "lower is better"
+                out.append(
+                    f"<tr><td>{_e(m.case)}</td><td>{_e(m.metric)}</td>"
+                    f'<td title="{direction}">{_e(m.unit)}</td>{"".join(cells)}</tr>'
+                )
+            out.append("</tbody></table></div>")
+        cases = interesting_cases(report, suite)
+        title = "cases" if suite == "perf" else "cases not passing everywhere"
+        out.append(f'<h2 id="{_e(suite)}-cases">{_e(suite)}: {title}</h2>')
+        if not cases:
+            out.append('<p class="note">Every case passed in every run.</p>')
+            continue
+        out.append(f'<div class="wrap"><table class="cases" data-suite="{_e(suite)}">')
+        out.append(f"<thead><tr><th>case</th>{head}</tr></thead><tbody>")
+        for c in cases:
+            status_cells: list[str] = []
+            for status, message in zip(c.statuses, c.messages, strict=True):
+                css = status or "missing"
+                text = status or "—"
+                status_cells.append(
+                    f'<td class="{_e(css)}" title="{_e(message[:2000])}">{_e(text)}</td>'
+                )
+            out.append(f"<tr><td>{_e(c.case)}</td>{''.join(status_cells)}</tr>")
+        out.append("</tbody></table></div>")
+    if plots_note:
+        out.append(f'<p class="note">{_e(plots_note)}</p>')
+    if plots:
+        for kind, title in (("bars", "Metric per run"), ("trend", "Trend over history")):
+            selected = [p for p in plots if p.kind == kind]
+            if not selected:
+                continue
+            out.append(f'<h2 id="plots-{kind}">{title}</h2><div class="plots">')
+            for plot in selected:
+                caption = f'<figcaption class="note">{_e(plot.title)}</figcaption>'
+                out.append(f'<figure class="plot" data-kind="{kind}">{plot.svg}{caption}</figure>')
+            out.append("</div>")
+    if report.skipped_inputs:
+        out.append('<h2 id="skipped">Skipped inputs</h2><ul class="note">')
+        out += [f"<li>{_e(s)}</li>" for s in report.skipped_inputs]
+        out.append("</ul>")
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+def render_html_with_plots(report: Report) -> tuple[str, str | None]:
+    """The HTML page with plots when matplotlib is installed; else without, and why."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        note = "Plots need matplotlib (pip install matplotlib); this page has tables only."
+        return render_html(report, plots_note=note), note
+    return render_html(report, plots=render_plots(report)), None

@@ -1,0 +1,90 @@
+"""The report as a Markdown summary for $GITHUB_STEP_SUMMARY, capped below 1 MiB."""
+
+from __future__ import annotations
+
+from accelkit.results import markdown
+from accelkit.results.model import SUITES
+from accelkit.results.noise import IQR_WARN_THRESHOLD
+from accelkit.results.report.model import (
+    Report,
+    format_cell,
+    interesting_cases,
+    status_summary,
+)
+
+_CELL_CHARS = 160
+"""Longest text in a cell; statuses' messages get 80, run labels in a header 60."""
+
+
+def _cell(text: str, limit: int = _CELL_CHARS) -> str:
+    return markdown.cell(text, limit)
+
+
+def render_markdown(report: Report, *, max_bytes: int = markdown.DEFAULT_MAX_BYTES) -> str:
+    """A summary for $GITHUB_STEP_SUMMARY; never longer than `max_bytes` (UTF-8)."""
+    runs = report.runs
+    lines = ["## accelkit report", ""]
+    missing = sum(r.missing for r in runs)
+    lines.append(
+        f"{len(runs)} runs" + (f"; {missing} produced no results" if missing else "") + "."
+    )
+    lines.append("")
+    run_rows: list[list[str]] = []
+    for run, counts in zip(runs, report.counts, strict=True):
+        if run.missing:
+            run_rows.append([_cell(run.label), "—", "—", "—", *["**missing**"] * len(SUITES)])
+            continue
+        run_rows.append(
+            [
+                _cell(run.label),
+                _cell(run.device_name or run.device),
+                _cell(run.torch_version or "?"),
+                _cell(run.started[:19]),
+                *(status_summary(counts[s]) if s in counts else "—" for s in SUITES),
+            ]
+        )
+    lines += markdown.table(["run", "device", "torch", "started", *SUITES], run_rows)
+    lines.append("")
+    columns = [_cell(r.label, 60) for r in runs]
+    for suite in report.suites():
+        metrics = [m for m in report.metrics if m.suite == suite]
+        if metrics:
+            lines += [f"### {suite}: metrics", ""]
+            lines += markdown.table(
+                ["case", "metric", *columns],
+                (
+                    [
+                        _cell(m.case),
+                        f"{_cell(m.metric)} ({_cell(m.unit)})",
+                        *(_cell(format_cell(c, m.unit), 80) for c in m.cells),
+                    ]
+                    for m in metrics
+                ),
+            )
+            lines.append("")
+        cases = interesting_cases(report, suite)
+        if cases:
+            title = "cases" if suite == "perf" else "cases not passing everywhere"
+            lines += [f"### {suite}: {title}", ""]
+            lines += markdown.table(
+                ["case", *columns],
+                (
+                    [
+                        _cell(c.case),
+                        *(
+                            _cell(s or "—")
+                            + (f": {_cell(msg, 80)}" if s not in ("passed", None) and msg else "")
+                            for s, msg in zip(c.statuses, c.messages, strict=True)
+                        ),
+                    ]
+                    for c in cases
+                ),
+            )
+            lines.append("")
+    lines.append(
+        f"`~` marks a noisy metric (IQR/median at least {IQR_WARN_THRESHOLD:.0%}); — means absent."
+    )
+    if report.skipped_inputs:
+        lines += ["", f"{len(report.skipped_inputs)} JSON files skipped (not results files)."]
+    text = "\n".join(lines) + "\n"
+    return markdown.cap(text, max_bytes, see="the HTML report or `accelkit report --json`")
