@@ -2,7 +2,7 @@
 
 Eigenvalues come in no defined order and eigenvectors with any phase, so the suite pairs
 eigenvalues with the reference's within condition-aware bounds and checks A v = lambda v
-(`accelkit.suite.opinfo.EIGEN_OPS`). These tests check the pieces in-process, and, in a
+(`accelkit.suite.opinfo.eigen`). These tests check the pieces in-process, and, in a
 subprocess like tests/test_fault_injection.py, that the real suite still fails a backend
 whose eigenvalues are 0.1% off and passes one that returns the eigenpairs permuted and
 phase-rotated (a right answer).
@@ -20,7 +20,7 @@ import pytest
 import torch
 
 from accelkit.results.io import load_results
-from accelkit.suite import opinfo
+from accelkit.suite.opinfo import comparison, eigen, skips
 from tests.helpers import REPO, run_cli
 
 EPS32 = torch.finfo(torch.float32).eps
@@ -29,12 +29,12 @@ EPS32 = torch.finfo(torch.float32).eps
 def test_bottleneck_assignment_minimises_the_largest_cost() -> None:
     # The greedy choice (row 0 takes column 0 at cost 1) forces row 1 onto cost 10;
     # the best pairing crosses over with largest cost 2.
-    row_of, worst = opinfo.bottleneck_assignment([[1.0, 2.0], [2.0, 10.0]])
+    row_of, worst = eigen.bottleneck_assignment([[1.0, 2.0], [2.0, 10.0]])
     assert (row_of, worst) == ([1, 0], 2.0)
-    assert opinfo.bottleneck_assignment([]) == ([], 0.0)
-    row_of, worst = opinfo.bottleneck_assignment([[math.nan, 0.5], [0.25, math.nan]])
+    assert eigen.bottleneck_assignment([]) == ([], 0.0)
+    row_of, worst = eigen.bottleneck_assignment([[math.nan, 0.5], [0.25, math.nan]])
     assert (row_of, worst) == ([1, 0], 0.5)
-    assert opinfo.bottleneck_assignment([[math.nan]])[1] == math.inf
+    assert eigen.bottleneck_assignment([[math.nan]])[1] == math.inf
 
 
 def _matrix(seed: int, n: int, dtype: torch.dtype) -> torch.Tensor:
@@ -61,8 +61,8 @@ def test_a_permuted_phase_rotated_answer_passes(dtype: torch.dtype) -> None:
     order = torch.tensor([4, 2, 0, 5, 1, 3])
     phases = torch.exp(1j * torch.linspace(0.3, 2.9, 6)).to(vectors.dtype)
     answer = (values[order], vectors[:, order] * phases)
-    opinfo.check_eigen(answer, ref, a.to(ref[1].dtype), dtype, "eig")
-    opinfo.check_eigen(values.flip(-1), ref[0], a.to(ref[1].dtype), dtype, "eigvals")
+    eigen.check_eigen(answer, ref, a.to(ref[1].dtype), dtype, "eig")
+    eigen.check_eigen(values.flip(-1), ref[0], a.to(ref[1].dtype), dtype, "eigvals")
 
 
 @pytest.mark.parametrize(
@@ -83,24 +83,24 @@ def test_a_wrong_answer_fails(fault: str, needle: str) -> None:
         vectors = vectors * 1.001
     else:  # the right eigenvalues, each with another one's eigenvector
         values = values.roll(1)
-    with pytest.raises(opinfo.Mismatch) as caught:
-        opinfo.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64,
-                           "eig")  # fmt: skip
+    with pytest.raises(comparison.Mismatch) as caught:
+        eigen.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64, "eig")
     assert needle in str(caught.value)
 
 
 def test_a_batch_and_empty_matrices() -> None:
     a = torch.stack([_matrix(2, 4, torch.complex64), _matrix(3, 4, torch.complex64)])
     (values, vectors), ref = _answers(a)
-    opinfo.check_eigen((values.flip(-1), vectors.flip(-1)), ref, a.to(torch.complex128),
-                       torch.complex64, "eig")  # fmt: skip
+    eigen.check_eigen(
+        (values.flip(-1), vectors.flip(-1)), ref, a.to(torch.complex128), torch.complex64, "eig"
+    )
     bad = values.clone()
     bad[1, 0] += 1e-3 * bad[1, 0].abs()
-    with pytest.raises(opinfo.Mismatch, match="matrix 1"):
-        opinfo.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
+    with pytest.raises(comparison.Mismatch, match="matrix 1"):
+        eigen.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
     empty = torch.zeros(0, 5, 5, dtype=torch.complex64)
     (values, vectors), ref = _answers(empty)
-    opinfo.check_eigen((values, vectors), ref, empty.to(torch.complex128), torch.complex64, "e")
+    eigen.check_eigen((values, vectors), ref, empty.to(torch.complex128), torch.complex64, "e")
 
 
 def test_close_eigenvalues_get_a_cluster_bound() -> None:
@@ -110,22 +110,21 @@ def test_close_eigenvalues_get_a_cluster_bound() -> None:
     t = torch.tensor([[1, 10, 0], [0, 1 + 1e-5, 0], [0, 0, -3]], dtype=torch.complex128)
     a = (q @ t @ q.mH).to(torch.complex64)
     (values, vectors), ref = _answers(a)
-    bounds = opinfo.eigen_bounds(a.to(torch.complex128), ref[0], EPS32)
+    bounds = eigen.eigen_bounds(a.to(torch.complex128), ref[0], EPS32)
     near_one = (ref[0] - 1).abs() < 0.1
     assert bounds.cluster[0][near_one].tolist() == [2, 2]
     assert bounds.cluster[0][~near_one].tolist() == [1]
     assert bool((bounds.kappa[0][near_one] > 1e3).all())
-    opinfo.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64, "eig")
+    eigen.check_eigen((values, vectors), ref, a.to(torch.complex128), torch.complex64, "eig")
     # The well-conditioned eigenvalue keeps a tight bound: 0.1% off still fails.
     bad = torch.where((values - 1).abs() < 0.1, values, values * 1.001)
-    with pytest.raises(opinfo.Mismatch):
-        opinfo.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
+    with pytest.raises(comparison.Mismatch):
+        eigen.check_eigen(bad, ref[0], a.to(torch.complex128), torch.complex64, "eigvals")
 
 
 def test_the_skip_list_stays_truthful() -> None:
-    for op in opinfo.EIGEN_OPS:
-        assert not [key for key in opinfo.KNOWN_SKIPS if key[0] == op], op
-    assert opinfo.QUICK_STILL_CHECKED.issubset(opinfo.KNOWN_SKIPS)
+    for op in eigen.EIGEN_OPS:
+        assert not [skip for skip in skips.KNOWN_SKIPS.values() if skip.op == op], op
 
 
 CLEAN_RUN = """
@@ -143,18 +142,23 @@ for case in cases:
     for seed in (0, 1):
         torch.manual_seed(seed)
         random.seed(seed)
-        run = opinfo.run_grad if case.grad else opinfo.run_forward
-        assert run(op, op_name, "cpu", opinfo.DTYPES[case.dtype], None) > 0, case
+        assert opinfo.run_case(op, case, "cpu", None) > 0, case
 """
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("op_name", sorted(opinfo.EIGEN_OPS))
+@pytest.mark.parametrize("op_name", sorted(eigen.EIGEN_OPS))
 def test_every_eig_case_runs_and_passes_on_the_cpu(op_name: str) -> None:
     # In a subprocess: importing op_db here would make tests/test_probe.py skip its check
     # that the capability probe does not import it.
-    proc = subprocess.run([sys.executable, "-c", CLEAN_RUN, op_name], capture_output=True,
-                          text=True, cwd=REPO, timeout=600, check=False)  # fmt: skip
+    proc = subprocess.run(
+        [sys.executable, "-c", CLEAN_RUN, op_name],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
 
 
@@ -215,9 +219,20 @@ def _run_with_fault(tmp_path: Path, fault: str) -> tuple[int, dict[str, tuple[st
         "ACCELKIT_EIG_FAULT": fault,
     }
     proc = run_cli(
-        "test", "--device", "cpu", "--suite", "conformance", "-k", keyword, "--breadth", "full",
-        "--json", str(results), env=env, timeout=600,
-    )  # fmt: skip
+        "test",
+        "--device",
+        "cpu",
+        "--suite",
+        "conformance",
+        "-k",
+        keyword,
+        "--breadth",
+        "full",
+        "--json",
+        str(results),
+        env=env,
+        timeout=600,
+    )
     assert results.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     cases = {c.id: (str(c.status), c.message) for c in load_results(results).cases}
     assert set(cases) == {f"conformance/opinfo/{p}" for p in EIG_PARAMS}, sorted(cases)

@@ -1,6 +1,7 @@
-"""The OpInfo module's sample-level rules (`accelkit.suite.opinfo`): SAMPLE_TERMS,
-SAMPLE_CONDITION, BACKWARD_OVERFLOW, SQUARED and the DISCONTINUOUS additions (histogram's
-data-dependent range, logit's clamp bounds, a power's rounded exponent, the triplet hinge).
+"""The OpInfo package's sample-level rules (`accelkit.suite.opinfo.sample_tables`, measured
+by `sample_measures`): SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW, SQUARED and the
+DISCONTINUOUS additions (`discontinuity`: histogram's data-dependent range, logit's clamp
+bounds, a power's rounded exponent, the triplet hinge).
 
 The bounds are checked in-process on constructed inputs (without importing op_db, which
 tests/test_probe.py must see unimported), and, in a subprocess, that every case these rules
@@ -20,7 +21,8 @@ import pytest
 import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
-from accelkit.suite import opinfo
+from accelkit.suite.opinfo import discontinuity, sample_tables, tolerances
+from accelkit.suite.opinfo import sample_measures as measures
 from tests.helpers import REPO
 
 EPS32 = torch.finfo(torch.float32).eps
@@ -35,38 +37,38 @@ def sample(inp: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
 def test_variance_condition_grows_as_the_elements_of_a_group_approach_each_other() -> None:
     x = torch.tensor([[3.0, 3.0 + 1e-3], [-1.0, 1.0]], dtype=torch.float64)
     # Row 0: mean(x^2) / var = 9.003 / 2.5e-7; row 1: 1 / 1.
-    assert opinfo._variance_condition(x, (-1,)) == pytest.approx(9.003e0 / 2.5e-7, rel=1e-3)
-    assert opinfo._variance_condition(x[1:], (-1,)) == pytest.approx(1.0)
-    assert opinfo._variance_condition(torch.ones(2, 3), (-1,)) == math.inf  # constant rows
-    assert opinfo._variance_condition(torch.ones(2, 3), (-1,), eps=0.5) == pytest.approx(3.0)
+    assert measures.variance_condition(x, (-1,)) == pytest.approx(9.003e0 / 2.5e-7, rel=1e-3)
+    assert measures.variance_condition(x[1:], (-1,)) == pytest.approx(1.0)
+    assert measures.variance_condition(torch.ones(2, 3), (-1,)) == math.inf  # constant rows
+    assert measures.variance_condition(torch.ones(2, 3), (-1,), eps=0.5) == pytest.approx(3.0)
 
 
 def test_batch_norm_condition_only_for_batch_statistics() -> None:
     x = torch.tensor([[2.0], [2.001]])  # one channel of two elements
     training = sample(x, args=(None, None, None, None, True, 0.5, 1e-5))
     running = sample(x, args=(None, None, None, None, False, 0.5, 1e-5))
-    assert opinfo._batch_norm_condition(OP, training) > 1e4
-    assert opinfo._batch_norm_condition(OP, running) == 1.0
+    assert measures.batch_norm_condition(OP, training) > 1e4
+    assert measures.batch_norm_condition(OP, running) == 1.0
     # nn.functional.batch_norm passes `training` by keyword (its default is False).
-    assert opinfo._batch_norm_condition(OP, sample(x, kwargs={"training": True})) > 1e4
+    assert measures.batch_norm_condition(OP, sample(x, kwargs={"training": True})) > 1e4
 
 
 def test_householder_condition_is_one_for_lapack_reflectors_and_grows_otherwise() -> None:
     torch.manual_seed(0)
     a = torch.randn(5, 4, dtype=torch.complex128)
     reflectors, tau = torch.geqrf(a)  # LAPACK's taus: each H_i is unitary
-    assert opinfo._householder_condition(OP, sample(reflectors, args=(tau,))) == (
+    assert measures.householder_condition(OP, sample(reflectors, args=(tau,))) == (
         pytest.approx(1.0)
     )
-    kappa = opinfo._householder_condition(OP, sample(reflectors, args=(tau * 5,)))
+    kappa = measures.householder_condition(OP, sample(reflectors, args=(tau * 5,)))
     assert kappa > 10
 
 
 def test_cov_condition_measures_the_normalisers_cancellation() -> None:
     x = torch.randn(2, 3, dtype=torch.float64)
-    assert opinfo._cov_condition(OP, sample(x)) == 1.0
+    assert measures.cov_condition(OP, sample(x)) == 1.0
     weights = torch.tensor([1.0, 1e-3, 1e-3], dtype=torch.float64)
-    kappa = opinfo._cov_condition(OP, sample(x, kwargs={"aweights": weights}))
+    kappa = measures.cov_condition(OP, sample(x, kwargs={"aweights": weights}))
     # sum(w) = 1.002, sum(w^2) / sum(w) = 0.998: a normaliser of 0.004 out of 2.0.
     assert kappa == pytest.approx(2.0 / 0.003994, rel=1e-2)
 
@@ -76,152 +78,157 @@ def test_absolute_terms_bound_a_complex_convolution() -> None:
     x = torch.randn(1, 4, 5, 5, dtype=torch.complex128) * 5
     w = torch.randn(2, 4, 2, 3, dtype=torch.complex128) * 5
     conv = torch.nn.functional.conv2d
-    terms = opinfo._absolute_terms(conv, sample(x, args=(w,)), None)
+    terms = measures.absolute_terms(conv, sample(x, args=(w,)), None)
     # Gauss's trick's product (Re x + Im x)(Re w + Im w) is one of the terms it bounds.
     gauss = conv(x.real + x.imag, w.real + w.imag)
     assert terms >= float(gauss.abs().max()) > float(conv(x, w).abs().max()) / 2
-    error = (conv(x.to(torch.complex64), w.to(torch.complex64)).to(torch.complex128)
-             - conv(x.to(torch.complex64).to(torch.complex128),
-                    w.to(torch.complex64).to(torch.complex128)))  # fmt: skip
-    assert float(error.abs().max()) <= opinfo.NORMWISE_EPS * EPS32 * terms
+    error = conv(x.to(torch.complex64), w.to(torch.complex64)).to(torch.complex128) - conv(
+        x.to(torch.complex64).to(torch.complex128), w.to(torch.complex64).to(torch.complex128)
+    )
+    assert float(error.abs().max()) <= tolerances.NORMWISE_EPS * EPS32 * terms
 
 
 def test_normalize_terms_over_one_element_grow_as_it_approaches_zero() -> None:
     x = torch.tensor([[0.004, -2.0]], dtype=torch.float64)  # dim 0: each column alone
     w = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
-    terms = opinfo._normalize_terms(OP, sample(x, kwargs={"p": 0.5, "dim": 0}), [w])
+    terms = measures.normalize_terms(OP, sample(x, kwargs={"p": 0.5, "dim": 0}), [w])
     assert terms == pytest.approx(1 / 0.004)  # |w| / |x|: the terms that cancel to 0
 
 
 def test_euclid_mm_terms_only_on_the_matrix_multiplication_path() -> None:
     x, y = torch.ones(3, 2), 2 * torch.ones(4, 2)
     terms = 2.0 + 8.0  # max||x||^2 + max||y||^2
-    assert opinfo._euclid_mm_terms(sample(x, args=(y, 2.0, "use_mm_for_euclid_dist"))) == (
+    assert measures.euclid_mm_terms(sample(x, args=(y, 2.0, "use_mm_for_euclid_dist"))) == (
         pytest.approx(terms)
     )
-    assert opinfo._euclid_mm_terms(sample(x, args=(y, 2.0))) is None  # under 25 rows
-    assert opinfo._euclid_mm_terms(sample(torch.ones(26, 2), args=(y,))) is not None
-    assert opinfo._euclid_mm_terms(sample(x, args=(y, 1.0, "use_mm_for_euclid_dist"))) is None
-    assert opinfo._euclid_mm_terms(
-        sample(x, args=(y, 2.0, "donot_use_mm_for_euclid_dist"))
-    ) is None  # fmt: skip
+    assert measures.euclid_mm_terms(sample(x, args=(y, 2.0))) is None  # under 25 rows
+    assert measures.euclid_mm_terms(sample(torch.ones(26, 2), args=(y,))) is not None
+    assert measures.euclid_mm_terms(sample(x, args=(y, 1.0, "use_mm_for_euclid_dist"))) is None
+    assert (
+        measures.euclid_mm_terms(sample(x, args=(y, 2.0, "donot_use_mm_for_euclid_dist"))) is None
+    )
 
 
 def test_backward_intermediates_of_div_and_norm() -> None:
     a = torch.tensor([0.19], dtype=torch.float16)
     b = torch.tensor([-0.00145], dtype=torch.float16)
-    (quotient,), _ = opinfo._quotient_intermediates(OP, sample(a, args=(b,)), [])
-    assert float(quotient) > opinfo.overflow_threshold(torch.float16)  # (a / b) / b
-    assert float(a.double() / b.double() ** 2 * 0.7) < opinfo.overflow_threshold(torch.float16)
-    (rdiv,), _ = opinfo._quotient_intermediates(OP, sample(b, args=(a,)), [],
-                                                divisor_is_input=True)  # fmt: skip
+    (quotient,), _ = measures.quotient_intermediates(OP, sample(a, args=(b,)), [])
+    assert float(quotient) > tolerances.overflow_threshold(torch.float16)  # (a / b) / b
+    assert float(a.double() / b.double() ** 2 * 0.7) < tolerances.overflow_threshold(torch.float16)
+    (rdiv,), _ = measures.quotient_intermediates(
+        OP, sample(b, args=(a,)), [], divisor_is_input=True
+    )
     assert float(rdiv) == float(quotient)
     x = torch.tensor([[0.003, 1.0], [2.0, 3.0]], dtype=torch.float16)
-    powers, divisors = opinfo._norm_intermediates(OP, sample(x, args=(-1, -1)), [])
-    assert float(powers[0].max()) > opinfo.overflow_threshold(torch.float16)  # 1 / x^2
+    powers, divisors = measures.norm_intermediates(OP, sample(x, args=(-1, -1)), [])
+    assert float(powers[0].max()) > tolerances.overflow_threshold(torch.float16)  # 1 / x^2
     assert divisors == []
-    assert opinfo._norm_intermediates(OP, sample(x, args=(2, -1)), []) == ([], [])
-    assert opinfo._norm_intermediates(OP, sample(x, args=("fro",)), []) == ([], [])
+    assert measures.norm_intermediates(OP, sample(x, args=(2, -1)), []) == ([], [])
+    assert measures.norm_intermediates(OP, sample(x, args=("fro",)), []) == ([], [])
 
 
 def test_a_divisor_of_the_backward_and_other_intermediates() -> None:
     x = torch.full((125,), 9.0, dtype=torch.float16)
-    factors, divisors = opinfo._dist_intermediates(OP, sample(x, args=(torch.tensor(-9.0), 4)),
-                                                   [])  # fmt: skip
+    factors, divisors = measures.dist_intermediates(OP, sample(x, args=(torch.tensor(-9.0), 4)), [])
     # norm ** 3 of 125 differences of 18: the backward divides by inf, the gradient is 0.
-    assert float(divisors[0].max()) > opinfo.overflow_threshold(torch.float16)
+    assert float(divisors[0].max()) > tolerances.overflow_threshold(torch.float16)
     assert float(factors[0].max()) == pytest.approx(18.0**2)
-    (squares,), _ = opinfo._tan_intermediates(OP, sample(torch.tensor([1.5732])), [])
-    assert float(squares) > opinfo.overflow_threshold(torch.float16)
+    (squares,), _ = measures.tan_intermediates(OP, sample(torch.tensor([1.5732])), [])
+    assert float(squares) > tolerances.overflow_threshold(torch.float16)
     values = torch.tensor([[0.0112, 3.47, 6.24, 8.18]], dtype=torch.float64)
     weights = [torch.ones(1, 4)]
-    (quotient, summed), _ = opinfo._masked_normalize_intermediates(
+    (quotient, summed), _ = measures.masked_normalize_intermediates(
         OP, sample(values, args=(-math.inf, 1)), weights
     )
     assert float(quotient.max()) == pytest.approx(8.18 / 0.0112**2)  # x / n / n: in range
-    assert float(summed.max()) > opinfo.overflow_threshold(torch.float16)  # 17.9 / 0.0112^2
+    assert float(summed.max()) > tolerances.overflow_threshold(torch.float16)  # 17.9 / 0.0112^2
     segment = SimpleNamespace(name="_segment_reduce")
-    assert opinfo._segment_prod_intermediates(segment, sample(x, args=("sum",)), []) == ([], [])
+    assert measures.segment_prod_intermediates(segment, sample(x, args=("sum",)), []) == ([], [])
 
 
 def test_a_matrix_norms_gradient_is_undetermined_where_its_extreme_sums_tie() -> None:
     norm = SimpleNamespace(name="linalg.norm")
     a = torch.tensor([[1.0, 2.0], [3.0, 2.001]], dtype=torch.float64)  # column sums 4, 4.001
-    assert opinfo._matrix_norm_tie(norm, sample(a, args=(1,))) == pytest.approx(4.001 / 1e-3)
-    assert opinfo._matrix_norm_tie(norm, sample(a, args=(math.inf,))) == pytest.approx(
+    assert measures.matrix_norm_tie(norm, sample(a, args=(1,))) == pytest.approx(4.001 / 1e-3)
+    assert measures.matrix_norm_tie(norm, sample(a, args=(math.inf,))) == pytest.approx(
         5.001 / 2.001
     )
-    assert opinfo._matrix_norm_tie(norm, sample(a, args=(2,))) == 1.0  # not a max of sums
-    assert opinfo._matrix_norm_tie(norm, sample(a[0], args=(1,))) == 1.0  # a vector norm
+    assert measures.matrix_norm_tie(norm, sample(a, args=(2,))) == 1.0  # not a max of sums
+    assert measures.matrix_norm_tie(norm, sample(a[0], args=(1,))) == 1.0  # a vector norm
     matrix_norm = SimpleNamespace(name="linalg.matrix_norm")
-    assert opinfo._matrix_norm_tie(matrix_norm, sample(a, args=(1,))) > 1e3
+    assert measures.matrix_norm_tie(matrix_norm, sample(a, args=(1,))) > 1e3
 
 
 def test_the_rounded_exponent_is_the_one_the_backward_uses() -> None:
     exponent = torch.tensor([-1.9990234375, 2.5], dtype=torch.float64, requires_grad=True)
     base = torch.tensor([-7.0, 3.0], dtype=torch.float64, requires_grad=True)
-    (rpow,) = opinfo._rounded_exponent(sample(exponent, args=(base,)), torch.float16,
-                                       "__rpow__/grad")  # fmt: skip
+    (rpow,) = discontinuity.rounded_exponent(
+        sample(exponent, args=(base,)), torch.float16, "__rpow__/grad"
+    )
     # -1.9990234375 - 1 rounds to -3 in float16 (a tie, to even): the exponent -2.
     assert rpow.input.tolist() == [-2.0, 2.5]
     assert rpow.input.requires_grad and rpow.args[0] is base
-    (power,) = opinfo._rounded_exponent(sample(base, args=(exponent,)), torch.float16,
-                                        "pow/grad")  # fmt: skip
+    (power,) = discontinuity.rounded_exponent(
+        sample(base, args=(exponent,)), torch.float16, "pow/grad"
+    )
     assert power.args[0].tolist() == [-2.0, 2.5] and power.input is base
-    assert opinfo._rounded_exponent(sample(base, args=(2,)), torch.float16, "pow") == []
+    assert discontinuity.rounded_exponent(sample(base, args=(2,)), torch.float16, "pow") == []
 
 
 def test_logit_is_evaluated_at_its_bounds_as_the_kernel_rounds_them() -> None:
     x = torch.tensor([0.80078125, 0.5], dtype=torch.float64)
-    low, high = opinfo._rounded_clamp(sample(x, args=(0.2,)), torch.bfloat16)
+    low, high = discontinuity.rounded_clamp(sample(x, args=(0.2,)), torch.bfloat16)
     assert low.args == (0.2001953125,)  # fl(0.2) in bfloat16
     assert high.args == (1 - 0.80078125,)  # 1 - fl(0.8): x = fl(0.8) lies on the bound
-    assert opinfo._rounded_clamp(sample(x), torch.bfloat16) == []  # no eps: no clamp
+    assert discontinuity.rounded_clamp(sample(x), torch.bfloat16) == []  # no eps: no clamp
 
 
 def test_trapezoid_terms_are_the_trapezoids_magnitudes() -> None:
     y = torch.tensor([9.0, -9.0, 9.0], dtype=torch.float64)
     x = torch.tensor([0.0, 9.0, 18.0], dtype=torch.float64)
     # (|0| + |9|) * 9 + (|9| + |18|) * 9; the integral itself is 0.
-    assert opinfo._trapezoid_terms(OP, sample(y, args=(x,)), None) == pytest.approx(324.0)
+    assert measures.trapezoid_terms(OP, sample(y, args=(x,)), None) == pytest.approx(324.0)
     dx = sample(y, kwargs={"dx": -2.0})
-    assert opinfo._trapezoid_terms(OP, dx, None) == pytest.approx(2 * 9 * 2)
+    assert measures.trapezoid_terms(OP, dx, None) == pytest.approx(2 * 9 * 2)
 
 
 def test_histograms_data_dependent_range_is_pinned() -> None:
     value = torch.tensor(-7.86, dtype=torch.float64)
-    pinned = opinfo._pinned_range(sample(value, args=(4,), kwargs={"density": True}),
-                                  "histogram")  # fmt: skip
+    pinned = discontinuity.pinned_range(
+        sample(value, args=(4,), kwargs={"density": True}), "histogram"
+    )
     assert pinned is not None
     kwargs, low, high = pinned
     assert low == pytest.approx(-8.36) and high == pytest.approx(-7.36)
     assert kwargs == {"density": True, "range": (low, high)}
     edges = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
-    assert opinfo._pinned_range(sample(value, args=(edges,)), "histogram") is None
+    assert discontinuity.pinned_range(sample(value, args=(edges,)), "histogram") is None
     given = sample(value, args=(4,), kwargs={"range": (0.0, 1.0)})
-    assert opinfo._pinned_range(given, "histogram") is None
-    histc = opinfo._pinned_range(sample(value, kwargs={"min": 0, "max": 0}), "histc")
+    assert discontinuity.pinned_range(given, "histogram") is None
+    histc = discontinuity.pinned_range(sample(value, kwargs={"min": 0, "max": 0}), "histc")
     assert histc is not None
     assert histc[1] == pytest.approx(-8.86) and histc[2] == pytest.approx(-6.86)
 
 
 def test_cumulative_sums_leave_histograms_edges_alone() -> None:
     counts, edges = torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 1.0, 2.0, 3.0])
-    summed = opinfo._cumsum((counts, edges))
+    summed = discontinuity.cumsum((counts, edges))
     assert summed[0].tolist() == [1.0, 3.0, 6.0] and summed[1] is edges
 
 
 def test_sample_tables_give_reasons_and_known_kinds() -> None:
-    for table in (opinfo.SAMPLE_TERMS, opinfo.SQUARED):
-        for key, (factor, function, why) in table.items():
-            assert factor > 0 and callable(function) and len(why) > 40, key
-    for key, (kind, factor, function, why) in opinfo.SAMPLE_CONDITION.items():
-        assert kind in ("relative", "normwise", "tie") and factor > 0 and callable(function), key
-        assert len(why) > 40, key
-    for key, (intermediates, why) in opinfo.BACKWARD_OVERFLOW.items():
-        assert key.endswith("/grad") and callable(intermediates) and len(why) > 40, key
-    for key, (mode, _, why) in opinfo.DISCONTINUOUS.items():
-        assert mode in ("relative", "normwise", "exponent", "clamp") and len(why) > 40, key
+    for terms in (*sample_tables.SAMPLE_TERMS.values(), *sample_tables.SQUARED.values()):
+        assert terms.factor > 0 and callable(terms.terms) and len(terms.reason) > 40, terms.key
+    for condition in sample_tables.SAMPLE_CONDITION.values():
+        assert condition.kind in ("relative", "normwise", "tie"), condition.key
+        assert condition.factor > 0 and callable(condition.kappa), condition.key
+        assert len(condition.reason) > 40, condition.key
+    for overflow in sample_tables.BACKWARD_OVERFLOW.values():
+        assert overflow.key.endswith("/grad") and callable(overflow.intermediates), overflow.key
+        assert len(overflow.reason) > 40, overflow.key
+    for step in sample_tables.DISCONTINUOUS.values():
+        assert step.mode in ("relative", "normwise", "exponent", "clamp"), step.key
+        assert len(step.reason) > 40, step.key
 
 
 # --------------------------------------------------------------------------------------
@@ -272,7 +279,7 @@ CASES = (
 CASE_RUN = """
 import json, random, sys, zlib
 import numpy, torch
-from accelkit.suite import opinfo
+from accelkit.suite.opinfo import op_db, running
 
 LOW = (torch.float32, torch.complex64, torch.float16, torch.bfloat16)
 planted = {"rel": None}
@@ -293,8 +300,8 @@ def perturb(value):
         return one(value)
     return tuple(one(x) for x in value) if isinstance(value, (tuple, list)) else value
 
-call, grad = opinfo._call, torch.autograd.grad
-opinfo._call = lambda fn, sample: perturb(call(fn, sample))
+call, grad = running._call, torch.autograd.grad
+running._call = lambda fn, sample: perturb(call(fn, sample))
 torch.autograd.grad = lambda *a, **k: perturb(grad(*a, **k))
 
 def run(param, seed):
@@ -302,10 +309,10 @@ def run(param, seed):
     nodeid = f"conformance/test_opinfo.py::test_opinfo[{param}]"
     case_seed = (seed * 1_000_003 + zlib.crc32(nodeid.encode())) % (2**31)
     random.seed(case_seed); numpy.random.seed(case_seed); torch.manual_seed(case_seed)
-    op = opinfo.op_db_by_name()[parts[0]]
-    fn = opinfo.run_grad if len(parts) > 2 else opinfo.run_forward
+    op = op_db.op_db_by_name()[parts[0]]
+    fn = running.run_grad if len(parts) > 2 else running.run_forward
     try:
-        return fn(op, parts[0], "cpu", opinfo.DTYPES[parts[1]], None) > 0
+        return fn(op, parts[0], "cpu", op_db.DTYPES[parts[1]], None) > 0
     except AssertionError:
         return False
 
@@ -324,13 +331,21 @@ def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
     import json
 
     proc = subprocess.run(
-        [sys.executable, "-c", CASE_RUN, json.dumps(CASES)], capture_output=True, text=True,
-        cwd=REPO, timeout=900, check=False,
-    )  # fmt: skip
+        [sys.executable, "-c", CASE_RUN, json.dumps(CASES)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=900,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     outcome = json.loads(proc.stdout.strip().splitlines()[-1])
-    wrong = [f"{param}: fails without a planted error" for param, _, _ in CASES
-             if not outcome[param][0]]  # fmt: skip
-    wrong += [f"{param}: passes with answers {rel or 'a count'} off" for param, _, rel in CASES
-              if outcome[param][1]]  # fmt: skip
+    wrong = [
+        f"{param}: fails without a planted error" for param, _, _ in CASES if not outcome[param][0]
+    ]
+    wrong += [
+        f"{param}: passes with answers {rel or 'a count'} off"
+        for param, _, rel in CASES
+        if outcome[param][1]
+    ]
     assert not wrong, wrong

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 import torch
+from torch.utils import _pytree as pytree
 
 # (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
 # Start from torch.testing's defaults for the dtype; a case whose math accumulates error
@@ -29,19 +30,49 @@ def tolerance(dtype: torch.dtype, scale: float = 1.0) -> tuple[float, float]:
     return rtol * scale, atol * scale
 
 
-def _to_reference(value: Any) -> Any:
-    if isinstance(value, torch.Tensor):
-        value = value.detach().to("cpu")
-        if value.is_complex():
-            return value.to(torch.complex128)
-        if value.is_floating_point():
-            return value.to(torch.float64)
-        return value
-    if isinstance(value, (list, tuple)):
-        return type(value)(_to_reference(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _to_reference(v) for k, v in value.items()}
-    return value
+# The dtype the reference computes in, for each floating or complex dtype an answer may have.
+REFERENCE_DTYPE: dict[torch.dtype, torch.dtype] = {
+    torch.float16: torch.float64,
+    torch.bfloat16: torch.float64,
+    torch.float32: torch.float64,
+    torch.float64: torch.float64,
+    torch.complex32: torch.complex128,
+    torch.complex64: torch.complex128,
+    torch.complex128: torch.complex128,
+}
+
+
+def _to_reference(value: Any, device: str | None = None, *, grad: bool = False) -> Any:
+    """`value` (any nesting of lists, tuples and dicts) on the CPU in the reference's dtypes.
+
+    Tensors go to the CPU, those of a REFERENCE_DTYPE key converted exactly (the same rounded
+    values in float64/complex128), others copied; dtype arguments become their reference
+    dtype. With `device` (the device type the answer ran on), device arguments naming it
+    (factory kwargs: `torch.device("cuda")`, "cuda:0") become the CPU's; with `grad`, tensors
+    that require a gradient give references that require one.
+    """
+
+    def convert(x: Any) -> Any:
+        if isinstance(x, torch.Tensor):
+            ref = x.detach().to("cpu")
+            if ref.dtype in REFERENCE_DTYPE:
+                ref = ref.to(REFERENCE_DTYPE[ref.dtype])
+            else:
+                ref = ref.clone()
+            if grad and x.requires_grad:
+                ref.requires_grad_(True)
+            return ref
+        if isinstance(x, torch.dtype) and x in REFERENCE_DTYPE:
+            return REFERENCE_DTYPE[x]
+        if device is None:
+            return x
+        if isinstance(x, torch.device) and x.type == torch.device(device).type:
+            return torch.device("cpu")
+        if isinstance(x, str) and x.partition(":")[0] == device:
+            return "cpu"
+        return x
+
+    return pytree.tree_map(convert, value)
 
 
 def reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -122,7 +122,7 @@ ZOO: dict[str, tuple[Callable[[], nn.Module], Callable[[str], tuple[Any, ...]], 
 }
 
 
-def _to_reference(module: nn.Module) -> nn.Module:
+def _reference_module(module: nn.Module) -> nn.Module:
     return copy.deepcopy(module).to(device="cpu", dtype=torch.float64)
 
 
@@ -166,7 +166,7 @@ def test_compile_parity(model: str, device: str) -> None:
     factory, make_inputs, scale = ZOO[model]
     torch._dynamo.reset()
     module = factory().to(device)
-    reference = _to_reference(module)
+    reference = _reference_module(module)
     count = GraphCount()
     compiled = torch.compile(module, backend=count.backend)
     for call in range(2):  # the second call, with fresh inputs, must reuse the graph
@@ -193,7 +193,7 @@ def test_decode_step(device: str) -> None:
     """Inference decode with an in-place KV cache, three positions, one graph."""
     torch._dynamo.reset()
     module = DecodeStep().to(device).eval()
-    reference = _to_reference(module)
+    reference = _reference_module(module)
     heads, max_len, head_dim = module.heads, module.max_len, 32 // module.heads
     cache_shape = (2, heads, max_len, head_dim)
     caches = [torch.zeros(cache_shape, device=device) for _ in range(2)]

@@ -2,10 +2,11 @@
 
 Case ids: `conformance/opinfo/<op>/<dtype>` (forward values, and the in-place variant where
 the op has one) and `conformance/opinfo/<op>/<dtype>/grad` (backward). What each case runs,
-what is skipped and why, and the tolerances: `accelkit.suite.opinfo`.
+what is skipped and why, and the tolerances: the package `accelkit.suite.opinfo`.
 
 `--breadth quick` (the default) runs the first samples of each op and float32 gradients for
-every QUICK_GRAD_EVERY-th op; `--breadth full` runs every sample, dtype and gradient.
+every QUICK_GRAD_EVERY-th op; `--breadth full` runs every sample, dtype and gradient
+(`accelkit.suite.opinfo.planning`).
 """
 
 from __future__ import annotations
@@ -57,13 +58,9 @@ def test_opinfo(case: opinfo.OpinfoCase | None, device: str, request: Any) -> No
     reason = opinfo.skip_reason(op, case, device, breadth)
     if reason is not None:
         pytest.skip(reason)
-    dtype = opinfo.DTYPES[case.dtype]
-    if case.grad:
-        limit = opinfo.QUICK_GRAD_MAX_SAMPLES if breadth == "quick" else None
-        ran = opinfo.run_grad(op, case.op, device, dtype, limit)
-    else:
-        limit = opinfo.QUICK_MAX_SAMPLES[case.dtype] if breadth == "quick" else None
-        ran = opinfo.run_forward(op, case.op, device, dtype, limit)
+    ran = opinfo.run_case(op, case, device, opinfo.sample_limit(case, breadth))
     if ran == 0:
-        pytest.skip(f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device}"
-                    + (" that need a gradient" if case.grad else ""))  # fmt: skip
+        pytest.skip(
+            f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device}"
+            + (" that need a gradient" if case.grad else "")
+        )

@@ -1,0 +1,322 @@
+"""Running a case: the op's samples on the device against the float64 reference.
+
+`run_case` runs a planned case (`planning.OpinfoCase`): `run_forward` evaluates each sample
+on the device and the same sample, converted exactly by `reference._to_reference`, in
+float64 (complex128) on the CPU, and compares the outputs (and the in-place variant's, where
+the op has one); `run_grad` compares the gradients of a random weighted sum of the outputs.
+Each sample gets its bounds from `sample_rules` first (samples with no digits are left out),
+a mismatch of a step function is re-checked against its bracket (`discontinuity`), and
+`EIGEN_OPS` are matched as eigen-decompositions (`eigen`). A failure raises `Mismatch` (an
+AssertionError) naming the op, the sample and the worst element.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from accelkit.suite.opinfo.comparison import Mismatch, compare
+from accelkit.suite.opinfo.discontinuity import cumsum, perturbed, reference_bracket
+from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
+from accelkit.suite.opinfo.op_db import DTYPES
+from accelkit.suite.opinfo.planning import OpinfoCase
+from accelkit.suite.opinfo.sample_measures import differentiable
+from accelkit.suite.opinfo.sample_rules import (
+    NoDigits,
+    reaches,
+    sample_rules,
+    squared_rules,
+    squares,
+)
+from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
+from accelkit.suite.opinfo.tolerances import (
+    NO_RULES,
+    Rules,
+    least_precise,
+    max_magnitude,
+    overflow_threshold,
+)
+from accelkit.suite.reference import REFERENCE_DTYPE, TOLERANCES, _to_reference
+
+
+def run_case(op: Any, case: OpinfoCase, device: str, limit: int | None) -> int:
+    """The case's first `limit` samples (all for None), forward or gradient, on `device`;
+    returns how many ran (0: the op has none for the case here)."""
+    dtype = DTYPES[case.dtype]
+    if case.grad:
+        return run_grad(op, case.op, device, dtype, limit)
+    return run_forward(op, case.op, device, dtype, limit)
+
+
+def _reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    return SampleInput(  # type: ignore[no-untyped-call]
+        _to_reference(sample.input, device, grad=grad),
+        args=_to_reference(sample.args, device, grad=grad),
+        kwargs=_to_reference(sample.kwargs, device, grad=grad),
+        output_process_fn_grad=sample.output_process_fn_grad,
+        broadcasts_input=sample.broadcasts_input,
+        name=sample.name,
+    )
+
+
+def _samples(
+    op: Any, device: str, dtype: torch.dtype, limit: int | None, requires_grad: bool = False
+) -> Iterator[Any]:
+    # The op's own sample generator, without OpInfo.sample_inputs' wrapper: that wrapper
+    # reseeds with a fixed seed before each sample (the suite's per-case `--seed` must decide
+    # the inputs, so that runs differ and replay) and calls inspect.stack() to find the test
+    # function (~0.1 s per call under pytest's deep stacks: 95% of the suite's time).
+    samples: Iterable[Any] = op.sample_inputs_func(op, device, dtype, requires_grad)
+    return iter(itertools.islice(samples, limit) if limit is not None else samples)
+
+
+def _call(fn: Callable[..., Any], sample: Any) -> Any:
+    return fn(sample.input, *sample.args, **sample.kwargs)
+
+
+def _clone(value: Any) -> Any:
+    return pytree.tree_map(
+        lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, value
+    )
+
+
+def _sample_label(index: int, sample: Any) -> str:
+    summary = sample.summary() if hasattr(sample, "summary") else repr(sample)
+    summary = " ".join(str(summary).split())
+    return f"sample {index} ({summary[:300]})"
+
+
+def run_forward(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: int | None) -> int:
+    """Every sample on the device against the float64 CPU reference; returns samples run."""
+    count = 0
+    for index, sample in enumerate(_samples(op, device, dtype, limit)):
+        label = _sample_label(index, sample)
+        ref = _reference_sample(sample, device)
+        process = sample.output_process_fn_grad
+        with torch.no_grad():
+            raw = _call(op, sample)
+            expected_raw = _call(op, ref)
+        if op_name in EIGEN_OPS:  # no in-place variant
+            check_eigen(raw, expected_raw, ref.input, dtype, f"{op_name} {label}")
+            count += 1
+            continue
+        with torch.no_grad():
+            actual = process(raw)
+            expected = process(expected_raw)
+        magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
+        what = f"{op_name} {label}"
+        try:
+            rules = sample_rules(op, op_name, dtype, ref, Rules(inputs_dtype=_inputs_dtype(sample)))
+        except NoDigits:
+            continue
+        squared = squared_rules(op_name, ref, rules)
+        if squared is not None:
+            actual, expected, rules = squares(actual), squares(expected), squared
+            what += " (compared as squares)"
+        try:
+            compare(actual, expected, dtype, op_name, what, magnitude, rules)
+        except AssertionError:
+            step = DISCONTINUOUS.get(op_name)
+            if step is None:
+                raise
+            with torch.no_grad():
+                nearby = perturbed(
+                    ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name
+                )
+                variants = [process(_call(op, p)) for p in nearby]
+            if step.cumulative:
+                actual, expected = cumsum(actual), cumsum(expected)
+                variants = [cumsum(v) for v in variants]
+                what += " (cumulative)"
+            bracket = reference_bracket(expected, variants)
+            compare(
+                actual,
+                expected,
+                dtype,
+                op_name,
+                what,
+                magnitude,
+                dataclasses.replace(rules, bracket=bracket),
+            )
+        inplace = op.inplace_variant
+        if inplace is not None and _fits_in_place(raw, sample.input):
+            _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
+        count += 1
+    return count
+
+
+def _inputs_dtype(sample: Any) -> torch.dtype | None:
+    """The least precise floating dtype among the sample's tensors (None if none)."""
+    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+    dtypes = {
+        x.dtype
+        for x in leaves
+        if isinstance(x, torch.Tensor)
+        and (x.is_floating_point() or x.is_complex())
+        and x.dtype in TOLERANCES
+    }
+    return least_precise(*dtypes) if dtypes else None
+
+
+def _fits_in_place(result: Any, target: Any) -> bool:
+    """In place is defined when the result has the input's shape and dtype (no broadcast
+    of the input, no type promotion beyond it, e.g. float_power_ needs a float64 input)."""
+    return (
+        isinstance(result, torch.Tensor)
+        and isinstance(target, torch.Tensor)
+        and result.shape == target.shape
+        and result.dtype == target.dtype
+    )
+
+
+def _check_inplace(
+    inplace: Callable[..., Any],
+    op_name: str,
+    sample: Any,
+    ref: Any,
+    dtype: torch.dtype,
+    label: str,
+    magnitude: float,
+    rules: Rules = NO_RULES,
+) -> None:
+    """The in-place variant mutates its input into the reference's in-place answer."""
+    target = _clone(sample.input)
+    ref_target = _clone(ref.input)
+    with torch.no_grad():
+        try:
+            ref_result = inplace(ref_target, *ref.args, **ref.kwargs)
+        except RuntimeError:
+            return  # not valid in place for this sample (e.g. the result type does not fit)
+        result = inplace(target, *sample.args, **sample.kwargs)
+    del ref_result, result
+    what = f"{op_name} (in place) {label}"
+    try:
+        compare(target, ref_target, dtype, op_name, what, magnitude, rules)
+    except AssertionError:
+        step = DISCONTINUOUS.get(op_name)
+        if step is None or step.cumulative:
+            raise
+        with torch.no_grad():  # the in-place answer is the out-of-place one
+            variants = [
+                _call(inplace, p) for p in perturbed(ref, dtype, step.mode, op_name=op_name)
+            ]
+        bracket = reference_bracket(ref_target, variants)
+        compare(
+            target,
+            ref_target,
+            dtype,
+            op_name,
+            what,
+            magnitude,
+            dataclasses.replace(rules, bracket=bracket),
+        )
+
+
+def run_grad(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: int | None) -> int:
+    """Backward on the device against backward in float64 on the CPU: the gradient of a
+    random weighted sum of the outputs (a plain sum would miss errors that cancel, such as
+    softmax's gradient, which sums to zero), with respect to every input that needs one.
+    EIGEN_OPS' outputs are first put in the reference's eigenpair order (`align_eigen`)."""
+    count = 0
+    for index, sample in enumerate(_samples(op, device, dtype, limit, requires_grad=True)):
+        label = _sample_label(index, sample)
+        ref = _reference_sample(sample, device, grad=True)
+        inputs = differentiable((sample.input, sample.args, sample.kwargs))
+        ref_inputs = differentiable((ref.input, ref.args, ref.kwargs))
+        if not inputs:
+            continue
+        process = sample.output_process_fn_grad
+        # OpInfo's gradcheck_wrapper makes the function well defined for gradients
+        # (e.g. symmetrises the input of eigh); output_process_fn_grad does the same for
+        # outputs that are unique only up to sign or phase (svd, eig).
+        wrap = op.gradcheck_wrapper
+        outputs = differentiable(process(wrap(op.op, sample.input, *sample.args, **sample.kwargs)))
+        ref_outputs = differentiable(process(wrap(op.op, ref.input, *ref.args, **ref.kwargs)))
+        if len(outputs) != len(ref_outputs):
+            raise Mismatch(
+                f"{op_name} {label}: {len(outputs)} differentiable outputs, "
+                f"reference has {len(ref_outputs)}"
+            )
+        if not outputs:
+            continue
+        if op_name in EIGEN_OPS:  # each weight must multiply the same eigenpair on both sides
+            outputs = align_eigen(outputs, ref_outputs, ref.input, dtype, f"{op_name} {label}")
+        magnitude = max_magnitude((ref_inputs, ref_outputs))
+        weights = [torch.randn(o.shape, dtype=o.dtype, device="cpu") for o in outputs]
+        grads = torch.autograd.grad(
+            outputs,
+            inputs,
+            [w.to(o.device) for w, o in zip(weights, outputs, strict=True)],
+            allow_unused=True,
+        )
+        ref_grads = torch.autograd.grad(
+            ref_outputs,
+            ref_inputs,
+            [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
+            allow_unused=True,
+        )
+        threshold = overflow_threshold(dtype)
+        rules = Rules(
+            inputs_dtype=_inputs_dtype(sample),
+            may_overflow=any(reaches(o, threshold) for o in ref_outputs),
+        )
+        variants: list[tuple[Any, ...]] | None = None
+        grad_name = f"{op_name}/grad"
+        try:
+            rules = sample_rules(op, grad_name, dtype, ref, rules, weights)
+        except NoDigits:
+            continue
+        for i, (g, rg) in enumerate(zip(grads, ref_grads, strict=True)):
+            if (g is None) != (rg is None):
+                # An unused input has no gradient; the reference must agree.
+                g = torch.zeros_like(inputs[i]) if g is None else g
+                rg = torch.zeros_like(ref_inputs[i]) if rg is None else rg
+            if g is None:
+                continue
+            what = f"{op_name} grad of input {i}, {label}"
+            if rules.input_terms:
+                rules = dataclasses.replace(rules, terms=rules.input_terms[i])
+            try:
+                compare(g, rg, dtype, grad_name, what, magnitude, rules)
+            except AssertionError:
+                step = DISCONTINUOUS.get(grad_name)
+                if step is None:
+                    raise
+                if variants is None:
+                    variants = [
+                        _reference_grads(op, p, weights)
+                        for p in perturbed(ref, dtype, step.mode, op_name=op_name)
+                    ]
+                bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
+                compare(
+                    g,
+                    rg,
+                    dtype,
+                    grad_name,
+                    what,
+                    magnitude,
+                    dataclasses.replace(rules, bracket=bracket),
+                )
+        count += 1
+    return count
+
+
+def _reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any, ...]:
+    """The reference's gradients (as in run_grad) for another reference sample."""
+    inputs = differentiable((ref.input, ref.args, ref.kwargs))
+    outputs = differentiable(
+        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, ref.input, *ref.args, **ref.kwargs))
+    )
+    return torch.autograd.grad(
+        outputs,
+        inputs,
+        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
+        allow_unused=True,
+    )

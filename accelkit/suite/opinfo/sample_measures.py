@@ -1,0 +1,385 @@
+"""What each sample decides about its own error bound: the functions the sample tables call.
+
+A constant factor in `scales` is right where the error grows with something the samples fix
+(their range, their shapes). Where it grows with something each draw decides (how close a
+reflector is to singular, how far logits spread, how nearly equal the elements of a group
+are), a constant that covers the worst draw would blind the check on the others. The
+functions here measure that from the float64 reference sample `ref` (an OpInfo SampleInput
+on the CPU), so the tables in `sample_tables` widen a bound only where a sample needs it:
+
+- terms (`SampleTerms`): the largest magnitude among the terms a kernel rounds;
+- conditions (`SampleCondition`): a condition number kappa of the sample's answer;
+- intermediates (`BackwardOverflow`): values a backward forms in the case dtype, as
+  (factors, divisors);
+- `euclid_mm_terms` (`Squared`): cdist's squared-distance terms where it multiplies matrices.
+
+All are pure functions of the sample (and the op, and the outputs' random weights for a
+gradient); none builds a case or compares anything.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from accelkit.suite.opinfo.records import Intermediates
+from accelkit.suite.opinfo.tolerances import max_magnitude
+
+
+def differentiable(value: Any) -> list[torch.Tensor]:
+    """The tensors in `value` (any nesting) that require a gradient, in pytree order."""
+    leaves = pytree.tree_leaves(value)
+    return [x for x in leaves if isinstance(x, torch.Tensor) and x.requires_grad]
+
+
+def argument(ref: Any, position: int, name: str, default: Any) -> Any:
+    """An argument given positionally (after the input) or by keyword."""
+    if len(ref.args) > position:
+        return ref.args[position]
+    return ref.kwargs.get(name, default)
+
+
+def _real64(x: torch.Tensor) -> torch.Tensor:
+    return x.detach().to("cpu", torch.complex128 if x.is_complex() else torch.float64)
+
+
+def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
+    |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
+    output element's terms, including those of Gauss's trick for complex operands, which
+    forms (Re x + Im x)(Re w + Im w) and subtracts the other two products."""
+
+    def absolute(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
+            x = x.detach()
+            return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
+        return x
+
+    inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
+    with torch.no_grad():
+        return max_magnitude(op(inp, *args, **kwargs))
+
+
+def broadcast_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """The magnitudes of the terms that the gradient of a broadcast input sums: the reference
+    gradient with every input expanded to the broadcast shape, in magnitude, summed back over
+    the broadcast dimensions (the largest such sum), per input that needs a gradient."""
+    if weights is None:
+        return []
+    leaves, spec = pytree.tree_flatten((ref.input, ref.args, ref.kwargs))
+    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+    shape = torch.broadcast_shapes(*(x.shape for x in tensors))  # type: ignore[no-untyped-call]
+    originals, expanded = [], list(leaves)
+    for i, x in enumerate(leaves):
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            expanded[i] = x.detach().expand(shape).clone().requires_grad_(True)
+            originals.append((x, expanded[i]))
+    inp, args, kwargs = pytree.tree_unflatten(expanded, spec)
+    outputs = differentiable(
+        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, inp, *args, **kwargs))
+    )
+    grads = torch.autograd.grad(
+        outputs,
+        [e for _, e in originals],
+        [w.to(o.dtype) for w, o in zip(weights, outputs, strict=True)],
+        allow_unused=True,
+    )
+    return [
+        0.0 if g is None else max_magnitude(g.abs().sum_to_size(x.shape))
+        for g, (x, _) in zip(grads, originals, strict=True)
+    ]
+
+
+def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """normalize's gradient w / n - (w . x) / n ** 2 * sgn(x) (|x| / n) ** (p - 1) (n the
+    p-norm, clamped at eps): the larger of its two terms' magnitudes, which exceed every
+    input and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
+    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
+        return 0.0
+    x, w = _real64(ref.input), weights[0].detach().to(torch.float64)
+    p = float(argument(ref, 0, "p", 2.0))
+    dim = argument(ref, 1, "dim", 1)
+    eps = float(argument(ref, 2, "eps", 1e-12))
+    if x.dim() == 0:
+        x, w, dim = x.reshape(1), w.reshape(1), 0
+    n = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True).clamp_min(eps)
+    first = w.abs() / n
+    ratio = torch.where(x == 0, 0.0, (x.abs() / n).pow(p - 1))
+    second = (w * x).abs().sum(dim, keepdim=True) / n**2 * ratio
+    return max_magnitude((first, second))
+
+
+def trapezoid_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """sum_i (|x_i| + |x_i+1|) (|y_i| + |y_i+1|) / 2 along the integration dimension (the
+    largest such sum): the trapezoids' magnitudes, with their widths x_i+1 - x_i rounded
+    relative to |x| (the spacing dx where no x is given)."""
+    y = _real64(ref.input)
+    if y.numel() == 0:
+        return 0.0
+    dim = ref.kwargs.get("dim", -1)
+    heights = y.movedim(dim, -1).abs()
+    heights = (heights[..., 1:] + heights[..., :-1]) / 2
+    x = ref.args[0] if ref.args else ref.kwargs.get("x")
+    if isinstance(x, torch.Tensor):
+        x = _real64(x).abs()
+        x = x if x.dim() == 1 else x.movedim(dim, -1)
+        widths = x[..., 1:] + x[..., :-1]
+    else:
+        widths = torch.tensor(abs(float(ref.kwargs.get("dx", 1.0 if x is None else x))))
+    return max_magnitude((widths * heights).sum(-1))
+
+
+def householder_condition(op: Any, ref: Any) -> float:
+    """prod_i cond_2(H_i) of the reflectors H_i = I - tau_i v_i v_i^H (the largest over the
+    batch): householder_product's backward applies each H_i and its inverse to the running
+    product in turn, and each step amplifies the error by the condition of the two."""
+    a, tau = _real64(ref.input), _real64(ref.args[0])
+    if a.numel() == 0 or tau.numel() == 0:
+        return 1.0
+    a, tau = a.to(torch.complex128), tau.to(torch.complex128)
+    m = a.shape[-2]
+    v = a.tril(-1)
+    v.diagonal(0, -2, -1).fill_(1)
+    kappa = torch.ones(tau.shape[:-1], dtype=torch.float64)
+    eye = torch.eye(m, dtype=torch.complex128)
+    for i in range(tau.shape[-1]):
+        column = v[..., :, i : i + 1]
+        reflector = eye - tau[..., i, None, None] * (column @ column.mH)
+        kappa = kappa * torch.linalg.cond(reflector)
+    return float(kappa.max())
+
+
+def hermitian_condition(op: Any, ref: Any) -> float:
+    """cond_2 of the Hermitian matrix A + A^H that OpInfo's gradcheck wrapper passes."""
+    a = _real64(ref.input)
+    if a.numel() == 0:
+        return 1.0
+    values = torch.linalg.eigvalsh(a + a.mH).abs()
+    return float((values.amax(-1) / values.amin(-1)).max())
+
+
+def exp_square_condition(op: Any, ref: Any) -> float:
+    """1 + max(x ** 2) / 2: the relative condition of exp(-x ** 2 / 2) (and of ndtr's tail,
+    which the same x ** 2 decides), whose argument rounds relative to x ** 2 / 2."""
+    return 1.0 + max_magnitude(ref.input) ** 2 / 2
+
+
+def cov_condition(op: Any, ref: Any) -> float:
+    """The relative condition of cov's normaliser with aweights a and weights w = a * f:
+    sum(w) - correction * sum(w * a) / sum(w), formed in the weights' dtype, cancels when
+    one weight dominates (1 without aweights: the normaliser is an exact integer)."""
+    aweights = ref.kwargs.get("aweights")
+    if not isinstance(aweights, torch.Tensor) or aweights.numel() == 0:
+        return 1.0
+    a = _real64(aweights)
+    fweights = ref.kwargs.get("fweights")
+    w = a * _real64(fweights) if isinstance(fweights, torch.Tensor) else a
+    total = float(w.sum())
+    correction = float(ref.kwargs.get("correction", 1))
+    subtracted = correction * float((w * a).sum()) / total if total else 0.0
+    normaliser = abs(total - subtracted)
+    return (abs(total) + abs(subtracted)) / normaliser if normaliser else math.inf
+
+
+def variance_condition(x: torch.Tensor, dims: tuple[int, ...], eps: float = 0.0) -> float:
+    """max over the groups of mean(x ** 2) / (var(x) + eps) (biased variance over `dims`):
+    the relative condition of a variance formed as a difference of the case dtype's numbers,
+    and of 1 / sigma, which normalised outputs and their gradients scale with."""
+    x = _real64(x)
+    if x.numel() == 0 or not dims:
+        return 1.0
+    mean = x.mean(dims, keepdim=True)
+    variance = (x - mean).pow(2).mean(dims) + eps
+    square = x.pow(2).mean(dims) + eps
+    kappa = torch.where(variance > 0, square / variance, math.inf)
+    return max(1.0, float(kappa.max()))
+
+
+def batch_norm_condition(op: Any, ref: Any) -> float:
+    """variance_condition of each channel (dimension 1) over the batch and spatial dimensions,
+    with the op's eps, for samples that normalise by batch statistics (training)."""
+    x = ref.input
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        return 1.0
+    flags = [a for a in ref.args if isinstance(a, bool)]
+    default = flags[0] if flags else op.name == "_batch_norm_with_update"
+    training = ref.kwargs.get("training", default)
+    if not training:
+        return 1.0
+    floats = [a for a in ref.args if isinstance(a, float) and not isinstance(a, bool)]
+    eps = float(ref.kwargs.get("eps", floats[-1] if floats else 1e-5))
+    return variance_condition(x, tuple(d for d in range(x.dim()) if d != 1), eps)
+
+
+def corrcoef_condition(op: Any, ref: Any) -> float:
+    """variance_condition of each variable (row) over its observations."""
+    return variance_condition(ref.input, (-1,))
+
+
+def _rows_norm(x: torch.Tensor) -> float:
+    return float(_real64(x).norm(dim=-1).max()) if x.numel() else 0.0
+
+
+def sdpa_condition(op: Any, ref: Any) -> float:
+    """The largest attention logit possible, scale * max||q_i|| * max||k_j|| (plus a float
+    mask's largest magnitude): softmax turns the logits' absolute rounding errors, eps times
+    their magnitude, into relative errors of the weights."""
+    q, k = ref.input, ref.args[0]
+    scale = ref.kwargs.get("scale") or 1 / math.sqrt(q.shape[-1])
+    mask = ref.kwargs.get("attn_mask")
+    extra = max_magnitude(mask) if isinstance(mask, torch.Tensor) else 0.0
+    return max(1.0, scale * _rows_norm(q) * _rows_norm(k) + extra)
+
+
+def mha_condition(op: Any, ref: Any) -> float:
+    """sdpa_condition of multi_head_attention_forward's projected queries and keys (per head,
+    queries scaled by 1 / sqrt(head_dim); bias_k is a key of its own)."""
+    query, key = _real64(ref.input), _real64(ref.args[0])
+    embed, heads = int(ref.args[2]), int(ref.args[3])
+    in_weight, in_bias, bias_k = ref.args[4], ref.args[5], ref.args[6]
+    if ref.kwargs.get("use_separate_proj_weight"):
+        w_q, w_k = _real64(ref.kwargs["q_proj_weight"]), _real64(ref.kwargs["k_proj_weight"])
+    else:
+        w_q, w_k = _real64(in_weight[:embed]), _real64(in_weight[embed : 2 * embed])
+    q, k = query @ w_q.mT, key @ w_k.mT
+    if isinstance(in_bias, torch.Tensor):
+        q, k = q + _real64(in_bias[:embed]), k + _real64(in_bias[embed : 2 * embed])
+    head_dim = embed // heads
+    q = q.reshape(*q.shape[:-1], heads, head_dim) / math.sqrt(head_dim)
+    k = k.reshape(*k.shape[:-1], heads, head_dim)
+    largest_k = _rows_norm(k)
+    if isinstance(bias_k, torch.Tensor):
+        largest_k = max(largest_k, _rows_norm(_real64(bias_k).reshape(heads, head_dim)))
+    mask = ref.kwargs.get("attn_mask")
+    extra = max_magnitude(mask) if isinstance(mask, torch.Tensor) else 0.0
+    return max(1.0, _rows_norm(q) * largest_k + extra)
+
+
+def euclid_mm_terms(ref: Any) -> float | None:
+    """max||x_i|| ** 2 + max||y_j|| ** 2 where cdist takes its matrix-multiplication path
+    (p = 2 with compute_mode use_mm_for_euclid_dist, or by default beyond 25 rows), else
+    None."""
+    x, y = ref.input, ref.args[0]
+    p = float(argument(ref, 1, "p", 2.0))
+    mode = argument(ref, 2, "compute_mode", None)
+    necessary = mode in (None, "use_mm_for_euclid_dist_if_necessary") and (
+        x.shape[-2] > 25 or y.shape[-2] > 25
+    )
+    if p != 2.0 or not (mode == "use_mm_for_euclid_dist" or necessary):
+        return None
+    return _rows_norm(x) ** 2 + _rows_norm(y) ** 2
+
+
+def quotient_intermediates(
+    op: Any, ref: Any, weights: list[torch.Tensor], divisor_is_input: bool = False
+) -> Intermediates:
+    """(a / b) / b, which div's backward forms before scaling by the incoming gradient."""
+    a, b = (ref.args[0], ref.input) if divisor_is_input else (ref.input, ref.args[0])
+    a = _real64(a) if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=torch.float64)
+    b = _real64(b) if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=torch.float64)
+    return [a / b / b], []
+
+
+def _pnorm_powers(x: torch.Tensor, p: Any, dim: Any) -> Intermediates:
+    """The powers norm_backward forms in the case dtype for a p-norm (p not 0, 1, 2, inf):
+    factors |x| ** (p - 1) and norm ** (1 - p) for p < 1; above, the factor |x| ** (p - 1)
+    (p < 2) or |x| ** (p - 2) and the divisor norm ** (p - 1)."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or p in (0, 1, 2) or math.isinf(p):
+        return [], []
+    x = _real64(x)
+    norm = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True)
+    if p < 1:
+        return [torch.where(x == 0, 0.0, x.abs().pow(p - 1)), norm.pow(1 - p)], []
+    return [x.abs().pow(p - 1 if p < 2 else p - 2)], [norm.pow(p - 1)]
+
+
+def norm_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """_pnorm_powers of torch.norm(input, p, dim)."""
+    return _pnorm_powers(ref.input, argument(ref, 0, "p", "fro"), argument(ref, 1, "dim", None))
+
+
+def dist_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """_pnorm_powers of dist(input, other, p): the p-norm of input - other."""
+    difference = _real64(ref.input) - _real64(ref.args[0])
+    return _pnorm_powers(difference, argument(ref, 1, "p", 2), None)
+
+
+def pairwise_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """_pnorm_powers of pairwise_distance(x1, x2, p, eps): the p-norm of x1 - x2 + eps over
+    the last dimension."""
+    difference = _real64(ref.input) - _real64(ref.args[0]) + float(argument(ref, 2, "eps", 1e-6))
+    return _pnorm_powers(difference, argument(ref, 1, "p", 2.0), -1)
+
+
+def tan_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """tan(x) ** 2, which tan's backward w * (1 + tan(x) ** 2) forms in the case dtype."""
+    return [torch.tan(_real64(ref.input)) ** 2], []
+
+
+def masked_normalize_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """x / n / n and its weighted sum over the normalised dimension, sum |w x| / n ** 2: the
+    backward of x / n with respect to the norm n (masked-out elements left out of n)."""
+    x = _real64(ref.input)
+    order, dim = float(argument(ref, 0, "ord", 2.0)), argument(ref, 1, "dim", None)
+    mask = ref.kwargs.get("mask")
+    if isinstance(mask, torch.Tensor):
+        x = torch.where(mask, x, math.inf if order < 0 else 0.0)
+    if x.dim() == 0:
+        x = x.reshape(1)
+        dim = 0
+    norm = torch.linalg.vector_norm(x, order, dim=dim, keepdim=True).clamp_min(
+        float(ref.kwargs.get("eps", 1e-12))
+    )
+    quotient = torch.where(torch.isfinite(x), x / norm / norm, 0.0)
+    w = weights[0].detach().to(torch.float64).reshape(quotient.shape)
+    return [quotient, (w * quotient).abs().sum(dim)], []
+
+
+def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """w * output, which _segment_reduce's backward for 'prod' forms in the case dtype before
+    dividing by each element."""
+    if argument(ref, 0, "reduce", None) != "prod":
+        return [], []
+    with torch.no_grad():
+        output = op(ref.input, *ref.args, **ref.kwargs)
+    return [weights[0].detach().to(torch.float64) * _real64(output)], []
+
+
+def matrix_norm_tie(op: Any, ref: Any) -> float:
+    """max / gap between the largest two (smallest two for negative ord) column sums (ord +-1)
+    or row sums (ord +-inf) of |A|, the largest over the batch: the matrix norm's gradient is
+    sign(A) on the extreme column or row, so sums within rounding of each other leave it
+    undetermined (1 for other norms and for vector norms)."""
+    order = argument(ref, 0, "ord", None)
+    dim = argument(ref, 1, "dim", None)
+    x = _real64(ref.input)
+    if op.name == "linalg.matrix_norm" and dim is None:
+        dim = (-2, -1)
+    matrix = isinstance(dim, (tuple, list)) and len(dim) == 2
+    if dim is None and x.dim() == 2 and op.name == "linalg.norm":
+        matrix, dim = True, (-2, -1)
+    if not matrix or order not in (1, -1, math.inf, -math.inf) or x.numel() == 0:
+        return 1.0
+    x = x.abs().movedim(tuple(dim), (-2, -1))
+    sums = x.sum(-2) if order in (1, -1) else x.sum(-1)
+    if sums.shape[-1] < 2:
+        return 1.0
+    ordered = sums.sort(-1, descending=order > 0).values
+    extreme = ordered[..., 0].abs()
+    gap = (ordered[..., 0] - ordered[..., 1]).abs()
+    return float(torch.where(gap > 0, extreme / gap, math.inf).max())
+
+
+def instance_norm_condition(op: Any, ref: Any) -> float:
+    """variance_condition of each (sample, channel) over the spatial dimensions, with the
+    op's eps, where instance_norm uses the input's statistics (its default)."""
+    x = ref.input
+    if not isinstance(x, torch.Tensor) or x.dim() < 3:
+        return 1.0
+    if not ref.kwargs.get("use_input_stats", True):
+        return 1.0
+    eps = float(ref.kwargs.get("eps", 1e-5))
+    return variance_condition(x, tuple(range(2, x.dim())), eps)

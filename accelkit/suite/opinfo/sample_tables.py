@@ -1,0 +1,508 @@
+"""Bounds that each sample decides, and step functions: the per-sample rule tables.
+
+- `SAMPLE_TERMS`: the normwise bound at the magnitude of the terms a kernel rounds;
+- `SAMPLE_CONDITION`: a bound of eps times the sample's condition number (samples it leaves
+  no digits are not compared);
+- `BACKWARD_OVERFLOW`: a backward intermediate beyond the dtype's range;
+- `SQUARED`: cdist's matrix-multiplication path compared in squared distances;
+- `DISCONTINUOUS`: step functions, compared with the reference's range over the inputs'
+  rounding.
+
+The functions they name (`sample_measures`) compute each bound from the float64 reference
+sample, so only the samples that need it are widened; `sample_rules` and `running` apply
+them. Entries are keyed like `scales`' (see `records.case_keys`); factors were measured on
+the CPU over 8 seeds and leave about 3x headroom over the worst error seen.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from accelkit.suite.opinfo import sample_measures as measure
+from accelkit.suite.opinfo.records import (
+    BackwardOverflow,
+    Discontinuity,
+    SampleCondition,
+    SampleTerms,
+    Squared,
+    by_key,
+)
+
+_GRID_SAMPLER_OPS = ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample")
+
+# The normwise bound is taken at the largest magnitude among the terms that the kernel rounds,
+# computed from the sample, where those exceed every input and output:
+# atol >= factor * NORMWISE_EPS * eps * terms (a list: per input that needs a gradient).
+SAMPLE_TERMS = by_key(
+    *(
+        SampleTerms(
+            op=op,
+            dtype="complex64",
+            factor=1.0,
+            terms=measure.absolute_terms,
+            reason=(
+                "complex convolution is three real convolutions (Gauss's trick): the "
+                "imaginary part (Re x + Im x) * (Re w + Im w) - Re x Re w - Im x Im w cancels "
+                "terms up to twice |x| |w| (1.46e-4 absolute measured where the output's "
+                "largest magnitude is 336 and the terms' 2066: 0.30 of this bound)"
+            ),
+        )
+        for op in (
+            "nn.functional.conv1d",
+            "nn.functional.conv2d",
+            "nn.functional.conv3d",
+            "nn.functional.conv_transpose1d",
+            "nn.functional.conv_transpose2d",
+            "nn.functional.conv_transpose3d",
+        )
+    ),
+    SampleTerms(
+        op="addcdiv",
+        dtype="float16",
+        grad=True,
+        factor=1.0,
+        terms=measure.broadcast_terms,
+        reason=(
+            "the gradient with respect to a broadcast divisor sums terms -w * t1 / t2 ** 2, "
+            "each rounded in float16, over the broadcast elements: a small divisor makes them "
+            "larger than every input and output (0.19 absolute measured on a sum of terms of "
+            "1.7e3)"
+        ),
+    ),
+    *(
+        SampleTerms(
+            op=op,
+            grad=True,
+            factor=1.0,
+            terms=measure.broadcast_terms,
+            reason=(
+                "the gradient with respect to a broadcast divisor sums -trunc(a / b) * w "
+                "(fmod) or -floor(a / b) * w (remainder) over the broadcast elements: "
+                "quotients of up to 1e3 for small divisors make the terms larger than every "
+                "input and output, and they cancel (2.6e-5 absolute on a gradient of 2.5 "
+                "measured in float32)"
+            ),
+        )
+        for op in ("fmod", "remainder")
+    ),
+    *(
+        SampleTerms(
+            op=op,
+            factor=1.0,
+            terms=measure.trapezoid_terms,
+            reason=(
+                "the trapezoids (x_i+1 - x_i) (y_i + y_i+1) / 2 of inputs up to 9 reach 160 "
+                "and cancel in the sum, and the widths round relative to |x| (1.06e-5 "
+                "absolute measured in float32 on an integral of -0.18)"
+            ),
+        )
+        for op in ("trapz", "trapezoid", "cumulative_trapezoid")
+    ),
+    SampleTerms(
+        op="nn.functional.gaussian_nll_loss",
+        grad=True,
+        factor=1.0,
+        terms=measure.broadcast_terms,
+        reason=(
+            "the gradient with respect to a broadcast var sums w * (1 / var - (x - t) ** 2 / "
+            "var ** 2) / 2 over the broadcast elements: (x - t) ** 2 / var ** 2 reaches 50 "
+            "and more where inputs are up to 9, and the terms cancel (1.7e-4 absolute "
+            "measured in float32, 2.3x the normwise bound)"
+        ),
+    ),
+    SampleTerms(
+        op="nn.functional.normalize",
+        grad=True,
+        factor=1.5,
+        terms=measure.normalize_terms,
+        reason=(
+            "the gradient w / n - (w . x) / n ** 2 * (|x| / n) ** (p - 1) cancels terms of "
+            "order |w| / n, unbounded for p < 1 and elements near 0 (3.05e-5 absolute where "
+            "the exact gradient is 0 measured in float32: normalising over one element of "
+            "0.004; up to 0.67 NORMWISE_EPS * eps * terms in float32 and bfloat16)"
+        ),
+    ),
+)
+
+# The answer's error is eps times a condition number kappa that each sample decides
+# (`SampleCondition` says how each kind bounds it).
+SAMPLE_CONDITION = by_key(
+    SampleCondition(
+        op="linalg.householder_product",
+        dtype="complex64",
+        grad=True,
+        kind="normwise",
+        factor=0.3,
+        kappa=measure.householder_condition,
+        reason=(
+            "the backward applies each reflector H_i = I - tau_i v_i v_i^H and its inverse in "
+            "turn; the samples' taus are not LAPACK's (|tau|^2 ||v||^2 != 2 Re(tau)), so H_i "
+            "is far from unitary (cond up to 140) and the errors grow with prod_i cond(H_i): "
+            "up to 0.10 eps * prod cond(H_i) * max|grad| measured (1.4e-3 relative)"
+        ),
+    ),
+    SampleCondition(
+        op="linalg.pinv.hermitian",
+        grad=True,
+        kind="normwise",
+        factor=16.0,
+        kappa=measure.hermitian_condition,
+        reason=(
+            "the gradient -A^+ G A^+ (+ terms of the projectors) carries the condition "
+            "number of A + A^H (eigh-based): normwise errors up to 4.6 eps * kappa * "
+            "max|grad| measured in float32 (kappa 291)"
+        ),
+    ),
+    SampleCondition(
+        op="special.log_ndtr",
+        dtype="float32",
+        grad=True,
+        kind="relative",
+        factor=4.0,
+        kappa=measure.exp_square_condition,
+        reason=(
+            "the derivative exp(-x ** 2 / 2) / (sqrt(2 pi) ndtr(x)) rounds x ** 2 / 2 in "
+            "float32: relative error eps * x ** 2 / 2 (3.9e-6 at x = -7.6 measured, 1.1 eps * "
+            "kappa)"
+        ),
+    ),
+    SampleCondition(
+        op="cov",
+        kind="relative",
+        factor=4.0,
+        kappa=measure.cov_condition,
+        reason=(
+            "float32 aweights make cov form its normaliser sum(w) - correction * sum(w * a) / "
+            "sum(w) in float32 (whatever the input's dtype): cancellation amplifies its "
+            "rounding by kappa (1.24e-5 relative measured in a float64 case: 1.1 eps * kappa)"
+        ),
+    ),
+    *(
+        SampleCondition(
+            op=op,
+            grad=grad,
+            kind="normwise",
+            factor=1.0,
+            kappa=measure.batch_norm_condition,
+            reason=(
+                "normalising by batch statistics over few elements: the variance is a "
+                "difference of the case dtype's numbers with relative error eps * mean(x ** 2) "
+                "/ var, and the output and the gradient scale with 1 / sigma (relative error "
+                "4.9 measured for a bfloat16 gradient over a channel of two elements, 5.2e-3 "
+                "in float32, 0.1 for a float16 output; up to 0.14 eps * kappa * magnitude "
+                "where kappa > 3)"
+            ),
+        )
+        for op in (
+            "nn.functional.batch_norm",
+            "native_batch_norm",
+            "_native_batch_norm_legit",
+            "_batch_norm_with_update",
+        )
+        for grad in (False, True)
+    ),
+    SampleCondition(
+        op="nn.functional.scaled_dot_product_attention",
+        dtype="float32",
+        grad=True,
+        kind="normwise",
+        factor=0.75,
+        kappa=measure.sdpa_condition,
+        reason=(
+            "softmax over logits up to scale * max||q|| * max||k|| (about 125 for the "
+            "samples' head_dim 8 and values up to 9): their absolute rounding errors, eps "
+            "times that, are relative errors of the weights, which the backward carries into "
+            "every gradient (up to 0.24 eps * kappa * magnitude measured, 6.4e-5 absolute)"
+        ),
+    ),
+    SampleCondition(
+        op="nn.functional.multi_head_attention_forward",
+        dtype="float32",
+        kind="normwise",
+        factor=0.5,
+        kappa=measure.mha_condition,
+        reason=(
+            "softmax over the logits of projected queries and keys, up to ||q'|| ||k'|| / "
+            "sqrt(head_dim) (1e3-1e4 for the samples: values up to 9 projected by weights up "
+            "to 9): eps times that is the weights' relative error in the worst case (errors "
+            "up to 0.18 eps * kappa * magnitude measured, 0.017 absolute on outputs of 875)"
+        ),
+    ),
+    *(
+        SampleCondition(
+            op=op,
+            grad=True,
+            kind="tie",
+            factor=2.0,
+            kappa=measure.matrix_norm_tie,
+            reason=(
+                "the 1- and inf-norms of a matrix are its largest column or row sum of |A|; "
+                "the gradient is sign(A) on that column or row, and sums within rounding of "
+                "each other (26.609 and 26.656: both 26.625 in bfloat16, measured) leave the "
+                "choice to the rounding"
+            ),
+        )
+        for op in ("linalg.norm", "linalg.matrix_norm")
+    ),
+    *(
+        SampleCondition(
+            op="nn.functional.instance_norm",
+            dtype=dtype,
+            kind="normwise",
+            factor=1.0,
+            kappa=measure.instance_norm_condition,
+            reason=(
+                f"instance_norm normalises each channel of each sample over its few spatial "
+                f"elements (4 in the samples): the variance is a difference of {dtype} numbers "
+                "with relative error eps * mean(x ** 2) / var (0.32 absolute measured on "
+                "outputs of 1.6 in bfloat16)"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    SampleCondition(
+        op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+        dtype="float32",
+        grad=True,
+        kind="normwise",
+        factor=0.75,
+        kappa=measure.sdpa_condition,
+        reason=(
+            "as scaled_dot_product_attention's backward: logits up to scale * max||q|| * "
+            "max||k|| (4.7e-5 absolute measured)"
+        ),
+    ),
+    *(
+        SampleCondition(
+            op="corrcoef",
+            dtype=dtype,
+            grad=True,
+            kind="normwise",
+            factor=1.0,
+            kappa=measure.corrcoef_condition,
+            reason=(
+                f"correlations divide by the standard deviations, formed in {dtype} as "
+                "differences of nearly equal observations: for two observations 0.005 apart "
+                "the variance (1.2e-5) lies below float16's normal range and the backward "
+                "overflows to NaN where the exact gradient is 0"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+)
+
+# Where a factor reaches the dtype's overflow threshold the gradient may be inf/NaN though
+# the exact one is in range (as where the forward overflows: Rules.may_overflow; finite
+# elements are still compared); where a divisor does, the sample is not compared (NoDigits).
+BACKWARD_OVERFLOW = by_key(
+    *(
+        BackwardOverflow(
+            op=op,
+            grad=True,
+            intermediates=measure.quotient_intermediates,
+            reason=(
+                "the gradient with respect to the divisor is -w * ((a / b) / b): (a / b) / b "
+                "overflows float16 (9.0e4 measured) where w * a / b ** 2 is in range (6.4e4)"
+            ),
+        )
+        for op in ("div.no_rounding_mode", "true_divide")
+    ),
+    BackwardOverflow(
+        op="__rdiv__",
+        grad=True,
+        intermediates=functools.partial(measure.quotient_intermediates, divisor_is_input=True),
+        reason=(
+            "as div: the gradient with respect to the divisor (the input) is -w * ((a / b) / b)"
+        ),
+    ),
+    BackwardOverflow(
+        op="norm",
+        grad=True,
+        intermediates=measure.norm_intermediates,
+        reason=(
+            "norm_backward forms |x| ** (p - 1) in the case dtype: for p = -1 that is "
+            "1 / x ** 2, which overflows float16 for |x| < 0.004 though the gradient "
+            "(|x| / norm) ** (p - 1) is at most 1 (inf measured where float64 is finite)"
+        ),
+    ),
+    BackwardOverflow(
+        op="dist",
+        grad=True,
+        intermediates=measure.dist_intermediates,
+        reason=(
+            "dist's backward is norm_backward of input - other: for p = 4 it divides by "
+            "norm ** 3, which overflows float16 for a norm above 40 (the gradient came out 0 "
+            "where float64 has -0.55, measured)"
+        ),
+    ),
+    BackwardOverflow(
+        op="nn.functional.pairwise_distance",
+        grad=True,
+        intermediates=measure.pairwise_intermediates,
+        reason=(
+            "as dist: for p = 5 the backward divides by norm ** 4, which overflows float16 "
+            "for a norm above 16 (the gradient came out 0 where float64 has 1.9, measured)"
+        ),
+    ),
+    BackwardOverflow(
+        op="tan",
+        grad=True,
+        intermediates=measure.tan_intermediates,
+        reason=(
+            "tan's backward is w * (1 + tan(x) ** 2): tan(x) ** 2 overflows float16 within "
+            "0.004 of a pole though w * (1 + tan(x) ** 2) is in range (inf measured where "
+            "float64 has -1.4e4)"
+        ),
+    ),
+    BackwardOverflow(
+        op="masked.normalize",
+        grad=True,
+        intermediates=measure.masked_normalize_intermediates,
+        reason=(
+            "the backward of x / n with respect to the norm sums -w * x / n / n over the "
+            "normalised dimension: for ord = -inf the norm is the smallest |x| (0.011 "
+            "measured) and the sum overflows float16, giving inf and, through the norm's "
+            "backward, NaN (0 * inf) where float64 is finite"
+        ),
+    ),
+    BackwardOverflow(
+        op="_segment_reduce",
+        grad=True,
+        intermediates=measure.segment_prod_intermediates,
+        reason=(
+            "for 'prod' the backward forms w * output in the case dtype before dividing by "
+            "each element: it overflows float16 for outputs near 6.5e4 (inf measured where "
+            "float64 is finite)"
+        ),
+    ),
+)
+
+# Looked up by the case's op name exactly (forward cases).
+SQUARED = by_key(
+    Squared(
+        op="cdist",
+        factor=2.0,
+        terms=measure.euclid_mm_terms,
+        reason=(
+            "the matrix-multiplication path computes ||x||^2 + ||y||^2 - 2 x . y and its "
+            "square root: the error is eps * (||x||^2 + ||y||^2) in the squared distance, so "
+            "eps * (||x||^2 + ||y||^2) / (2 d) in d, unbounded for near points (1.86e-5 at "
+            "d = 0.65 measured in float32; 1.2 eps * terms in d ** 2)"
+        ),
+    ),
+)
+
+# Step functions of their inputs: where the exact answer jumps (a bin edge, an integer
+# quotient), the kernel's own rounding of an intermediate in the case dtype (the quotient
+# a / b, the bin position (x - min) * bins / (max - min)) legitimately lands on either side,
+# which the reference from the same rounded inputs cannot reproduce. For these, a mismatch is
+# re-checked against the reference's range over the inputs perturbed by PERTURB_EPS units of
+# the case dtype's rounding (`discontinuity.perturbed`): "relative" perturbs each input by
+# x * eps (the intermediate rounds relative to the result: a quotient), "normwise" by eps
+# times the largest input magnitude (the intermediate is a difference of inputs: x - min),
+# "exponent" replaces a power's exponent e by fl(e - 1) + 1, the exponent that the backward's
+# e - 1, rounded in the case dtype, stands for, and "clamp" evaluates logit at its bounds eps
+# and 1 - eps rounded to the case dtype, as the kernel compares with them. A wrong answer
+# still fails: only elements within rounding of a jump can move. Looked up by the case's op
+# name exactly ("op" or "op/grad").
+DISCONTINUOUS = by_key(
+    *(
+        Discontinuity(
+            op=op,
+            mode="normwise",
+            cumulative=True,
+            reason=(
+                "the bin position (x - min) * bins / (max - min) is computed in the case "
+                "dtype: an element within rounding of a bin edge lands in either bin (counts "
+                "compared as cumulative sums, which are monotone in every element; for "
+                "histogram a single value's range is [x - 0.5, x + 0.5] and x lies exactly on "
+                "the middle edge of an even number of bins: 4.0 (density) in bin 1 where "
+                "float64 has bin 2, measured on two seeds)"
+            ),
+        )
+        for op in ("histc", "histogram")
+    ),
+    Discontinuity(
+        op="logit",
+        grad=True,
+        mode="clamp",
+        reason=(
+            "logit(x, eps) clamps x to [eps, 1 - eps] and its gradient is 0 outside: the "
+            "kernel compares x with the bounds rounded to the case dtype (1 - 0.2 is "
+            "0.80078125 in bfloat16), so an input on a rounded bound is inside where float64 "
+            "has it outside (w / (x (1 - x)) = 3.7 where float64 has 0, measured in "
+            "bfloat16); compared with the reference at those bounds"
+        ),
+    ),
+    *(
+        Discontinuity(
+            op=op,
+            grad=True,
+            mode="normwise",
+            reason=(
+                "the loss max(d(a, p) - d(a, n) + margin, 0) is a hinge on a difference of "
+                "distances (of order 20) rounded in the case dtype: where it is within "
+                "rounding of 0 the gradient is either 0 or the active one (a hinge argument of "
+                "0.0157 in float64 is 0 in float16: 0.024 absolute where float64 is active, "
+                "measured)"
+            ),
+        )
+        for op in (
+            "nn.functional.triplet_margin_loss",
+            "nn.functional.triplet_margin_with_distance_loss",
+        )
+    ),
+    *(
+        Discontinuity(
+            op=op,
+            grad=True,
+            mode="exponent",
+            reason=(
+                "the gradient with respect to the base, e * b ** (e - 1), forms e - 1 in the "
+                "case dtype: for a negative base b an exponent e one ulp from an integer makes "
+                "e - 1 round to an integer, and the gradient is finite where the exact one (b "
+                "to a non-integer power) is NaN (e = -1.999 in float16 measured); compared "
+                "with the reference at the rounded exponent"
+            ),
+        )
+        for op in ("pow", "__rpow__")
+    ),
+    *(
+        Discontinuity(
+            op=op,
+            mode="relative",
+            reason=(
+                "the quotient a / b rounds in the case dtype before it is "
+                "truncated or floored: quotients within rounding of an integer go either way"
+            ),
+        )
+        for op in ("div.trunc_rounding", "div.floor_rounding", "floor_divide")
+    ),
+    *(
+        Discontinuity(
+            op=op,
+            grad=True,
+            mode="relative",
+            reason=(
+                "the gradient with respect to the divisor is "
+                "-trunc(a / b) (fmod) or -floor(a / b) (remainder): it jumps where the "
+                "quotient, rounded in the case dtype, crosses an integer"
+            ),
+        )
+        for op in ("fmod", "remainder")
+    ),
+    *(
+        Discontinuity(
+            op=op,
+            grad=True,
+            mode="normwise",
+            reason=(
+                "the gradient with respect to the grid is piecewise in the unnormalised "
+                "coordinate (g + 1) / 2 * (size - 1), computed in the case dtype: a sampling "
+                "point within rounding of a pixel boundary takes either piece (2.2e-4 absolute "
+                "measured in float32)"
+            ),
+        )
+        for op in _GRID_SAMPLER_OPS
+    ),
+)

@@ -1,0 +1,395 @@
+"""Constant widenings of the tolerance, per op: the rule tables `tolerances.case_tolerance` reads.
+
+- `TOLERANCE_SCALE`: a factor on the dtype's (rtol, atol) for an op whose answer carries more
+  rounding error than one correctly rounded result;
+- `NORMWISE_SCALE`: a factor on the normwise atol, for errors relative to magnitudes larger
+  than any input or output;
+- `LINALG_SCALE`: the default factor of linear algebra (`LINALG_OPS_PREFIXES`).
+
+A constant is right where the error grows with something the samples fix (their range, their
+shapes); where each draw decides it, the bound comes from the sample (`sample_tables`).
+Entries were measured on the CPU (float32 vs float64, several seeds) and leave about 3x
+headroom over the worst error seen.
+"""
+
+from __future__ import annotations
+
+from accelkit.suite.opinfo.records import NormwiseScale, ToleranceScale, by_key
+
+_ATTENTION_OPS = (
+    "nn.functional.scaled_dot_product_attention",
+    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+)
+_GRID_SAMPLER_OPS = ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample")
+_TRIPLET_LOSSES = (
+    "nn.functional.triplet_margin_loss",
+    "nn.functional.triplet_margin_with_distance_loss",
+)
+
+# Long recurrences, iterative or series algorithms, condition-number amplification.
+TOLERANCE_SCALE = by_key(
+    ToleranceScale(
+        op="linalg.cond",
+        factor=100.0,
+        reason=(
+            "the condition number's relative error grows with the condition "
+            "number itself (kappa * eps; ~3.5e-6 measured for kappa ~ 110)"
+        ),
+    ),
+    ToleranceScale(
+        op="matrix_exp",
+        factor=100.0,
+        reason=(
+            "scaling and squaring multiplies the rounding error by the norm "
+            "(2.3e-5 relative measured in float32)"
+        ),
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            factor=10.0,
+            reason=(
+                "the relative error of x ** y grows with |y * log(x)| (2.4e-6 measured in "
+                "complex64)"
+            ),
+        )
+        for op in ("pow", "__rpow__", "float_power")
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            factor=10.0,
+            reason=(
+                "attention: softmax over q.k logits of order 100 (samples up to +-9) and "
+                "a weighted sum of values (1.9e-5 absolute measured in float32)"
+            ),
+        )
+        for op in (*_ATTENTION_OPS, "nn.functional.multi_head_attention_forward")
+    ),
+    ToleranceScale(
+        op="nn.functional.ctc_loss",
+        grad=True,
+        factor=300.0,
+        reason=(
+            "the alpha-beta recursion runs over 50 time steps in float32 (1.0e-4 relative measured)"
+        ),
+    ),
+    ToleranceScale(
+        op="_upsample_bilinear2d_aa",
+        factor=5.0,
+        reason=(
+            "antialiasing weights are normalised float32 sums; "
+            "outputs near zero carry ~1.8e-5 absolute error"
+        ),
+    ),
+    ToleranceScale(
+        op="nn.functional.multi_head_attention_forward",
+        grad=True,
+        factor=1000.0,
+        reason=(
+            "softmax over logits of order 100 (samples up to +-9) amplifies float32 "
+            "rounding in the backward (5.6e-4 relative measured on elements of order 10)"
+        ),
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            grad=True,
+            factor=30.0,
+            reason=(
+                "the gradient y * x ** (y - 1) or x ** y * log(x) carries the relative error "
+                "of x ** y, which grows with |y * log(x)| (2.0e-5 relative measured in "
+                "complex64, 5.6e-6 in float32 for a broadcast scalar base summing terms of "
+                "mixed sign)"
+            ),
+        )
+        for op in ("pow", "__rpow__", "float_power")
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            dtype="float16",
+            grad=True,
+            factor=32.0,
+            reason=(
+                "float16 gradients of x ** y with respect to a broadcast (scalar) base or "
+                "exponent sum terms y * x ** (y - 1) of mixed sign in float16: cancellation "
+                "leaves 1.06e-2 relative measured"
+            ),
+        )
+        for op in ("pow", "__rpow__")
+    ),
+    ToleranceScale(
+        op="logaddexp",
+        dtype="complex64",
+        grad=True,
+        factor=60.0,
+        reason=(
+            "complex logaddexp is singular where exp(a) + exp(b) = 0 (a - b = i pi (2k + 1)): "
+            "near it the derivative 1 / (1 + exp(b - a)) amplifies complex64 rounding "
+            "(2.6e-5 relative measured)"
+        ),
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            dtype="float32",
+            grad=True,
+            factor=4.0,
+            reason=(
+                "normalisation over few elements: the gradient scales with 1 / sigma of "
+                "nearly equal elements (1.7e-5 absolute, 3.9e-5 relative measured for "
+                "native_group_norm)"
+            ),
+        )
+        for op in (
+            "native_layer_norm",
+            "nn.functional.layer_norm",
+            "native_group_norm",
+            "nn.functional.group_norm",
+        )
+    ),
+    ToleranceScale(
+        op="sinc",
+        grad=True,
+        factor=4.0,
+        reason=(
+            "the derivative (cos(pi z) pi z - sin(pi z)) / (pi z ** 2) for large complex z: "
+            "pi * z rounds in complex64 (1.6e-6 relative measured)"
+        ),
+    ),
+    *(
+        ToleranceScale(
+            op=op,
+            dtype="float16",
+            grad=True,
+            factor=24.0,
+            reason=(
+                "1 - x * x is formed in float16 near |x| = 1: cancellation gives the "
+                "derivative 1 / (1 - x ** 2) (atanh) or 1 / sqrt(1 - x ** 2) (asin) a relative "
+                "error of eps * x ** 2 / (1 - x ** 2) (7.8e-3 relative measured)"
+            ),
+        )
+        for op in ("asin", "atanh")
+    ),
+    ToleranceScale(
+        op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+        grad=True,
+        factor=4.0,
+        reason=(
+            "attention backward: softmax over logits of order 100 (samples up to +-9) "
+            "(1.3e-5 absolute measured in float32)"
+        ),
+    ),
+    ToleranceScale(
+        op="sinc",
+        factor=4.0,
+        reason=(
+            "sin(pi * z) / (pi * z) for large complex z: pi * z rounds in complex64 "
+            "(1.7e-6 relative measured)"
+        ),
+    ),
+    ToleranceScale(
+        op="nn.functional.kl_div",
+        factor=4.0,
+        reason=(
+            "target * (log(target) - input) forms log(target) in the "
+            "input dtype; cancellation leaves absolute errors of a few "
+            "1e-5 in float16"
+        ),
+    ),
+)
+
+# Sums of products of inputs, terms like |x| ** (p - 1) for p < 1.
+NORMWISE_SCALE = by_key(
+    NormwiseScale(
+        op="nn.functional.normalize",
+        grad=True,
+        factor=48.0,
+        reason=(
+            "p < 1 norms (samples use p = 0.5): the gradient has terms |x| ** (p - 1) that "
+            "exceed every input and output magnitude (8x the normwise bound measured in "
+            "bfloat16, 8.3x in float32)"
+        ),
+    ),
+    NormwiseScale(
+        op="cdist",
+        grad=True,
+        factor=32.0,
+        reason=(
+            "the gradient (x - y) / ||x - y|| normalises differences that cancelled in float32 "
+            "(4.6e-5 absolute measured: 10.3x the normwise bound)"
+        ),
+    ),
+    NormwiseScale(
+        op="cov",
+        grad=True,
+        factor=3000.0,
+        reason=(
+            "the gradient with respect to float32 aweights divides by sum(w) - correction * "
+            "sum(w ** 2) / sum(w), which cancels when one weight dominates (samples draw "
+            "weights down to ~0.01): terms ~100x the largest input or output cancel to an "
+            "exact 0 in 2-observation samples, leaving 9.8e-3 absolute in float32 (960x the "
+            "normwise bound; for input 0's gradient and float64 this is still below "
+            "1e-3 * max|x|)"
+        ),
+    ),
+    *(
+        NormwiseScale(
+            op=op,
+            grad=True,
+            factor=8.0,
+            reason=(
+                "the gradient with respect to the grid is scaled by (size - 1) / 2 (up to 9.5) "
+                "over pixel differences: after the pixel-boundary bracket (DISCONTINUOUS) 1.8x "
+                "the normwise bound measured in float32"
+            ),
+        )
+        for op in _GRID_SAMPLER_OPS
+    ),
+    *(
+        NormwiseScale(
+            op="nn.functional.gaussian_nll_loss",
+            dtype=dtype,
+            grad=True,
+            factor=12.0,
+            reason=(
+                "var is clamped at eps (samples down to 7e-5): the gradient "
+                "(1 / var - (x - t) ** 2 / var ** 2) / 2 exceeds every input and output "
+                "magnitude (3.6x the normwise bound measured in bfloat16)"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    *(
+        NormwiseScale(
+            op=op,
+            dtype=dtype,
+            factor=6.0,
+            reason=(
+                f"the loss is a difference of two distances (norms of order 10-20) formed in "
+                f"{dtype}: cancellation (1.7x the normwise bound measured in float16)"
+            ),
+        )
+        for op in _TRIPLET_LOSSES
+        for dtype in ("float16", "bfloat16")
+    ),
+    *(
+        NormwiseScale(
+            op="sinc",
+            dtype=dtype,
+            grad=True,
+            factor=5.0,
+            reason=(
+                f"the derivative (cos(pi x) pi x - sin(pi x)) / (pi x ** 2) cancels for small "
+                f"x (both terms ~ pi x, the difference ~ (pi x) ** 3 / 3): in {dtype} it comes "
+                "out 0 near x = 0 (0.023 absolute measured in float16, 1.55x the normwise bound)"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    NormwiseScale(
+        op="logcumsumexp",
+        dtype="complex64",
+        grad=True,
+        factor=4.0,
+        reason=(
+            "complex log-sum-exp cancels where exp(a) + exp(b) ~ 0 (opposite phases): the "
+            "running sums lose digits relative to their terms (1.06x the normwise bound "
+            "measured)"
+        ),
+    ),
+    *(
+        NormwiseScale(
+            op=op,
+            dtype=dtype,
+            grad=True,
+            factor=24.0,
+            reason=(
+                f"normalisation over few elements (samples normalise over 2-3): the gradient "
+                f"scales with 1 / sigma, and sigma formed in {dtype} from nearly equal elements "
+                "has relative error eps * |x| / sigma (up to 7x the normwise bound measured)"
+            ),
+        )
+        for op in (
+            "native_group_norm",
+            "nn.functional.group_norm",
+            "nn.functional.instance_norm",
+            "nn.functional.batch_norm",
+            "native_batch_norm",
+            "_native_batch_norm_legit",
+            "_batch_norm_with_update",
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    NormwiseScale(
+        op="nn.functional.nll_loss",
+        dtype="bfloat16",
+        factor=8.0,
+        reason=(
+            "reduction='sum' with class weights accumulates -w[t] * x in bfloat16 over the "
+            "batch: the error grows with the number of terms (2.8x the normwise bound "
+            "measured)"
+        ),
+    ),
+    NormwiseScale(
+        op="nn.functional.nll_loss",
+        dtype="float16",
+        factor=4.0,
+        reason=(
+            "with class weights the terms -w[t] * x (up to 81: nine times the largest input) "
+            "are rounded in float16 before the reduction, where they cancel (73.0 - 70.9: "
+            "1.2x the normwise bound measured on 8 seeds)"
+        ),
+    ),
+    *(
+        NormwiseScale(
+            op=op,
+            dtype=dtype,
+            grad=True,
+            factor=4.0,
+            reason=(
+                f"attention backward in {dtype}: softmax over logits of order 100 and its "
+                "product with dO (1.4x the normwise bound measured in bfloat16, 1.13x in "
+                "float16)"
+            ),
+        )
+        for op in _ATTENTION_OPS
+        for dtype in ("float16", "bfloat16")
+    ),
+    NormwiseScale(
+        op="nn.functional.multi_head_attention_forward",
+        dtype="float32",
+        factor=20.0,
+        reason=(
+            "in/out projections of values of order 1e4 and softmax over logits of order 100 "
+            "(samples up to +-9): outputs near zero carry 9.9e-3 absolute error in float32 "
+            "(4.2x the normwise bound measured)"
+        ),
+    ),
+)
+
+# Linear algebra: the forward error of a factorisation or solve is bounded by the condition
+# number times eps; random sample matrices have condition numbers up to ~1e3. The default
+# TOLERANCE_SCALE factor of every op whose full name starts with one of the prefixes.
+LINALG_SCALE = 100.0
+LINALG_OPS_PREFIXES = (
+    "linalg.",
+    "cholesky",
+    "lu",
+    "qr",
+    "svd",
+    "triangular_solve",
+    "ormqr",
+    "geqrf",
+    "pinverse",
+    "inverse",
+    "det",
+    "logdet",
+    "slogdet",
+    "lstsq",
+    "matrix_exp",
+    "pca_lowrank",
+    "cholesky_solve",
+    "cholesky_inverse",
+)

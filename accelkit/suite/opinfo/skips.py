@@ -1,0 +1,285 @@
+"""What cannot be compared with a float64 reference, and why: the rule tables of skipped cases.
+
+- `RANDOM_OPS`: ops whose outputs are random draws (their values have no reference);
+- `KNOWN_SKIPS`: cases with the numerical reason they cannot match a float64 reference (the
+  reason is the skip message);
+- `DEVICE_ONLY`: ops that exist only on some device types.
+
+`planning.skip_reason` applies them (with OpInfo's own `has_nondeterministic_output` and
+supported dtypes). Each skip is a finding about the op, not a hidden failure.
+"""
+
+from __future__ import annotations
+
+from accelkit.suite.opinfo.records import DeviceOnly, KnownSkip, skips_by_key
+
+# Ops whose outputs are random draws or uninitialised memory: a value comparison is
+# meaningless. (`has_nondeterministic_output` in OpInfo covers the `empty*` family; the
+# sampling ops do not set it.)
+RANDOM_OPS: frozenset[str] = frozenset(
+    {
+        "bernoulli",
+        "cauchy",
+        "exponential",
+        "geometric",
+        "log_normal",
+        "multinomial",
+        "normal",
+        "normal.number_mean",
+        "normal.in_place",
+        "uniform",
+        "rand_like",
+        "randint",
+        "randint_like",
+        "randn",
+        "randn_like",
+        "nn.functional.dropout",
+        "nn.functional.dropout2d",
+        "nn.functional.dropout3d",
+        "nn.functional.alpha_dropout",
+        "nn.functional.feature_alpha_dropout.with_train",
+        "nn.functional.rrelu",
+        # Pooling regions are drawn at random unless `_random_samples` is passed.
+        "nn.functional.fractional_max_pool2d",
+        "nn.functional.fractional_max_pool3d",
+        "torch.ops.aten._flash_attention_forward",
+        "torch.ops.aten._efficient_attention_forward",
+    }
+)
+
+_POLYGAMMA_OPS = (
+    *(f"polygamma.polygamma_n_{n}" for n in range(5)),
+    "special.polygamma.special_polygamma_n_0",
+)
+
+KNOWN_SKIPS = skips_by_key(
+    KnownSkip(
+        op="as_strided.partial_views",
+        reason=(
+            "the samples read storage outside the input's view (as_strided over a partial "
+            "view); a float64 copy of the view has no such storage, so no reference exists"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype=dtype,
+            reason=(
+                f"{dtype} grid coordinates are unnormalised ((g + 1) / 2 * (size - 1)) in "
+                f"{dtype}: the rounding moves the sampling points (by up to eps * size pixels) "
+                "and nearest/bicubic modes switch source pixels, so the answer is not the "
+                "float64 answer rounded (measured errors up to 0.13 on values of order 1)"
+            ),
+        )
+        for op in ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_sample")
+        for dtype in ("float16", "bfloat16")
+    ),
+    *(
+        KnownSkip(
+            op="matrix_exp",
+            dtype=dtype,
+            reason=(
+                f"scaling and squaring overflows {dtype} for the samples' norms (entries up to "
+                "9): intermediate powers exceed the dtype's range and the result is NaN"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    KnownSkip(
+        op="nn.functional.soft_margin_loss",
+        dtype="float16",
+        reason=(
+            "log(1 + exp(-y * x)) is evaluated in float16: exp overflows (> 65504) for "
+            "y * x < -11, which the samples reach, so the loss is inf where float64 is finite"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype=dtype,
+            reason=(
+                f"{dtype} rounding puts sample inputs exactly on the poles at non-positive "
+                "integers, where polygamma is undefined (the float64 reference returns a huge "
+                "finite value from cancellation, the kernel 0 or inf)"
+            ),
+        )
+        for op in _POLYGAMMA_OPS
+        for dtype in ("float16", "bfloat16")
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype="float32",
+            reason=(
+                "the float32 kernel's reflection formula evaluates sin(pi * x) in float32: near "
+                "the poles at non-positive integers its relative error grows like "
+                "|x| * eps / dist(x, pole), without bound for samples drawn in [-9, 9] (6e-4 "
+                "measured); float64 is checked"
+            ),
+        )
+        for op in _POLYGAMMA_OPS
+    ),
+    *(
+        KnownSkip(
+            op=f"nn.functional.linear_cross_entropy.{variant}",
+            dtype=dtype,
+            reason=(
+                "no reference: linear_cross_entropy accepts acc_dtype=float32 only with "
+                "float16/bfloat16 inputs, so the sample cannot run in float64"
+            ),
+        )
+        for variant in ("chunked", "chunked_none")
+        for dtype in ("float16", "bfloat16")
+    ),
+    KnownSkip(
+        op="__rpow__",
+        dtype="bfloat16",
+        kind="grad",
+        reason=(
+            "the bfloat16 gradient with respect to the broadcast scalar base sums terms "
+            "y * b ** (y - 1) of magnitudes up to ~1e3 times the result (exponents up to 9) "
+            "in bfloat16: cancellation leaves errors of eps * sum|terms| (10.4 on 16.5 "
+            "measured); float16, float32 and complex64 are checked"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op="fmod",
+            dtype=dtype,
+            kind="grad",
+            reason=(
+                f"the gradient with respect to a broadcast divisor sums -trunc(a / b) * w over "
+                f"the broadcast elements, with a / b rounded in {dtype}: quotients within "
+                "rounding of an integer jump by one independently, so the sum moves by any "
+                "subset of the weights (2.1 absolute measured), which no uniform perturbation "
+                "of the inputs brackets; float32 and float64 are checked (with the "
+                "DISCONTINUOUS rule), and the forward in every dtype"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    KnownSkip(
+        op="istft",
+        dtype="complex64",
+        kind="grad",
+        reason=(
+            "the gradient with respect to the sample's complex window (istft divides by the "
+            "window's squared envelope |w|^2, not holomorphic in w) differs wholly between "
+            "complex64 and complex128 (relative difference 1.0 on every element, measured on "
+            "two seeds): not a rounding difference, so no tolerance applies; the forward and "
+            "the real dtypes are checked"
+        ),
+    ),
+    KnownSkip(
+        op="renorm",
+        dtype="complex64",
+        kind="grad",
+        reason=(
+            "the sample renorms with p = inf: the complex64 backward of the norm max|z| "
+            "returns NaN on every element where complex128 is finite (measured on two seeds); "
+            "the max's subgradient is not unique, and the forward and the real dtypes are "
+            "checked"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype="float16",
+            kind="grad",
+            reason=(
+                "the float16 backward of a p-norm (ord up to 6, samples up to 9) forms "
+                "|x| ** (ord - 1) and norm ** (ord - 1) in float16: they exceed 65504 "
+                "(9 ** 5 = 59049, the norm's power more) though the gradient is in range, "
+                "giving inf or 0 (-inf measured where -0.21 is right); the forward accumulates "
+                "in float32 and is checked, and bfloat16's range holds the intermediates"
+            ),
+        )
+        for op in ("linalg.vector_norm", "linalg.norm")
+    ),
+    *(
+        KnownSkip(
+            op="digamma",
+            dtype=dtype,
+            kind="grad",
+            reason=(
+                f"digamma's derivative is polygamma(1, x): {dtype} rounding puts sample inputs "
+                "on the poles at non-positive integers, where it is undefined (the float64 "
+                "reference returns -4e30 from cancellation, the kernel -8e12); as polygamma"
+            ),
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
+    KnownSkip(
+        op="digamma",
+        dtype="float32",
+        kind="grad",
+        reason=(
+            "digamma's derivative is polygamma(1, x), whose float32 kernel evaluates the "
+            "reflection formula's sin(pi * x) in float32: near the poles its relative error "
+            "grows like |x| * eps / dist(x, pole) (1.97e-5 measured); as polygamma, float64 "
+            "is checked"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op="nn.functional.multi_head_attention_forward",
+            dtype=dtype,
+            kind="forward",
+            # Ill-conditioned logits come with later samples: the quick breadth's first
+            # sample is well conditioned and stays checked, as it was before these entries.
+            quick_still_checked=True,
+            reason=(
+                f"softmax over q.k logits of order 100 (samples up to +-9, projected) rounded "
+                f"in {dtype}: absolute logit errors of eps * 100 ({err}) become relative "
+                "attention weight errors of exp(err) - 1, so the outputs carry no digits of "
+                "the dtype (1208 absolute on 44 allowed measured in bfloat16); float32 and "
+                "float64 are checked, and the low-precision gradients"
+            ),
+        )
+        for dtype, err in (("float16", "0.1"), ("bfloat16", "0.8"))
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype=dtype,
+            kind="grad",
+            reason=(
+                f"samples normalise over 1-2 elements: for nearly equal elements sigma is a "
+                f"difference of {dtype} numbers, so 1 / sigma and the gradient, which scales "
+                "with it, carry no digits of the dtype (47.9 absolute, relative error 7.2 "
+                "measured in float16); the forward and float32/float64 gradients are checked"
+            ),
+        )
+        for op in ("native_layer_norm", "nn.functional.layer_norm")
+        for dtype in ("float16", "bfloat16")
+    ),
+    KnownSkip(
+        op="nn.functional.normalize",
+        dtype="float16",
+        kind="grad",
+        reason=(
+            "the p = 0.5 sample's gradient has terms |x| ** -0.5, unbounded at elements near "
+            "0, which float16's small range of normal numbers and 11-bit mantissa resolve "
+            "poorly: 0.125 absolute where the exact gradient is ~0 (64x the normwise bound "
+            "measured); bfloat16, float32 and float64 are checked (NORMWISE_SCALE)"
+        ),
+    ),
+    KnownSkip(
+        op="logcumsumexp",
+        dtype="float32",
+        kind="grad",
+        reason=(
+            "the float32 backward (exp of differences of running log-sum-exps, accumulated in "
+            "float32) is accurate only to ~1.5e-3 relative against float64 on the samples "
+            "(inputs up to +-9); a tolerance that wide would not check anything"
+        ),
+    ),
+)
+
+DEVICE_ONLY: tuple[DeviceOnly, ...] = (
+    DeviceOnly(
+        prefix="jiterator_",
+        device_types=("cuda",),
+        reason="jiterator compiles CUDA/ROCm kernels at run time",
+    ),
+)
