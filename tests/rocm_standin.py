@@ -36,6 +36,14 @@ TORCH_SOURCE = FIXTURES / "torch-src"
 #: The versions the stand-in index holds: a release series with a newer pre-release and
 #: nightly, an older and a newer series.
 VERSIONS = ("7.13.2", "7.14.0a20261128", "7.14.0", "7.14.1rc1", "7.15.0a20270105")
+#: `python -c PRELOAD_CHECK NAMES VERSION`: rocm_sdk.initialize_process as _rocm_init.py calls
+#: it, with comma-separated preload names and the version to check.
+PRELOAD_CHECK = """\
+import sys, rocm_sdk
+names = sys.argv[1].split(",")
+rocm_sdk.initialize_process(preload_shortnames=names, check_version=sys.argv[2])
+print(len(rocm_sdk._ALL_CDLLS), "loaded")
+"""
 PLATFORM_TAG = "py3-none-linux_x86_64"
 #: SONAME major versions of the stand-in libraries (1 where not listed).
 SO_MAJOR = {"amdhip64": 7, "hiprtc": 7, "rocm_sysdeps_liblzma": 5, "rocm-openblas": 0}
