@@ -50,7 +50,10 @@ def rocm_index(
 
 
 def _managed(client: Any) -> set[str]:
-    return {c.id for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL})}
+    """accelkit's containers of the ROCm builder image (the engine is shared with other
+    tests, whose containers come and go meanwhile)."""
+    containers = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
+    return {c.id for c in containers if "accelkit-builder-rocm" in " ".join(c.image.tags)}
 
 
 def _build_args(source: Path, index: str, base_image: str, output: Path, version: str) -> list[str]:

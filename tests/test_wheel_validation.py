@@ -201,3 +201,28 @@ def test_broken_bundles_are_errors() -> None:
         list(bundle_entries(b"CCOB" + struct.pack("<HHIIQ", 2, 0, 40, 99, 0) + b"not zlib" * 2))
     with pytest.raises(OffloadError, match="unknown method 7"):
         list(bundle_entries(b"CCOB" + struct.pack("<HHIIQ", 2, 7, 24, 0, 0)))
+
+
+@pytest.mark.slow
+def test_the_mach_table_matches_llvm() -> None:
+    """Every target's EF_AMDGPU_MACH in backends/rocm.py is what LLVM writes: compiled here
+    with triton's AMD backend (no GPU, no ROCm needed), read back with offload.code_object."""
+    import triton  # installed with torch on Linux
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    from accelkit.wheels.offload import code_object as read_code_object
+
+    @triton.jit
+    def add_one(x, n, BLOCK: tl.constexpr):  # type: ignore[no-untyped-def]
+        i = tl.arange(0, BLOCK)
+        tl.store(x + i, tl.load(x + i, mask=i < n) + 1, mask=i < n)
+
+    source = triton.compiler.ASTSource(
+        fn=add_one, signature={"x": "*fp32", "n": "i32"}, constexprs={"BLOCK": 64}
+    )
+    for gfx, mach in backend.AMDGPU_MACH.items():
+        warp = 64 if gfx.startswith("gfx9") else 32
+        hsaco = triton.compile(source, target=GPUTarget("hip", gfx, warp)).asm["hsaco"]
+        found = read_code_object(hsaco)
+        assert (found.machine, found.mach) == (backend.EM_AMDGPU, mach), gfx

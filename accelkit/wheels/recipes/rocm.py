@@ -232,7 +232,7 @@ def _environment(
 
 def _sdk_steps(request: BuildRequest, requested: str, index: str, requirement: str) -> list[Step]:
     pip = (PYTHON, "-m", "pip")
-    install = (*pip, "install", "--force-reinstall")
+    install: tuple[str, ...] = (*pip, "install", "--force-reinstall")
     if request.pre:
         install += ("--pre",)
     return [
