@@ -1,4 +1,4 @@
-"""Shared fixtures of accelkit's own tests.
+"""Shared fixtures of accelkit's own tests, and the CI rule on skips.
 
 Docker-backed tests skip with a reason where no engine answers; CI sets
 ACCELKIT_REQUIRE_DOCKER=1 to turn that skip into a failure, so a missing engine can never
@@ -9,13 +9,20 @@ the same thing from different sides: one run of the whole built-in suite on the 
 (`cpu_suite_run`), one cold CPU test-image build (`cpu_test_image`) and one rehearsal of
 a nightly CPU leg in that image (`cpu_leg_rehearsal`). The first test to use one pays for
 it, so each such test carries a `pytest.mark.timeout` that covers the fixture too.
+
+Under `CI=true` (GitHub Actions sets it; so does the harness that runs `.ci/run`) every
+skip fails the run unless its reason matches an entry of `ALLOWED_SKIPS_IN_CI`: a test
+that CI cannot run is either given what it needs by `.ci/run` or listed there with the
+reason it may skip. A skip that nobody listed is a test that silently stopped running.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
@@ -41,6 +48,68 @@ from tests.helpers import (
 REQUIRE_DOCKER_ENV = "ACCELKIT_REQUIRE_DOCKER"
 BASE_IMAGE_ENV = "ACCELKIT_BASE_IMAGE"
 DEFAULT_BASE_IMAGE = "accelkit-base:bookworm"
+CI_ENV = "CI"
+
+
+@dataclass(frozen=True)
+class AllowedSkip:
+    """A skip that may happen in CI: `pattern` is searched in the skip's reason."""
+
+    pattern: str
+    why: str
+
+
+# Only the host's own hardware may make a test meaningless in CI; a missing tool, package,
+# wheel, engine or image never does (.ci/run installs or builds each of them).
+ALLOWED_SKIPS_IN_CI: tuple[AllowedSkip, ...] = (
+    AllowedSkip(
+        r"^this machine has (a CUDA device|an XPU|2 or more GPUs)$",
+        "the test proves what happens without that hardware; a CI machine with it has "
+        "nothing to prove there (CI's machine has no GPU: this never skips there today)",
+    ),
+)
+
+
+def in_ci() -> bool:
+    return os.environ.get(CI_ENV, "").lower() in ("true", "1")
+
+
+def allowed_skip(reason: str) -> AllowedSkip | None:
+    return next((a for a in ALLOWED_SKIPS_IN_CI if re.search(a.pattern, reason)), None)
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _fail_unlisted_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    if not (in_ci() and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    reason = _skip_reason(report)
+    if allowed_skip(reason) is None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped in CI ({CI_ENV}=true), and the reason is not in ALLOWED_SKIPS_IN_CI "
+            f"(tests/conftest.py): {reason}\nMake .ci/run provide what the test needs, or "
+            "list the reason there with why CI may skip it."
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    _fail_unlisted_skip(report)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    report = yield
+    _fail_unlisted_skip(report)
+    return report
 
 
 def _docker_missing(reason: str) -> NoReturn:
