@@ -35,6 +35,7 @@ from tests.helpers import (
     REHEARSAL_TIMEOUT_S,
     REPO,
     SETUP_TIMEOUT_S,
+    SUITE_RUN_PASSES,
     SUITE_RUN_TIMEOUT_S,
     TORCH_WHEEL_ENV,
     CpuTestImage,
@@ -152,7 +153,7 @@ def base_image(docker_client: Any) -> str:
 def cpu_suite_run(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
     out = tmp_path_factory.mktemp("cpu-suite")
     results, junit = out / "r.json", out / "r.xml"
-    args = ["test", "--device", "cpu", "--measure-ceilings"]
+    args = ["test", "--device", "cpu", "--measure-ceilings", "--passes", str(SUITE_RUN_PASSES)]
     args += ["--json", str(results), "--junit", str(junit)]
     proc = run_cli(*args, timeout=SUITE_RUN_TIMEOUT_S)
     return SuiteRun(proc.returncode, proc.stdout, proc.stderr, results, junit)

@@ -17,9 +17,8 @@ from accelkit.suite.perf.harness import (
     rotation_count,
     tier_for,
 )
-from accelkit.suite.runner import DEFAULT_PASSES
 from accelkit.suite.timing import Measurement
-from tests.helpers import SUITE_TESTS_TIMEOUT_S, SuiteRun
+from tests.helpers import SUITE_RUN_PASSES, SUITE_TESTS_TIMEOUT_S, SuiteRun
 
 # --------------------------------------------------------------------------------------
 # Peak table
@@ -181,12 +180,12 @@ def test_every_metric_has_samples_unit_and_direction(perf_run: dict[str, Any]) -
             assert all(math.isfinite(s) and s > 0 for s in samples), where
             assert "iqr" in metric and isinstance(metric["noisy"], bool), where
             # Every pass is a sample group; the compile-latency case runs in the first only.
-            passes = 1 if case["id"] == "perf/compile/latency" else DEFAULT_PASSES
+            passes = 1 if case["id"] == "perf/compile/latency" else SUITE_RUN_PASSES
             assert len(set(metric["sample_groups"])) == passes, where
             if metric["unit"] in ("FLOP/s", "B/s") and "peak_fraction" in metric:
                 assert metric["peak_source"] == "measured", where
                 assert metric["peak_fraction"] > 0, where
-    assert perf_run["run"]["passes"] == DEFAULT_PASSES
+    assert perf_run["run"]["passes"] == SUITE_RUN_PASSES
 
 
 @pytest.mark.slow
