@@ -28,6 +28,7 @@ from tests.helpers import REPO, run_cli
 FIXTURES = REPO / "tests" / "fixtures" / "rocm"
 SDK_VERSION = "7.14"
 GFX = "gfx942"
+BUILD_TIMEOUT_S = 420
 
 
 def make_wheel(
@@ -132,6 +133,16 @@ def _managed(client: Any) -> set[str]:
     return {c.id for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL})}
 
 
+def _left_behind(client: Any, before: set[str]) -> set[str]:
+    """Builder containers made since `before` that still exist (others share the engine:
+    their containers come and go, and only a builder container of this test counts)."""
+    return {
+        c.id
+        for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL})
+        if c.id not in before and c.attrs["Config"]["Image"].startswith("accelkit-builder-")
+    }
+
+
 def _build_args(source: Path, index: str, base_image: str, output: Path) -> list[str]:
     return [
         "build", "rocm", f"--rocm-version={SDK_VERSION}", f"--gfx={GFX}", "--python=3.11",
@@ -142,15 +153,15 @@ def _build_args(source: Path, index: str, base_image: str, output: Path) -> list
 
 @pytest.mark.slow
 @pytest.mark.docker
+# A cold builder image (apt and pip inside) took ~170 s with two test sessions beside it.
+@pytest.mark.timeout(2 * BUILD_TIMEOUT_S)
 def test_build_rocm_end_to_end(
     rocm_index: str, base_image: str, docker_client: Any, tmp_path: Path
 ) -> None:
     before = _managed(docker_client)
     output = tmp_path / "wheelhouse"
-    started = time.monotonic()
     proc = run_cli(*_build_args(FIXTURES / "torch-src", rocm_index, base_image, output),
-                   "--smoke", timeout=1200)  # fmt: skip
-    cold = time.monotonic() - started
+                   "--smoke", timeout=BUILD_TIMEOUT_S)  # fmt: skip
     assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
     outcome = json.loads(proc.stdout)
     wheels = [Path(w) for w in outcome["wheels"]]
@@ -168,14 +179,13 @@ def test_build_rocm_end_to_end(
     with zipfile.ZipFile(wheels[0]) as archive:
         init = archive.read("torch/_rocm_init.py").decode()
     assert f"TARGETS = ['{GFX}']" in init and "rocm_sdk.initialize_process" in init
-    assert _managed(docker_client) == before  # every container removed
+    assert _left_behind(docker_client, before) == set()  # every container removed
 
     # Unchanged inputs: the builder image is a cache hit.
     again = run_cli(*_build_args(FIXTURES / "torch-src", rocm_index, base_image,
-                                 tmp_path / "again"), timeout=1200)  # fmt: skip
+                                 tmp_path / "again"), timeout=BUILD_TIMEOUT_S)  # fmt: skip
     assert again.returncode == 0, again.stderr[-4000:]
     assert json.loads(again.stdout)["builder_cached"] is True
-    print(f"build rocm (fixture): first {cold:.1f} s")
 
 
 @pytest.mark.slow
@@ -190,13 +200,13 @@ def test_failing_step_reports_no_wheel(
     )
     before = _managed(docker_client)
     output = tmp_path / "out"
-    proc = run_cli(*_build_args(source, rocm_index, base_image, output), timeout=1200)
+    proc = run_cli(*_build_args(source, rocm_index, base_image, output), timeout=BUILD_TIMEOUT_S)
     assert proc.returncode == 1, proc.stderr
     assert "hipify exploded" in proc.stderr
     assert str(output / "build-rocm.log") in proc.stderr
     assert not list(output.glob("*.whl"))
     assert not (output / "manifest.json").exists()
-    assert _managed(docker_client) == before
+    assert _left_behind(docker_client, before) == set()
 
 
 def test_wheel_without_rocm_requirement_fails_validation(tmp_path: Path) -> None:
