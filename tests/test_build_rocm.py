@@ -87,7 +87,7 @@ def test_build_rocm_end_to_end(
     started = time.monotonic()
     proc = run_cli(
         *_build_args(rocm_standin.TORCH_SOURCE, rocm_index, base_image, output, "7.14"),
-        timeout=1200,
+        timeout=600,
     )
     build_seconds = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]
@@ -199,7 +199,7 @@ def test_failing_step_reports_no_wheel(
     )
     before = _managed(docker_client)
     output = tmp_path / "out"
-    proc = run_cli(*_build_args(source, rocm_index, base_image, output, EXACT), timeout=1200)
+    proc = run_cli(*_build_args(source, rocm_index, base_image, output, EXACT), timeout=600)
     assert proc.returncode == 1, proc.stderr
     assert "hipify exploded" in proc.stderr
     assert str(output / "build-rocm.log") in proc.stderr

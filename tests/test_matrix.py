@@ -11,7 +11,6 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -470,27 +469,23 @@ i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
 """
 
 
-def test_billion_laughs_fails_fast(tmp_path: Path) -> None:
+def test_billion_laughs_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "lol.yaml"
     path.write_text(BILLION_LAUGHS)
-    start = time.perf_counter()
+    # Refused by the node limit before anything grows; how fast: benchmarks/bench_matrix.py.
     error = config_error(path)
-    elapsed = time.perf_counter() - start
     assert f"more than {MAX_EXPANDED_NODES} nodes" in str(error)
     assert str(error).startswith(f"{path}:")
-    assert elapsed < 1.0
 
 
-def test_merge_key_bomb_fails_fast(tmp_path: Path) -> None:
+def test_merge_key_bomb_is_refused(tmp_path: Path) -> None:
     lines = ["a0: &a0 {k0: 1, k1: 2, k2: 3, k3: 4, k4: 5, k5: 6, k6: 7, k7: 8}"]
     for level in range(1, 9):
         refs = ", ".join(f"x{n}: *a{level - 1}" for n in range(8))
         lines.append(f"a{level}: &a{level} {{{refs}}}")
     path = tmp_path / "bomb.yaml"
     path.write_text("\n".join(lines) + "\n")
-    start = time.perf_counter()
     assert "nodes" in str(config_error(path))
-    assert time.perf_counter() - start < 1.0
 
 
 def test_recursive_alias_is_rejected(tmp_path: Path) -> None:

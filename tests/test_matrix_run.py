@@ -15,11 +15,10 @@ from accelkit.errors import BadInput
 from accelkit.matrix import RehearsalOptions, load_legs, plan_rehearsal
 from accelkit.results.io import load_results
 from accelkit.suite.request import RunRequest
-from tests.helpers import REPO, run_cli
+from tests.helpers import IMAGE_TESTS_TIMEOUT_S, REPO, LegRehearsal, run_cli
 
 MATRICES = REPO / "matrices"
 NIGHTLY = str(MATRICES / "nightly.yaml")
-CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 
 class FakeHost:
@@ -152,28 +151,24 @@ def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: 
 
 @pytest.mark.slow
 @pytest.mark.docker
-def test_rehearse_one_cpu_leg_end_to_end(base_image: str, tmp_path: Path) -> None:
-    if not CPU_WHEEL.is_file():
-        pytest.skip(f"{CPU_WHEEL} is missing")
-    out = tmp_path / "leg-results"
-    proc = run_cli(
-        "matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11",
-        "--base-image", base_image, "--torch-wheel", str(CPU_WHEEL),
-        "-k", "while_loop", "--output", str(out), "--json",
-        cwd=REPO,
-    )  # fmt: skip
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    data = json.loads(proc.stdout)
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
+    """One nightly CPU leg, setup and test, in the session's CPU test image (its cold build
+    and the in-image run are checked in tests/test_setup_cpu.py)."""
+    rehearsal = cpu_leg_rehearsal
+    assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
+    data = json.loads(rehearsal.stdout)
     (leg,) = data["outcome"]["legs"]
     assert leg["name"] == "cpu-py3.11" and leg["status"] == "passed"
     assert leg["counts"]["passed"] >= 1
-    leg_dir = out / "cpu-py3.11"
+    leg_dir = rehearsal.output / "cpu-py3.11"
     assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
     results = load_results(leg_dir / "results.json")
     assert results.run.device == "cpu" and results.cases
     assert results.summary.passed == leg["counts"]["passed"]
     setup = json.loads((leg_dir / "setup.json").read_text())
-    assert setup["image"].startswith("accelkit-test-cpu:")
+    assert setup["image"] == rehearsal.image
+    assert setup["cached"] is True  # the leg's setup found the shared image
     # `accelkit report DIR` reads the layout, as the nightly's report job does.
-    report = run_cli("report", str(out), cwd=REPO)
+    report = run_cli("report", str(rehearsal.output), cwd=REPO)
     assert report.returncode == 0, report.stderr
