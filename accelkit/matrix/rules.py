@@ -18,7 +18,7 @@ import re
 from accelkit import inputs
 
 SUITES: tuple[str, ...] = ("conformance", "perf")
-TORCH_CHANNELS: tuple[str, ...] = ("nightly", "test", "release")
+TORCH_CHANNELS = inputs.TORCH_CHANNELS
 
 PYTHON = inputs.PYTHON
 IMAGE = inputs.IMAGE
