@@ -158,8 +158,9 @@ class SetupResult:
         }
 
 
-def plan_setup(request: SetupRequest) -> SetupPlan:
-    """Check the request and lay out the image; starts nothing."""
+def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
+    """Check the request and lay out the image; starts nothing. With `check_files` False the
+    torch wheel need not exist yet (a matrix leg's setup installs what its build writes)."""
     from accelkit import backends
 
     backend = backends.get(request.backend, flag="backend")
@@ -178,7 +179,9 @@ def plan_setup(request: SetupRequest) -> SetupPlan:
                 "is none: give one"
             )
     wheel = None
-    if request.torch_wheel is not None:
+    if request.torch_wheel is not None and not check_files:
+        wheel = request.torch_wheel
+    elif request.torch_wheel is not None:
         wheel = check_file("--torch-wheel", _single_torch_wheel(request.torch_wheel))
         parsed = parse_wheel_name(wheel)
         if parsed.name.lower() != "torch":
