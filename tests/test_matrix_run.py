@@ -57,17 +57,25 @@ def _pairs(argv: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 
 def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path / "out", base_image="base:1", torch_wheel=wheel)
+    options = RehearsalOptions(output=tmp_path / "out", base_image="base:1", torch_wheels=(wheel,))
     plan = plan_rehearsal(load_legs(NIGHTLY), options, FakeHost())
     by_name = {leg.leg.name: leg for leg in plan.legs}
     assert len(plan.legs) == len(load_legs(NIGHTLY))  # nothing silently dropped
     cpu = [leg for leg in plan.legs if leg.leg.backend == "cpu"]
-    assert cpu and all(leg.runnable and leg.reason == "" for leg in cpu)
+    # The cp311 wheel fits the 3.11 leg only; the others say so, naming the wheel.
+    assert [leg.leg.name for leg in cpu if leg.runnable] == ["cpu-py3.11"]
+    assert by_name["cpu-py3.11"].reason == ""
     for leg in cpu:
         assert leg.setup is not None
         assert leg.setup.argv[:3] == ("accelkit", "setup", "cpu")
-        assert _pairs(leg.setup.argv)["--torch-wheel"] == str(wheel)
+        setup = _pairs(leg.setup.argv)
+        assert setup["--python"] == leg.leg.python and setup["--base-image"] == "base:1"
         assert leg.setup.argv[-1] == "--json"
+        if leg.leg.python == "3.11":
+            assert setup["--torch-wheel"] == str(wheel) and "--torch-channel" not in setup
+        else:
+            assert f"no --torch-wheel fits Python {leg.leg.python}" in leg.reason
+            assert f"{wheel.name}: built for cp311" in leg.reason
         assert leg.test.argv[:6] == ("accelkit", "test", "--device", "cpu", "--suite", "all")
         test_options = _pairs(leg.test.argv)
         assert test_options["--image"] == "<image from setup>"
@@ -96,7 +104,7 @@ def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
 
 
 def test_skip_build_keeps_the_build_step_listed(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, skip_build=True)
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), skip_build=True)
     plan = plan_rehearsal(load_legs(NIGHTLY, ["backend=rocm"]), options, FakeHost())
     for leg in plan.legs:
         assert leg.build is not None and leg.build.skipped
@@ -114,10 +122,10 @@ def test_legs_need_docker_and_a_local_wheel(tmp_path: Path) -> None:
 
 
 def test_unknown_test_arg_is_bad_input(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--no-such",))
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), test_args=("--no-such",))
     with pytest.raises(BadInput, match=r"test_args: accelkit test: No such option: --no-such"):
         plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--device", "x"))
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), test_args=("--device", "x"))
     with pytest.raises(BadInput, match=r"--device is set from the leg"):
         plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
 
