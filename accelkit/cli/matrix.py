@@ -486,3 +486,52 @@ def _progress(console: Any) -> Callable[[str, dict[str, Any]], None]:
             console.print(f"{name}: {done['status']} (exit {done['exit_code']})", markup=False)
 
     return on_event
+
+
+@matrix_app.command("record")
+def record_command(
+    store: Annotated[
+        Path,
+        typer.Argument(
+            help="The history folder (the `results` branch's checkout): index.json and "
+            "nights/<night>/<leg>/results.json.",
+            show_default=False,
+        ),
+    ],
+    results: Annotated[
+        Path,
+        typer.Option("--results", metavar="DIR", help="Tonight's results: DIR/<leg>/results.json."),
+    ],
+    verdict: Annotated[
+        Path | None,
+        typer.Option(
+            "--verdict",
+            metavar="JSON",
+            help="Tonight's verdict (`accelkit matrix compare --json`), kept per leg.",
+        ),
+    ] = None,
+    run_id: Annotated[int | None, typer.Option("--run-id", help="The workflow run's id.")] = None,
+    run_number: Annotated[
+        int | None, typer.Option("--run-number", help="The workflow run's number.")
+    ] = None,
+    sha: Annotated[str | None, typer.Option("--sha", help="The commit the night tested.")] = None,
+) -> None:
+    """Add a night to a results history (what the nightly keeps in its `results` branch);
+    `accelkit report --history STORE` draws its trends."""
+    from accelkit.inputs import check_safe
+    from accelkit.results.history import record_night
+
+    data: dict[str, Any] | None = None
+    if verdict is not None:
+        try:
+            data = json.loads(verdict.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"--verdict {verdict}: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadInput(f"--verdict {verdict}: not the JSON of accelkit matrix compare --json")
+    if sha is not None:
+        check_safe("--sha", sha)
+    night = record_night(
+        store, results, verdict=data, run_id=run_id, run_number=run_number, sha=sha
+    )
+    typer.echo(f"{store}: recorded night {night.night} ({len(night.legs)} legs)")
