@@ -32,6 +32,10 @@ from accelkit.results.units import format_value
 
 SPARKS = "▁▂▃▄▅▆▇█"
 NO_VALUE = "·"
+#: The smallest range a sparkline spreads over its height, relative to the middle of the
+#: values (±3%, the compare threshold): night-to-night wobble below it stays flat instead of
+#: filling the full height.
+MIN_RELATIVE_SPAN = 0.06
 #: States a leg was compared in (its metric verdicts mean something that night).
 COMPARED = frozenset({"green", "red", "stale-baseline"})
 
@@ -137,18 +141,28 @@ def series(history: HistoryReport, leg: str, case: str, metric: str) -> list[flo
     return [by_night.get(night) for night in history.nights]
 
 
-def sparkline(values: Sequence[float | None]) -> str:
-    """One character per value, scaled between the row's minimum and maximum; `·` for none."""
+def value_range(values: Sequence[float | None]) -> tuple[float, float]:
+    """(low, high) a trend of `values` is drawn between: their range, widened to at least
+    MIN_RELATIVE_SPAN of their middle."""
     finite = [v for v in values if v is not None and math.isfinite(v)]
     if not finite:
-        return NO_VALUE * len(values)
+        return 0.0, 1.0
     low, high = min(finite), max(finite)
+    middle = (low + high) / 2
+    floor = MIN_RELATIVE_SPAN * abs(middle) or 1.0
+    if high - low < floor:
+        low, high = middle - floor / 2, middle + floor / 2
+    return low, high
+
+
+def sparkline(values: Sequence[float | None]) -> str:
+    """One character per value between the row's (widened) minimum and maximum; `·` for
+    none: `▁▁▁▁▁▁██████` is a step up of at least 3%, `▄▄▄▄▄▄` a flat trend."""
+    low, high = value_range(values)
     out = []
     for value in values:
         if value is None or not math.isfinite(value):
             out.append(NO_VALUE)
-        elif high == low:
-            out.append(SPARKS[len(SPARKS) // 2])
         else:
             out.append(SPARKS[round((value - low) / (high - low) * (len(SPARKS) - 1))])
     return "".join(out)

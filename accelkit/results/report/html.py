@@ -8,7 +8,13 @@ from collections.abc import Sequence
 
 from accelkit.results.model import SUITES
 from accelkit.results.noise import IQR_WARN_THRESHOLD
-from accelkit.results.report.history import HistoryReport, TrendRow, sparkline, trend_rows
+from accelkit.results.report.history import (
+    HistoryReport,
+    TrendRow,
+    sparkline,
+    trend_rows,
+    value_range,
+)
 from accelkit.results.report.model import (
     Report,
     format_cell,
@@ -47,9 +53,8 @@ def _e(text: object) -> str:
 def _spark_svg(row: TrendRow, nights: Sequence[str]) -> str:
     """A small inline SVG polyline of the row's values; gaps where a night has none, and a
     dot on each night where the verdict changed."""
-    present = row.present
-    low, high = min(present), max(present)
-    span = (high - low) or 1.0
+    low, high = value_range(row.values)
+    span = high - low
     step = _SPARK_W / max(len(row.values) - 1, 1)
 
     def y(value: float) -> float:
