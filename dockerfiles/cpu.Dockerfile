@@ -16,8 +16,8 @@ ARG PYTHON_VERSION=""
 COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends g++ ca-certificates \
     && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && apt-get install -y --no-install-recommends g++ ca-certificates \
     && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
 FROM system AS install
