@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -158,30 +160,71 @@ def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "0 of 4 legs can run here" in out
 
 
+#: A torch index for the 3.13 leg (e.g. https://pypi.org/simple with torch==2.14.1, a CUDA
+#: build with its libraries): only where one is reachable. PyTorch publishes no CPU wheel
+#: for cp313 that this machine can reach, so CI rehearses the 3.13 leg up to its setup plan.
+TORCH_INDEX_ENV = "ACCELKIT_TEST_TORCH_INDEX"
+TORCH_SPEC_ENV = "ACCELKIT_TEST_TORCH_SPEC"
+
+
 @pytest.mark.slow
 @pytest.mark.docker
-def test_rehearse_one_cpu_leg_end_to_end(base_image: str, tmp_path: Path) -> None:
+@pytest.mark.timeout(1800)
+def test_rehearse_two_cpu_legs_end_to_end(
+    base_image: str, trixie_image: str, tmp_path: Path
+) -> None:
+    """cpu-py3.11 and cpu-py3.13 as the nightly runs them: each leg's image on a base made
+    for its Python (bookworm, trixie), with the torch wheel built for it, then compared
+    with last night's results (a real results file) into the nightly's summary."""
+
     if not CPU_WHEEL.is_file():
         pytest.skip(f"{CPU_WHEEL} is missing")
     out = tmp_path / "leg-results"
-    proc = run_cli(
-        "matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11",
-        "--base-image", base_image, "--torch-wheel", str(CPU_WHEEL),
-        "-k", "while_loop", "--output", str(out), "--json",
-        cwd=REPO,
-    )  # fmt: skip
+    baseline = tmp_path / "baseline"
+    (baseline / "cpu-py3.11").mkdir(parents=True)
+    real = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
+    (baseline / "cpu-py3.11" / "results.json").write_text(real.read_text())
+    index = os.environ.get(TORCH_INDEX_ENV)
+    torch = ["--torch-wheel", str(CPU_WHEEL)]
+    if index:
+        torch += ["--torch-index", index, "--torch-spec", os.environ.get(TORCH_SPEC_ENV, "torch")]
+    args = ["matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11,cpu-py3.13"]
+    args += ["--base-image", f"3.11={base_image}", "--base-image", f"3.13={trixie_image}"]
+    args += [*torch, "-k", "while_loop", "--output", str(out), "--baseline", str(baseline)]
+    proc = run_cli(*args, "--json", cwd=REPO, timeout=1700)
     assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
     data = json.loads(proc.stdout)
-    (leg,) = data["outcome"]["legs"]
-    assert leg["name"] == "cpu-py3.11" and leg["status"] == "passed"
-    assert leg["counts"]["passed"] >= 1
-    leg_dir = out / "cpu-py3.11"
-    assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
-    results = load_results(leg_dir / "results.json")
-    assert results.run.device == "cpu" and results.cases
-    assert results.summary.passed == leg["counts"]["passed"]
-    setup = json.loads((leg_dir / "setup.json").read_text())
-    assert setup["image"].startswith("accelkit-test-cpu:")
+    legs = {leg["name"]: leg for leg in data["outcome"]["legs"]}
+    assert legs["cpu-py3.11"]["status"] == "passed" and legs["cpu-py3.11"]["counts"]["passed"]
+    pythons = {}
+    for name in ("cpu-py3.11", "cpu-py3.13"):
+        if legs[name]["status"] == "skipped":
+            continue
+        leg_dir = out / name
+        assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
+        results = load_results(leg_dir / "results.json")
+        assert results.run.device == "cpu" and results.cases
+        env: dict[str, Any] = results.env
+        pythons[name] = env["python"]["version"]
+        # The channel or wheel the leg got, with the exact version pip installed.
+        source = env["torch"]["source"]
+        assert source["version"] == env["torch"]["version"]
+        setup = json.loads((leg_dir / "setup.json").read_text())
+        assert setup["verified"]["python"]["version"] == pythons[name]
+    assert pythons["cpu-py3.11"].startswith("3.11.")
+    if index:
+        assert pythons["cpu-py3.13"].startswith("3.13.")
+    else:
+        # No torch for CPython 3.13 here: the leg says exactly that, and runs nothing.
+        assert legs["cpu-py3.13"]["status"] == "skipped"
+        assert "no --torch-wheel fits Python 3.13" in legs["cpu-py3.13"]["message"]
+        assert f"{CPU_WHEEL.name}: built for cp311" in legs["cpu-py3.13"]["message"]
+    # The nightly's compare step, rehearsed: the same summary, for the legs that ran.
+    verdict = data["verdict"]
+    assert [leg["name"] for leg in verdict["legs"]] == sorted(pythons)
+    assert verdict["legs"][0]["state"] in ("green", "stale-baseline")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## Nightly against the previous nightly")
     # `accelkit report DIR` reads the layout, as the nightly's report job does.
     report = run_cli("report", str(out), cwd=REPO)
     assert report.returncode == 0, report.stderr
