@@ -406,25 +406,18 @@ class _Parser:
             line = container_found[1] if container_found is not None else scope.line
             self.fail("container: false leaves no use for image or base_image", line)
         if images["image"] and images["base_image"]:
-            base_found = optional("base_image")
-            self.fail(
-                "image (a prebuilt test image) leaves no use for base_image: remove one",
-                base_found[1] if base_found is not None else scope.line,
-            )
+            where = (optional("base_image") or (None, scope.line))[1]
+            self.fail("image (a prebuilt test image) leaves no use for base_image", where)
         build_found = optional("build")
         build = False if build_found is None else self.boolean(*build_found, "build")
-        torch_line = required("torch", "")[1]
-        if torch.ref is not None and not build:
-            self.fail(
-                f"torch: {{ref: {torch.ref}}} is built from source: set build: true "
-                "(or install a published build with torch: {channel: ...})",
-                build_found[1] if build_found is not None else torch_line,
-            )
-        if torch.channel is not None and build:
+        where = (build_found or required("torch", ""))[1]
+        if (torch.ref is not None) != build:
             self.fail(
                 f"build: true builds torch from a git ref, but torch is the {torch.channel} "
-                "channel: give torch: {ref: ...}",
-                build_found[1] if build_found is not None else torch_line,
+                "channel: give torch: {ref: ...}"
+                if build
+                else f"torch: {{ref: {torch.ref}}} is built from source: set build: true",
+                where,
             )
         args: dict[str, tuple[str, ...]] = {}
         for key in ("build_args", "setup_args", "test_args"):
