@@ -204,3 +204,17 @@ def cpu_leg_rehearsal(
     return LegRehearsal(
         proc.returncode, proc.stdout, proc.stderr, out, cpu_test_image.image, leftover
     )
+
+
+#: A Debian trixie base image (Python 3.13), made by .ci/run with mmdebstrap like base_image.
+TRIXIE_IMAGE_ENV = "ACCELKIT_BASE_IMAGE_TRIXIE"
+DEFAULT_TRIXIE_IMAGE = "accelkit-base:trixie"
+
+
+@pytest.fixture(scope="session")
+def trixie_image(docker_client: Any) -> str:
+    """The local Debian trixie base image: a second real Python (3.13) beside bookworm's 3.11."""
+    name = os.environ.get(TRIXIE_IMAGE_ENV) or DEFAULT_TRIXIE_IMAGE
+    if not image_exists(docker_client, name):
+        _docker_missing(f"base image {name} is missing (.ci/run builds it)")
+    return name

@@ -175,6 +175,12 @@ class Backend(Protocol):
         toolkit) is too old to compile for it."""
         ...
 
+    def torch_index(self, channel: str, version: str | None = None) -> str | None:
+        """PyTorch's wheel index serving this backend's torch on `channel` (nightly, test,
+        release) for toolkit `version` (None: the one its test image has); None when PyTorch
+        publishes no wheels for it there (torch is built from source, or comes as a wheel)."""
+        ...
+
     def required_capabilities(self, target: str | None) -> tuple[str, ...]:
         """Capabilities a leg on this backend (and `target`) must have: on that device a case
         needing one that is missing fails instead of skipping."""
