@@ -26,7 +26,16 @@ from typing import Any
 
 import numpy as np
 
-from accelkit.results.model import SUITES, Case, Metric, Results, RunInfo, Summary
+from accelkit.results.model import (
+    SUITES,
+    Case,
+    Metric,
+    Results,
+    RunInfo,
+    Shard,
+    ShardSelection,
+    Summary,
+)
 
 STARTED = "2026-01-01T00:00:00+00:00"
 """The start time of a run built here unless the test gives one."""
@@ -178,4 +187,25 @@ def results(
     )
     return Results(
         run=info, env=dict(env or {}), cases=list(cases), summary=Summary.of(list(cases))
+    )
+
+
+def shard(
+    index: int,
+    count: int,
+    *,
+    selections: Mapping[str, tuple[int, int, str]] | None = None,
+    durations_sha256: str | None = None,
+) -> Shard:
+    """A results file's `run.shard`: shard `index` of `count`; `selections` maps a suite to
+    (cases chosen from, cases selected, digest)."""
+    return Shard(
+        index=index,
+        count=count,
+        balanced_by="durations" if durations_sha256 else "count",
+        durations_sha256=durations_sha256,
+        selections={
+            suite: ShardSelection(cases=cases, selected=selected, digest=digest)
+            for suite, (cases, selected, digest) in (selections or {}).items()
+        },
     )

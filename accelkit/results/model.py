@@ -67,6 +67,30 @@ class Capability(_Model):
     reason: str = ""
 
 
+class ShardSelection(_Model):
+    """What one pytest session of a shard chose from (`accelkit test --shard`)."""
+
+    cases: int
+    """The cases every shard of the run chose from (after -k)."""
+    selected: int
+    """The cases this shard ran."""
+    digest: str
+    """sha256 of the sorted case ids chosen from: equal in every shard of one run."""
+
+
+class Shard(_Model):
+    """The shard a results file holds (`accelkit test --shard INDEX/COUNT`); `accelkit
+    merge` turns the COUNT shards of a run into one leg result."""
+
+    index: int
+    count: int
+    balanced_by: Literal["durations", "count"]
+    # sha256 of the --durations-from file (None when balanced by case count).
+    durations_sha256: str | None = None
+    # Per suite (one pytest session each): what the shard chose from.
+    selections: dict[str, ShardSelection] = Field(default_factory=dict)
+
+
 class RunInfo(_Model):
     started: str
     # None while the run is in progress, or when it was killed before it finished.
@@ -83,6 +107,10 @@ class RunInfo(_Model):
     # Measurement passes of the perf cases (`accelkit test --passes`): each pass is a
     # separate process; None in files written before passes existed (one pass).
     passes: int | None = None
+    # A shard of a run (`accelkit test --shard`); None for a whole run.
+    shard: Shard | None = None
+    # A run merged from this many shards (`accelkit merge`); None for a run in one piece.
+    shards: int | None = None
 
 
 class Summary(_Model):

@@ -57,6 +57,13 @@ class ResultsWriter:
         if urgent or time.monotonic() - self._last_write >= self._min_interval_s:
             self.write()
 
+    def update_run(self, **fields: object) -> None:
+        """Change fields of the header's `run` (written with the next write)."""
+        self._header = self._header.model_copy(
+            update={"run": self._header.run.model_copy(update=fields)}
+        )
+        self._dirty = True
+
     def finish(self, finished: str | None = None) -> Results:
         self._header = self._header.model_copy(
             update={"run": self._header.run.model_copy(update={"finished": finished or now_iso()})}

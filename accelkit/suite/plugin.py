@@ -63,6 +63,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="measurement pass (1-based): passes after the first run only the perf cases "
         "not marked single_pass (accelkit test --passes)",
     )
+    group.addoption(
+        "--accelkit-shard", default=None, help="run shard I/N of the cases (accelkit test --shard)"
+    )
+    group.addoption(
+        "--accelkit-durations",
+        default=None,
+        help="results file whose case durations balance the shards (--durations-from)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -75,6 +83,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "single_pass: a perf case measured in the first pass only (its samples are already "
         "separate processes, or it is too slow to repeat); see accelkit test --passes",
+    )
+    config.addinivalue_line(
+        "markers",
+        "shard_group(name): cases that share an expensive session; accelkit test --shard "
+        "keeps them in one shard",
     )
     _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
@@ -168,11 +181,14 @@ def breadth(pytestconfig: pytest.Config) -> str:
     return str(pytestconfig.getoption("--accelkit-breadth"))
 
 
+@pytest.hookimpl(trylast=True)  # after -k and -m: a shard splits what they selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep only the repeated perf cases in passes after the first; mark the cases this
-    backend's expectations list as known failures (xfail)."""
+    """Keep this shard's cases (`--shard`); keep only the repeated perf cases in passes after
+    the first (of the shard's: every pass runs the same ones); mark the cases this backend's
+    expectations list as known failures (xfail)."""
     from accelkit.suite.expectations import load_expectations
 
+    _select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
         repeated = [item for item in items if is_repeated_in_passes(item)]
         dropped = [item for item in items if not is_repeated_in_passes(item)]
@@ -189,6 +205,50 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = known.get(case_id(item.nodeid))
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.describe(), strict=False))
+
+
+SHARD_SELECTIONS = "accelkit_shard_selections"
+_SELECTIONS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+
+
+def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect every case outside this shard (`accelkit.suite.sharding`); record what the
+    shard chose from for the results file (a worker sends it with its `workeroutput`)."""
+    text = config.getoption("--accelkit-shard", default=None)
+    if not text:
+        return
+    from accelkit.suite import sharding
+
+    spec = sharding.ShardSpec.parse(str(text))
+    durations = None
+    path = config.getoption("--accelkit-durations", default=None)
+    if path:
+        from accelkit.results.io import load_results
+
+        durations = sharding.durations_of(load_results(Path(path)))
+    ids = [case_id(item.nodeid) for item in items]
+    groups: dict[str, str] = {}
+    for item, case in zip(items, ids, strict=True):
+        mark = item.get_closest_marker("shard_group")
+        if mark is not None and mark.args:
+            groups[case] = str(mark.args[0])
+    chosen = sharding.select(ids, spec, groups=groups, durations=durations)
+    selections: dict[str, dict[str, Any]] = {}
+    for suite in sorted({suite_of(item.nodeid) for item in items}):
+        mine = [c for item, c in zip(items, ids, strict=True) if suite_of(item.nodeid) == suite]
+        selections[suite] = {
+            "cases": len(mine),
+            "selected": sum(c in chosen for c in mine),
+            "digest": sharding.selection_digest(mine),
+        }
+    config.stash[_SELECTIONS_KEY] = selections
+    workeroutput = getattr(config, "workeroutput", None)
+    if isinstance(workeroutput, dict):
+        workeroutput[SHARD_SELECTIONS] = json.dumps(selections)
+    dropped = [item for item, case in zip(items, ids, strict=True) if case not in chosen]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item, case in zip(items, ids, strict=True) if case in chosen]
 
 
 def is_repeated_in_passes(item: pytest.Item) -> bool:
@@ -307,8 +367,27 @@ class ResultsRecorder:
             self._emit({"event": "collected", "total": len(ids)})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        if not hasattr(session.config, "workerinput") and session.items:
-            self._announce_total([item.nodeid for item in session.items])
+        if not hasattr(session.config, "workerinput"):
+            self._record_selections(session.config.stash.get(_SELECTIONS_KEY, {}))
+            if session.items:
+                self._announce_total([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        sent = getattr(node, "workeroutput", {}).get(SHARD_SELECTIONS)
+        if sent:
+            self._record_selections(json.loads(sent))
+
+    def _record_selections(self, selections: dict[str, dict[str, Any]]) -> None:
+        """What this shard's session chose from, into the results file's `run.shard`."""
+        shard = self._writer.results().run.shard
+        if shard is None or not selections:
+            return
+        from accelkit.results.model import ShardSelection
+
+        merged = {**shard.selections}
+        merged.update({k: ShardSelection.model_validate(v) for k, v in selections.items()})
+        self._writer.update_run(shard=shard.model_copy(update={"selections": merged}))
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:

@@ -18,6 +18,7 @@ from typing import Any, Literal, cast, get_args
 from accelkit import options
 from accelkit.errors import BadInput
 from accelkit.options import Opt
+from accelkit.suite.sharding import ShardSpec
 
 SuiteChoice = Literal["conformance", "perf", "all"]
 Breadth = Literal["quick", "full"]
@@ -120,6 +121,24 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         "land at the --json/--junit paths on this host.",
         True,
     ),
+    Opt(
+        "shard",
+        ("--shard",),
+        str,
+        None,
+        "Run shard I of N (e.g. 2/3): a deterministic part of the cases; the N shards together "
+        "run every case once (merge their results with `accelkit merge`).",
+        True,
+    ),
+    Opt(
+        "durations_from",
+        ("--durations-from",),
+        Path,
+        None,
+        "With --shard: balance the shards by the case durations in this results file (e.g. "
+        "last night's), largest first; without it they are balanced by case count.",
+        True,
+    ),
 )
 
 
@@ -154,6 +173,9 @@ class RunRequest:
     cases_dir: Path | None = None
     log_path: Path | None = None
     image: str | None = None
+    shard: str | None = None
+    """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
+    durations_from: Path | None = None
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
     @classmethod
@@ -194,6 +216,10 @@ class RunRequest:
 
     def with_argv(self, argv: Sequence[str]) -> RunRequest:
         return replace(self, argv=tuple(argv))
+
+    @property
+    def shard_spec(self) -> ShardSpec | None:
+        return None if self.shard is None else ShardSpec.parse(self.shard)
 
 
 def _choice(flag: str, name: str, value: object, valid: tuple[str, ...]) -> None:
@@ -245,9 +271,24 @@ def validate(request: RunRequest) -> None:
         from accelkit.inputs import check_image
 
         check_image("--image", request.image)
+    _validate_shard(request)
     for suite in request.suites:
         if not (cases_root(request) / suite).is_dir():
             raise BadInput(f"--suite {suite}: {cases_root(request) / suite} has no cases")
+
+
+def _validate_shard(request: RunRequest) -> None:
+    if request.shard is not None:
+        ShardSpec.parse(request.shard)
+    if request.durations_from is not None:
+        from accelkit.results.io import load_results
+
+        if request.shard is None:
+            raise BadInput("--durations-from: only with --shard (it balances the shards)")
+        try:
+            load_results(request.durations_from)
+        except BadInput as exc:
+            raise BadInput(f"--durations-from {exc}") from None
 
 
 def suite_choice(value: str) -> SuiteChoice:

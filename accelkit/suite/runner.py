@@ -56,12 +56,34 @@ def header(request: RunRequest) -> Any:
             seed=request.seed,
             timeout_s=request.timeout_s,
             breadth=request.breadth,
+            shard=_shard_record(request),
         ),
         env=fingerprint(),
         capabilities={
             name: Capability(available=a.available, reason=a.reason)
             for name, a in capabilities().items()
         },
+    )
+
+
+def _shard_record(request: RunRequest) -> Any:
+    """The results file's `run.shard` for a `--shard` run (the plugin adds what each
+    session chose from), else None."""
+    import hashlib
+
+    from accelkit.results.model import Shard
+
+    spec = request.shard_spec
+    if spec is None:
+        return None
+    digest = None
+    if request.durations_from is not None:
+        digest = hashlib.sha256(request.durations_from.read_bytes()).hexdigest()
+    return Shard(
+        index=spec.index,
+        count=spec.count,
+        balanced_by="durations" if digest else "count",
+        durations_sha256=digest,
     )
 
 
@@ -99,6 +121,10 @@ def pytest_argv(
         argv += ["--accelkit-pass", str(pass_number)]
     if request.keyword:
         argv += ["-k", request.keyword]
+    if request.shard is not None:
+        argv += ["--accelkit-shard", request.shard]
+    if request.durations_from is not None:
+        argv += ["--accelkit-durations", str(request.durations_from.resolve())]
     argv += [str(root / suite) for suite in suites]
     return argv
 
