@@ -6,9 +6,9 @@ with --image dropped and the output paths mapped into the container), with the
 backend's device options (accelkit.backends), the host's device-selection variables and the
 variables the backend's suite needs (`Backend.suite_environment`; a value set on the host wins).
 Each requested output file (--json, --junit, --log) is written by the run inside to a bind
-mount of its host folder, so it grows on the host as cases finish; --cases and
---expectations are mounted read-only. Cases are reported to `on_event` as they land in the
-results file. The inner exit code is the outcome: 2 and 3 become BadInput and Unavailable
+mount of its host folder, so it grows on the host as cases finish; --cases, --expectations
+and --durations-from are mounted read-only. Cases are reported to `on_event` as they land in
+the results file. The inner exit code is the outcome: 2 and 3 become BadInput and Unavailable
 with the inner error line, anything but 0/1 a failure. The container is removed afterwards,
 also on Ctrl-C (accelkit.containers.run).
 """
@@ -77,11 +77,16 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             log_path=output(request.log_path),
             expectations=None,
             cases_dir=None,
+            durations_from=None,
         )
         if request.expectations is not None:
             source = request.expectations.resolve()
             mounts.append(Mount(source=source, target=f"{IN_ROOT}/expectations.yaml"))
             inner = replace(inner, expectations=Path(f"{IN_ROOT}/expectations.yaml"))
+        if request.durations_from is not None:
+            source = request.durations_from.resolve()
+            mounts.append(Mount(source=source, target=f"{IN_ROOT}/durations.json"))
+            inner = replace(inner, durations_from=Path(f"{IN_ROOT}/durations.json"))
         if request.cases_dir is not None:
             mounts.append(Mount(source=request.cases_dir.resolve(), target=f"{IN_ROOT}/cases"))
             inner = replace(inner, cases_dir=Path(f"{IN_ROOT}/cases"))

@@ -7,6 +7,12 @@ and killed in `finally`, whatever happened.
 A rank process costs a fresh interpreter and a torch import (seconds on a small machine),
 so cases batch related checks into one rank function with `run_checks`: every check runs
 and reports on its own (value or traceback), and the case asserts on each by name.
+
+The same rank functions run across nodes as a torchrun job when `accelkit test --nnodes N`
+started the pytest session (`accelkit.suite.multinode`): `run_ranks` hands them to it, and
+the cases do not change. A check may end its own rank the hard way (`kill_this_rank`, as a
+lost host would) after reporting what it ran; `failure_domains` says which ranks go down
+with it (under torchrun, its node's agent stops the node's other ranks).
 """
 
 from __future__ import annotations
@@ -14,11 +20,12 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import signal
 import tempfile
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 RankFn = Callable[[int, int], Any]
 # (rank, world_size) -> extra keyword arguments for init_process_group, built in the rank
@@ -31,9 +38,25 @@ CheckFn = Callable[[], Any]
 PG_TIMEOUT = timedelta(seconds=60)
 
 
+# How this rank hands its final value to the launcher now (set in each rank process by the
+# launcher that started it): what `kill_this_rank` reports before it dies.
+_deliver: Callable[[Any], None] | None = None
+
+
+def set_delivery(deliver: Callable[[Any], None] | None) -> None:
+    global _deliver
+    _deliver = deliver
+
+
 def _rank_main(fn: RankFn, rank: int, world_size: int, backend: str, store_path: str,
                results: Any, env: Mapping[str, str],
                init_kwargs: InitKwargsFn | None) -> None:  # fmt: skip
+    def deliver(value: Any) -> None:  # then SIGKILL: flush the queue's feeder thread first
+        results.put((rank, "ok", value))
+        results.close()
+        results.join_thread()
+
+    set_delivery(deliver)
     try:
         # Before torch reads its environment (the Flight Recorder's buffer size, NCCL
         # options): c10d reads these when the first process group is created.
@@ -62,7 +85,20 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
     `fn` and `init_kwargs` must be module-level functions (spawn pickles them by
     reference). `env` is set in each rank before the process group is created. A rank that
     raises fails the call with its traceback; a rank that does not finish in time is killed.
+    Under `accelkit test --nnodes` the ranks are a torchrun job across the nodes instead.
     """
+    from accelkit.suite import multinode
+
+    if multinode.active():
+        return multinode.run_job(
+            fn,
+            world_size=world_size,
+            backend=backend,
+            timeout_s=timeout_s,
+            env=env,
+            init_kwargs=init_kwargs,
+            pg_timeout=PG_TIMEOUT,
+        )
     context = mp.get_context("spawn")
     results: Any = context.Queue()
     with tempfile.TemporaryDirectory(prefix="accelkit-dist-") as tmp:
@@ -130,19 +166,61 @@ def run_checks(checks: Mapping[str, CheckFn]) -> dict[str, dict[str, Any]]:
     """
     out: dict[str, dict[str, Any]] = {}
     for name, check in checks.items():
+        _running.update(out=out, current=name)
         try:
             out[name] = {"ok": check()}
         except CheckSkipped as why:
             out[name] = {"skip": str(why)}
         except Exception:
             out[name] = {"error": traceback.format_exc(limit=6)}
+    _running.clear()
     return out
+
+
+_running: dict[str, Any] = {}
+"""The checks `run_checks` has run so far in this rank, and the one running now."""
+
+
+def kill_this_rank(reason: str) -> NoReturn:
+    """End this rank by SIGKILL, as a lost host or the OOM killer would, after reporting the
+    checks run so far and the running one as `{"killed": reason}` (`check_result` returns
+    that for this rank), so a check can prove the others carry on without it."""
+    if _deliver is None or not _running:
+        raise RuntimeError("kill_this_rank: only inside a check of a rank started by run_ranks")
+    value = {**_running["out"], _running["current"]: {"killed": reason}}
+    _deliver(value)
+    os.kill(os.getpid(), signal.SIGKILL)
+    raise AssertionError("unreachable: SIGKILL was sent")
+
+
+def failure_domains(world_size: int) -> list[int]:
+    """A failure domain per rank: ranks with the same one go down together. Under torchrun
+    a node's ranks share one (its agent stops them all when one fails); ranks started by
+    `run_ranks` on one host are independent processes, one domain each."""
+    text = os.environ.get("ACCELKIT_RANK_NODES")
+    if not text:
+        return list(range(world_size))
+    return [int(part) for part in text.split(",")]
+
+
+def local_index(rank: int) -> int:
+    """The device index of `rank` on its own host: its local rank under torchrun."""
+    return int(os.environ.get("LOCAL_RANK", rank))
+
+
+def node_count() -> int:
+    """How many nodes the rank sessions of this run span (1 but under `--nnodes`)."""
+    from accelkit.suite import multinode
+
+    config = multinode.active()
+    return config.nnodes if config is not None else 1
 
 
 def check_result(per_rank: list[dict[str, dict[str, Any]]], name: str) -> list[Any]:
     """The values check `name` returned on each rank; raises AssertionError on an error.
 
-    A check skipped on any rank raises CheckSkipped with that rank's reason.
+    A check skipped on any rank raises CheckSkipped with that rank's reason; a rank the check
+    killed (`kill_this_rank`) has the value `{"killed": reason}`.
     """
     values: list[Any] = []
     for rank, results in enumerate(per_rank):
@@ -153,5 +231,5 @@ def check_result(per_rank: list[dict[str, dict[str, Any]]], name: str) -> list[A
             raise AssertionError(f"{name}: rank {rank} raised:\n{entry['error']}")
         if "skip" in entry:
             raise CheckSkipped(entry["skip"])
-        values.append(entry["ok"])
+        values.append({"killed": entry["killed"]} if "killed" in entry else entry["ok"])
     return values

@@ -12,6 +12,10 @@ the session's first case finishes.
 Rank functions import torch inside: spawn pickles them by reference and this module must
 import cheaply in a rank.
 
+The same cases run across nodes (`accelkit test --suite distributed --nnodes N`): each rank
+session is then a torchrun job over the nodes (`accelkit.suite.multinode`), with the world
+size the session asks for split over them (accelerators: one rank per device on every node).
+
 Longer than 600 lines because each rank session's rank function sits beside the cases that
 assert on its checks, so a check and its expected values are read together; the sessions are
 independent, and the module splits along them when the multi-node (torchrun) path arrives.
@@ -31,9 +35,17 @@ from accelkit.backends.base import Backend
 from accelkit.suite.distributed import (
     CheckSkipped,
     check_result,
+    failure_domains,
+    kill_this_rank,
+    local_index,
+    node_count,
     run_checks,
     run_ranks,
 )
+
+# The rank sessions are shared by the module's cases: `accelkit test --shard` keeps them in
+# one shard, so no shard starts them again.
+pytestmark = pytest.mark.shard_group("distributed")
 
 FR_BUFFER_SIZE = 64
 # Distinctive sizes so the Flight Recorder entries of the recorded collectives can be found.
@@ -97,8 +109,8 @@ def _accelerator_init_kwargs(rank: int, world_size: int) -> dict[str, Any]:
     import torch
 
     device = os.environ["ACCELKIT_DIST_DEVICE"]
-    torch.accelerator.set_device_index(rank)
-    return {"device_id": torch.device(device, rank)}
+    torch.accelerator.set_device_index(local_index(rank))
+    return {"device_id": torch.device(device, local_index(rank))}
 
 
 def _collective_checks(rank: int, world_size: int) -> dict[str, Callable[[], Any]]:
@@ -345,11 +357,20 @@ def _reconfigure_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
                 "broadcast": float(tensor.item())}  # fmt: skip
 
     def shrink() -> Any:
-        survivors = list(range(world_size - 1))
-        if rank not in survivors:
-            return {"left": True}
+        # Lose a rank the hard way (SIGKILL, as a lost host would) and carry on without it:
+        # the highest rank alone in its failure domain, so no other rank goes with it.
+        domains = failure_domains(world_size)
+        alone = [r for r in range(world_size) if domains.count(domains[r]) == 1]
+        if not alone:
+            raise CheckSkipped("no rank runs alone on its node: killing one stops its peers too")
+        lost = alone[-1]
+        if rank == lost:
+            kill_this_rank("SIGKILL, as a lost host")
+        survivors = [r for r in range(world_size) if r != lost]
         dist._reconfigure(3, handles("third", survivors)).wait()
-        return {"size": group.size(), "sum": all_reduce()}
+        tensor = torch.tensor([float(group.rank() + 1)])
+        dist.all_reduce(tensor)
+        return {"size": group.size(), "sum": float(tensor.item()), "lost": lost}
 
     return run_checks({"configure": configure, "reorder": reorder, "shrink": shrink})
 
@@ -359,7 +380,7 @@ def _nccl2_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
     import torch.distributed as dist
 
     def collectives() -> Any:
-        device = torch.device("cuda", rank)
+        device = torch.device("cuda", local_index(rank))
         tensor = torch.full((4,), float(rank + 1), device=device)
         dist.all_reduce(tensor)
         gathered = [torch.empty(2, device=device) for _ in range(world_size)]
@@ -379,17 +400,17 @@ def _nccl2_nonblocking_init(rank: int, world_size: int) -> dict[str, Any]:
     import torch
     import torch.distributed as dist
 
-    torch.cuda.set_device(rank)
+    torch.cuda.set_device(local_index(rank))
     options = dist.ProcessGroupNCCL.Options()
     options.config.blocking = 0  # a non-blocking communicator
-    return {"pg_options": options, "device_id": torch.device("cuda", rank)}
+    return {"pg_options": options, "device_id": torch.device("cuda", local_index(rank))}
 
 
 def _nccl2_blocking_init(rank: int, world_size: int) -> dict[str, Any]:
     import torch
 
-    torch.cuda.set_device(rank)
-    return {"device_id": torch.device("cuda", rank)}
+    torch.cuda.set_device(local_index(rank))
+    return {"device_id": torch.device("cuda", local_index(rank))}
 
 
 # --------------------------------------------------------------------------------------
@@ -432,16 +453,16 @@ def _world(spec: Backend, capability_table: dict[str, dict[str, Any]]) -> tuple[
     if not entry.get("available"):
         pytest.skip(f"{backend}: {entry.get('reason') or 'unavailable'}")
     if spec.host_memory:  # every rank shares the host's one device
-        return backend, spec.torch_device_type, 2
+        return backend, spec.torch_device_type, max(2, node_count())
     import torch
 
     count = torch.accelerator.device_count()
-    if count < 2:
+    if count * node_count() < 2:
         pytest.skip(
             f"{backend} collectives run one rank per device: needs 2 {spec.name} devices, "
             f"found {count}"
         )
-    return backend, spec.torch_device_type, count
+    return backend, spec.torch_device_type, count * node_count()
 
 
 @pytest.fixture
@@ -635,21 +656,25 @@ RECONFIGURE_WORLD = 3
 
 
 @pytest.fixture
-def reconfigured(request: pytest.FixtureRequest,
-                 capability_table: dict[str, dict[str, Any]]) -> list[Any]:  # fmt: skip
+def reconfigured(
+    request: pytest.FixtureRequest, capability_table: dict[str, dict[str, Any]]
+) -> tuple[list[Any], int]:
     entry = capability_table.get("c10d_reconfigure", {})
     if not entry.get("available"):
         pytest.skip(f"c10d_reconfigure: {entry.get('reason')}")
-    return _session(
+    # At least one rank per node; on N < 3 nodes some node runs one rank alone (shrink).
+    world_size = max(RECONFIGURE_WORLD, node_count())
+    ranks = _session(
         request,
         "reconfigure",
         lambda: run_ranks(
             _reconfigure_rank,
-            world_size=RECONFIGURE_WORLD,
+            world_size=world_size,
             backend="gloo",
             init_kwargs=_enable_reconfigure,
         ),
     )
+    return ranks, world_size
 
 
 def _enable_reconfigure(rank: int, world_size: int) -> dict[str, Any]:
@@ -657,19 +682,28 @@ def _enable_reconfigure(rank: int, world_size: int) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("step", ["configure", "reorder", "shrink"])
-def test_reconfigure(step: str, reconfigured: list[Any]) -> None:
-    ws = RECONFIGURE_WORLD
+def test_reconfigure(step: str, reconfigured: tuple[list[Any], int]) -> None:
+    per_rank, ws = reconfigured
     total = float(sum(range(1, ws + 1)))
     if step == "configure":
-        _expect(reconfigured, step, lambda rank: {"supported": True, "size": ws, "rank": rank,
-                                                   "sum": total})  # fmt: skip
+        _expect(
+            per_rank, step, lambda rank: {"supported": True, "size": ws, "rank": rank, "sum": total}
+        )
     elif step == "reorder":
-        _expect(reconfigured, step, lambda rank: {"rank": ws - 1 - rank, "size": ws, "sum": total,
-                                                   "broadcast": float(ws - 1)})  # fmt: skip
+        _expect(
+            per_rank,
+            step,
+            lambda rank: {"rank": ws - 1 - rank, "size": ws, "sum": total, "broadcast": ws - 1.0},
+        )
     else:
-        survivors = float(sum(range(1, ws)))
-        _expect(reconfigured, step, lambda rank: {"left": True} if rank == ws - 1
-                else {"size": ws - 1, "sum": survivors})  # fmt: skip
+        # One rank was killed (SIGKILL); the survivors reconfigured without it, new ranks
+        # 0..ws-2 each adding rank + 1.
+        values = _check(per_rank, step)
+        killed = [rank for rank, value in enumerate(values) if "killed" in value]
+        assert len(killed) == 1, f"shrink: expected one killed rank, got {values}"
+        lost = killed[0]
+        survivor = {"size": ws - 1, "sum": float(sum(range(1, ws))), "lost": lost}
+        _expect(per_rank, step, lambda rank: values[lost] if rank == lost else survivor)
 
 
 # --------------------------------------------------------------------------------------
@@ -713,7 +747,7 @@ def _window_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
     import torch.distributed as dist
 
     def window() -> Any:
-        device = torch.device("cuda", rank)
+        device = torch.device("cuda", local_index(rank))
         if not dist._supports_window():
             raise AssertionError("the nccl2 group does not support windows")
         buffer = torch.zeros(4, device=device)
@@ -749,7 +783,7 @@ def _shrink_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
     import torch.distributed as dist
 
     def shrink() -> Any:
-        device = torch.device("cuda", rank)
+        device = torch.device("cuda", local_index(rank))
         last = world_size - 1
         if rank == last:
             return {"left": True}
