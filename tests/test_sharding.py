@@ -100,7 +100,7 @@ def test_bad_shard_specs(text: str, words: str) -> None:
 def test_the_request_checks_its_shard_options(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="only with --shard"):
         validate(RunRequest(durations_from=tmp_path / "r.json"))
-    with pytest.raises(BadInput, match="--durations-from .*no such file"):
+    with pytest.raises(BadInput, match=r"--durations-from .*no such file"):
         validate(RunRequest(shard="1/2", durations_from=tmp_path / "r.json"))
     with pytest.raises(BadInput, match="expected I/N"):
         validate(RunRequest(shard="2"))

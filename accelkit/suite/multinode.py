@@ -42,7 +42,6 @@ import importlib.util
 import inspect
 import json
 import os
-import pickle
 import re
 import signal
 import subprocess
@@ -57,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from accelkit.errors import BadInput, Unavailable
+from accelkit.suite.rank_verdict import Verdict, death, judge, last_collective
 
 ENV = "ACCELKIT_MULTINODE"
 DEFAULT_JOIN_TIMEOUT_S = 600.0
@@ -256,15 +256,30 @@ class NodeJob:
     def argv(self) -> list[str]:
         join = max(1, int(self.config.join_timeout_s))
         return [
-            sys.executable, "-m", "accelkit.suite.torchrun_node", str(self.failures_path),
-            "--nnodes", str(self.config.nnodes), "--nproc-per-node", str(self.local_size),
-            "--rdzv-backend", "c10d", "--rdzv-endpoint", self.config.endpoint,
-            "--rdzv-id", str(self.spec["rdzv_id"]),
+            sys.executable,
+            "-m",
+            "accelkit.suite.torchrun_node",
+            str(self.failures_path),
+            "--nnodes",
+            str(self.config.nnodes),
+            "--nproc-per-node",
+            str(self.local_size),
+            "--rdzv-backend",
+            "c10d",
+            "--rdzv-endpoint",
+            self.config.endpoint,
+            "--rdzv-id",
+            str(self.spec["rdzv_id"]),
             # The agents are clients of node 0's store, wherever they run.
-            "--rdzv-conf", f"is_host=false,join_timeout={join}",
-            "--max-restarts", "0", "--monitor-interval", "0.5",
-            "--module", "accelkit.suite.rank_worker",
-        ]  # fmt: skip
+            "--rdzv-conf",
+            f"is_host=false,join_timeout={join}",
+            "--max-restarts",
+            "0",
+            "--monitor-interval",
+            "0.5",
+            "--module",
+            "accelkit.suite.rank_worker",
+        ]
 
     def start(self) -> None:
         env = {key: value for key, value in os.environ.items() if key != ENV}
@@ -386,101 +401,6 @@ def run_job(
     raise AssertionError(verdict.message())
 
 
-@dataclass
-class Verdict:
-    """What node 0 makes of a job (see `judge`)."""
-
-    ok: bool
-    head: str = ""
-    lines: list[str] | None = None
-    results: dict[int, dict[str, Any]] | None = None
-    dumps: str = ""
-
-    def message(self) -> str:
-        return "\n".join([self.head, *(self.lines or []), *([self.dumps] if self.dumps else [])])
-
-
-def _who(rank: int, started: Mapping[int, Mapping[str, Any]]) -> str:
-    place = started.get(rank)
-    if place is None:
-        return f"rank {rank} (never started)"
-    return f"rank {rank} (node {place['node']}, pid {place['pid']})"
-
-
-def _death(failure: Mapping[str, Any]) -> tuple[str, bool]:
-    """(how a failed rank process ended, whether it was stopped rather than died)."""
-    code = int(failure.get("exitcode", 0))
-    if code < 0:
-        name = failure.get("signal") or f"signal {-code}"
-        stopped = -code == signal.SIGTERM
-        what = f"stopped by its node's torchrun agent ({name})" if stopped else None
-        return what or f"killed by signal {-code} ({name})", stopped
-    if code == 128 + signal.SIGTERM:
-        return "stopped by its node's torchrun agent (SIGTERM)", True
-    return f"exited with code {code} without a result", False
-
-
-def judge(
-    world_size: int,
-    nnodes: int,
-    started: Mapping[int, Mapping[str, Any]],
-    results: Mapping[int, Mapping[str, Any]],
-    reports: Mapping[int, Mapping[str, Any]],
-    *,
-    timed_out: float | None = None,
-) -> Verdict | None:
-    """The verdict on a job from what the store holds, or None while it is still running.
-
-    Done when every rank reported (ok when none raised), a rank raised, a node's torchrun
-    ended without some of its ranks' results, or `timed_out` (the deadline in seconds) is
-    given. The head names the cause: ranks that died, else the first rank that raised, else
-    the ranks that did not finish in time, else the ranks their node's torchrun ended
-    without; one line follows for every other rank without a good result."""
-    raised = sorted(r for r, res in results.items() if res.get("status") != "ok")
-    missing = [r for r in range(world_size) if r not in results]
-    if not missing and not raised:
-        return Verdict(ok=True, results=dict(results))
-    fates: dict[int, str] = {}
-    died: list[int] = []
-    gone: list[int] = []
-    for rank in missing:
-        place = started.get(rank)
-        report = reports.get(int(place["node"])) if place is not None else None
-        failure = (report or {}).get("failures", {}).get(str(rank))
-        if failure is not None:
-            fates[rank], stopped = _death(failure)
-            (gone if stopped else died).append(rank)
-        elif report is not None:
-            fates[rank] = f"no result: its node's torchrun ended (exit code {report.get('exit')})"
-            gone.append(rank)
-        elif place is None and len(reports) >= nnodes:
-            fates[rank] = "never started"
-            gone.append(rank)
-        else:
-            fates[rank] = "still running" if place is not None else "not started"
-    if not (raised or died or gone or timed_out is not None):
-        return None
-    if died:
-        head = "; ".join(f"{_who(r, started)} died: {fates[r]}" for r in died)
-        named = set(died)
-    elif raised:
-        head = f"{_who(raised[0], started)} raised:\n{results[raised[0]].get('value', '')}"
-        named = {raised[0]}
-    elif timed_out is not None:
-        head = f"ranks {missing} did not finish within {timed_out:g} s"
-        named = set()
-    else:
-        head = "; ".join(f"{_who(r, started)}: {fates[r]}" for r in gone)
-        named = set(gone)
-        for node, report in sorted(reports.items()):
-            if report.get("exit") not in (0, None) and not report.get("stopped"):
-                tail = " | ".join(report.get("log_tail", [])[-3:])
-                head += f"\nnode {node}: torchrun exit code {report.get('exit')}: {tail}"
-    lines = [f"  {_who(r, started)}: {fates[r]}" for r in missing if r not in named]
-    lines += [f"  {_who(r, started)}: raised" for r in raised if r not in named]
-    return Verdict(ok=False, head=head.rstrip(), lines=lines, results=dict(results))
-
-
 class _Watch:
     """Node 0's view of one job in the store, and the job's end on every node."""
 
@@ -567,7 +487,7 @@ class _Watch:
         if report is None:
             return True
         failure = report.get("failures", {}).get(str(rank))
-        return failure is not None and _death(failure)[1]
+        return failure is not None and death(failure)[1]
 
     def stop_everywhere(self) -> None:
         with contextlib.suppress(Exception):
@@ -596,7 +516,7 @@ class _Watch:
             folder.mkdir(parents=True, exist_ok=True)
             (folder / f"rank_{rank}").write_bytes(data)
             by_node.setdefault(int(self.started[rank]["node"]), []).append(rank)
-            summaries.append(f"  rank {rank}: {_last_collective(data)}")
+            summaries.append(f"  rank {rank}: {last_collective(data)}")
         if not by_node:
             return "Flight Recorder: no rank sent a dump"
         nodes = "; ".join(
@@ -604,22 +524,6 @@ class _Watch:
             for node, ranks in sorted(by_node.items())
         )
         return "\n".join([f"Flight Recorder dumps ({nodes}) in {folder}", *summaries])
-
-
-def _last_collective(data: bytes) -> str:
-    """The last collective a dump recorded: `gloo:all_reduce #4 (started)`."""
-    try:
-        dump = pickle.loads(data)  # written by this run's own ranks through node 0's store
-        entries = dump.get("entries") or []
-    except Exception:
-        return "unreadable dump"
-    if not entries:
-        return "no collective recorded"
-    last = entries[-1]
-    return (
-        f"last collective {last.get('profiling_name', '?')} "
-        f"#{last.get('collective_seq_id', '?')} ({last.get('state', '?')})"
-    )
 
 
 # --------------------------------------------------------------------------------------

@@ -48,10 +48,11 @@ def _dump_bytes() -> bytes | None:
     try:
         import torch._C._distributed_c10d as c10d
 
+        dump = c10d._dump_fr_trace  # type: ignore[attr-defined]  # private
         try:
-            return bytes(c10d._dump_fr_trace(includeStackTraces=False))
+            return bytes(dump(includeStackTraces=False))
         except TypeError:  # releases without the keyword
-            return bytes(c10d._dump_fr_trace())
+            return bytes(dump())
     except Exception:
         return None
 

@@ -20,14 +20,18 @@ from accelkit.errors import BadInput
 from accelkit.options import Opt
 from accelkit.suite.sharding import ShardSpec
 
-SuiteChoice = Literal["conformance", "perf", "all"]
+SuiteChoice = Literal["conformance", "perf", "all", "distributed"]
 Breadth = Literal["quick", "full"]
 SUITE_CHOICES: tuple[str, ...] = get_args(SuiteChoice)
 BREADTH_CHOICES: tuple[str, ...] = get_args(Breadth)
 SUITES: tuple[str, ...] = ("conformance", "perf")
+DISTRIBUTED_CASES = Path("conformance") / "test_distributed.py"
+"""`--suite distributed`: the distributed cases of the conformance suite, alone (the suite a
+multi-node run runs)."""
 
 SUITE_ROOT = Path(__file__).resolve().parent
 DEFAULT_TIMEOUT_S = 300.0
+DEFAULT_JOIN_TIMEOUT_S = 600.0
 MAX_DEFAULT_WORKERS = 4
 """The default conformance workers are one per usable CPU, at most this many: each worker
 holds torch and the operator database (about 1.3 GB), and on an accelerator they share one
@@ -41,7 +45,14 @@ another job) and are not independent; five groups are the fewest with which
 
 RUN_OPTIONS: tuple[Opt, ...] = (
     Opt("device", ("--device", "-d"), str, "cpu", "Backend to test: cpu, cuda, rocm, xpu or mps."),
-    Opt("suite", ("--suite",), str, "all", "Which suite: conformance, perf or all."),
+    Opt(
+        "suite",
+        ("--suite",),
+        str,
+        "all",
+        "Which suite: conformance, perf or all; distributed: only the distributed cases of "
+        "conformance (what --nnodes runs).",
+    ),
     Opt("keyword", ("-k",), str, None, "Only cases matching this pytest -k expression.", True),
     Opt(
         "json_path",
@@ -139,6 +150,38 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         "last night's), largest first; without it they are balanced by case count.",
         True,
     ),
+    Opt(
+        "nnodes",
+        ("--nnodes",),
+        int,
+        1,
+        "Run the distributed cases' ranks as torchrun jobs over this many nodes (with --suite "
+        "distributed); start the same command on every node, each with its --node-rank.",
+    ),
+    Opt(
+        "node_rank",
+        ("--node-rank",),
+        int,
+        0,
+        "This node's rank (0 to nnodes-1). Node 0 hosts the rendezvous store at "
+        "--rdzv-endpoint and writes the results; the others run their ranks.",
+    ),
+    Opt(
+        "rdzv_endpoint",
+        ("--rdzv-endpoint",),
+        str,
+        None,
+        "HOST:PORT of node 0, reachable from every node: torchrun's c10d rendezvous and "
+        "accelkit's store.",
+        True,
+    ),
+    Opt(
+        "join_timeout_s",
+        ("--join-timeout",),
+        float,
+        DEFAULT_JOIN_TIMEOUT_S,
+        "Seconds node 0 waits for every other node to join (and they for node 0).",
+    ),
 )
 
 
@@ -176,6 +219,10 @@ class RunRequest:
     shard: str | None = None
     """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
     durations_from: Path | None = None
+    nnodes: int = 1
+    node_rank: int = 0
+    rdzv_endpoint: str | None = None
+    join_timeout_s: float = DEFAULT_JOIN_TIMEOUT_S
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
     @classmethod
@@ -188,7 +235,8 @@ class RunRequest:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"not options of accelkit test: {', '.join(unknown)}")
-        return cls(**{**values, "timeout_s": float(values["timeout_s"])}, argv=tuple(argv))
+        floats = {key: float(values[key]) for key in ("timeout_s", "join_timeout_s")}
+        return cls(**{**values, **floats}, argv=tuple(argv))
 
     @classmethod
     def from_argv(cls, argv: Sequence[str]) -> RunRequest:
@@ -208,10 +256,14 @@ class RunRequest:
 
     @property
     def suites(self) -> tuple[str, ...]:
+        if self.suite == "distributed":
+            return ("conformance",)
         return SUITES if self.suite == "all" else (self.suite,)
 
     @property
     def worker_count(self) -> int:
+        if self.nnodes > 1:  # one pytest process: the rank sessions run one job at a time
+            return 0
         return default_workers() if self.workers is None else self.workers
 
     def with_argv(self, argv: Sequence[str]) -> RunRequest:
@@ -230,6 +282,13 @@ def _choice(flag: str, name: str, value: object, valid: tuple[str, ...]) -> None
 def cases_root(request: RunRequest) -> Path:
     """The folder holding the request's conformance/ and perf/ case folders."""
     return request.cases_dir.resolve() if request.cases_dir is not None else SUITE_ROOT
+
+
+def suite_path(request: RunRequest, suite: str) -> Path:
+    """What pytest collects for `suite`: its folder, or the distributed cases' module."""
+    if request.suite == "distributed":
+        return cases_root(request) / DISTRIBUTED_CASES
+    return cases_root(request) / suite
 
 
 def validate(request: RunRequest) -> None:
@@ -272,9 +331,10 @@ def validate(request: RunRequest) -> None:
 
         check_image("--image", request.image)
     _validate_shard(request)
+    _validate_nodes(request)
     for suite in request.suites:
-        if not (cases_root(request) / suite).is_dir():
-            raise BadInput(f"--suite {suite}: {cases_root(request) / suite} has no cases")
+        if not suite_path(request, suite).exists():
+            raise BadInput(f"--suite {request.suite}: {suite_path(request, suite)} has no cases")
 
 
 def _validate_shard(request: RunRequest) -> None:
@@ -289,6 +349,43 @@ def _validate_shard(request: RunRequest) -> None:
             load_results(request.durations_from)
         except BadInput as exc:
             raise BadInput(f"--durations-from {exc}") from None
+
+
+def _validate_nodes(request: RunRequest) -> None:
+    if request.nnodes < 1:
+        raise BadInput(f"--nnodes: must be >= 1, got {request.nnodes}")
+    if not 0 <= request.node_rank < request.nnodes:
+        raise BadInput(
+            f"--node-rank {request.node_rank}: must be 0 to {request.nnodes - 1} (--nnodes "
+            f"{request.nnodes})"
+        )
+    if request.nnodes == 1:
+        if request.rdzv_endpoint is not None:
+            raise BadInput("--rdzv-endpoint: only with --nnodes 2 or more")
+        return
+    from accelkit.suite.multinode import parse_endpoint
+
+    if request.rdzv_endpoint is None:
+        raise BadInput(f"--nnodes {request.nnodes}: needs --rdzv-endpoint HOST:PORT (node 0)")
+    parse_endpoint(request.rdzv_endpoint)
+    if request.suite != "distributed":
+        raise BadInput(
+            f"--nnodes {request.nnodes}: runs the distributed cases only; add --suite distributed"
+        )
+    if request.join_timeout_s <= 0:
+        raise BadInput(f"--join-timeout: must be > 0 seconds, got {request.join_timeout_s:g}")
+    if request.shard is not None:
+        raise BadInput("--shard: not with --nnodes (a multi-node run is one shard)")
+    if request.node_rank > 0:
+        given = [
+            flag
+            for flag, value in (("--json", request.json_path), ("--junit", request.junit_path))
+            if value is not None
+        ]
+        if given:
+            raise BadInput(
+                f"{', '.join(given)}: node {request.node_rank} writes no results (node 0 does)"
+            )
 
 
 def suite_choice(value: str) -> SuiteChoice:

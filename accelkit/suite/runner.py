@@ -26,7 +26,7 @@ from accelkit.events import Event, EventCallback
 from accelkit.suite import outcome
 from accelkit.suite.environment import child_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
-from accelkit.suite.request import SUITE_ROOT, RunRequest, cases_root, validate
+from accelkit.suite.request import SUITE_ROOT, RunRequest, cases_root, suite_path, validate
 
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
@@ -125,7 +125,7 @@ def pytest_argv(
         argv += ["--accelkit-shard", request.shard]
     if request.durations_from is not None:
         argv += ["--accelkit-durations", str(request.durations_from.resolve())]
-    argv += [str(root / suite) for suite in suites]
+    argv += [str(suite_path(request, suite)) for suite in suites]
     return argv
 
 
@@ -139,8 +139,10 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
     validate(request)
     if request.image is not None:
         raise ValueError("an --image run goes through accelkit.suite.container")
+    if request.node_rank > 0:
+        raise ValueError("node 1 and up serve ranks: accelkit.suite.runner.serve")
     check_device(request)
-    with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp, _nodes(request):
         # Absolute: pytest runs with the cases folder as its working directory.
         results_path = (request.json_path or Path(tmp) / "results.json").resolve()
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
@@ -188,6 +190,55 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         return RunOutcome(
             results=results, exit_code=exit_code, log_path=kept_log, pytest_exit=pytest_exit
         )
+
+
+def serve(request: RunRequest, say: Callable[[str], None] | None = None) -> int:
+    """Node 1 and up of a multi-node run (`--nnodes N --node-rank R`, R > 0): run this
+    node's ranks of every job node 0 publishes, until node 0 finishes; the jobs served."""
+    from accelkit.suite import multinode
+
+    validate(request)
+    check_device(request)
+    return multinode.follow(_node_config(request), say)
+
+
+def _node_config(request: RunRequest) -> Any:
+    from accelkit.suite.multinode import NodeConfig
+
+    assert request.rdzv_endpoint is not None
+    dumps = ""
+    if request.json_path is not None:
+        path = request.json_path.resolve()
+        dumps = str(path.with_name(f"{path.stem}-flight-recorder"))
+    return NodeConfig(
+        nnodes=request.nnodes,
+        node_rank=request.node_rank,
+        endpoint=request.rdzv_endpoint,
+        join_timeout_s=request.join_timeout_s,
+        cases_root=str(cases_root(request)),
+        dumps_dir=dumps,
+    )
+
+
+@contextlib.contextmanager
+def _nodes(request: RunRequest) -> Iterator[None]:
+    """Node 0 of a multi-node run: host the store for the run, wait for every node, and
+    tell the pytest child where it is (`accelkit.suite.multinode`)."""
+    if request.nnodes == 1:
+        yield
+        return
+    from accelkit.suite import multinode
+
+    with multinode.hosted(_node_config(request)) as (_, config):
+        previous = os.environ.get(multinode.ENV)
+        os.environ[multinode.ENV] = config.to_env()  # the pytest child's environment
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop(multinode.ENV, None)
+            else:
+                os.environ[multinode.ENV] = previous
 
 
 def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:

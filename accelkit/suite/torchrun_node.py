@@ -22,7 +22,7 @@ def main(argv: list[str]) -> int:
     from torch.distributed.run import parse_args, run
 
     try:
-        run(parse_args(args))
+        run(parse_args(args))  # type: ignore[no-untyped-call]
     except ChildFailedError as exc:
         failures = {
             str(rank): {
