@@ -70,6 +70,14 @@ def test_run_request_round_trip(tmp_path: Path) -> None:
             image="accelkit-test-rocm:0123abcd",
         ),
         RunRequest(timeout_s=0.0, workers=3),
+        RunRequest(shard="2/3", durations_from=tmp_path / "last-night.json"),
+        RunRequest(
+            suite="distributed",
+            nnodes=2,
+            node_rank=1,
+            rdzv_endpoint="10.0.0.5:29500",
+            join_timeout_s=90.0,
+        ),
     ]
     for request in requests:
         argv = request.to_argv()
@@ -132,6 +140,8 @@ def test_parse_errors_are_one_line_bad_input() -> None:
         RunRequest.from_argv(["--seed", "x"])
     with pytest.raises(BadInput, match=r"--suite: unknown suite 'everything'"):
         RunRequest.from_argv(["--suite", "everything"])
+    with pytest.raises(BadInput, match=r"Invalid value for '--nnodes'"):
+        RunRequest.from_argv(["--nnodes", "two"])
     with pytest.raises(BadInput, match=r"Missing argument 'BACKEND'"):
         SetupRequest.from_argv([])
 

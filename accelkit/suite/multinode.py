@@ -177,14 +177,30 @@ def connect(config: NodeConfig, timeout_s: float | None = None) -> Any:
 
     wait = config.join_timeout_s if timeout_s is None else timeout_s
     try:
-        return dist.TCPStore(  # type: ignore[attr-defined]
-            config.host, config.port, is_master=False, timeout=timedelta(seconds=wait)
-        )
+        with _quiet_stderr():
+            return dist.TCPStore(  # type: ignore[attr-defined]
+                config.host, config.port, is_master=False, timeout=timedelta(seconds=wait)
+            )
     except Exception as exc:
         raise Unavailable(
             f"--rdzv-endpoint {config.endpoint}: node 0 did not answer within {wait:g} s "
             f"({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})"
         ) from None
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """c10d logs a failed connect or listen (with a C++ stack) on file descriptor 2; the
+    caller turns the exception into accelkit's one-line error instead."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 @contextlib.contextmanager
@@ -194,13 +210,14 @@ def hosted(config: NodeConfig) -> Iterator[tuple[Any, NodeConfig]]:
     import torch.distributed as dist
 
     try:
-        store = dist.TCPStore(  # type: ignore[attr-defined]
-            config.host,
-            config.port,
-            is_master=True,
-            wait_for_workers=False,
-            timeout=timedelta(seconds=config.join_timeout_s),
-        )
+        with _quiet_stderr():
+            store = dist.TCPStore(  # type: ignore[attr-defined]
+                config.host,
+                config.port,
+                is_master=True,
+                wait_for_workers=False,
+                timeout=timedelta(seconds=config.join_timeout_s),
+            )
     except Exception as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise Unavailable(

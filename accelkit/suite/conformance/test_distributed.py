@@ -452,8 +452,8 @@ def _world(spec: Backend, capability_table: dict[str, dict[str, Any]]) -> tuple[
     entry = capability_table.get(backend, {"available": False, "reason": "unknown backend"})
     if not entry.get("available"):
         pytest.skip(f"{backend}: {entry.get('reason') or 'unavailable'}")
-    if spec.host_memory:  # every rank shares the host's one device
-        return backend, spec.torch_device_type, max(2, node_count())
+    if spec.host_memory:  # every rank shares its host's one device: two ranks per host
+        return backend, spec.torch_device_type, 2 * node_count()
     import torch
 
     count = torch.accelerator.device_count()
