@@ -42,6 +42,7 @@ NODE_ARGS = ("test", "--suite", "distributed", "--nnodes", "2")
         ({"nnodes": 2, "rdzv_endpoint": "h:1", "suite": "all"}, "add --suite distributed"),
         ({"nnodes": 2, "rdzv_endpoint": "h:1", "join_timeout_s": 0.0}, "--join-timeout"),
         ({"nnodes": 2, "rdzv_endpoint": "h:1", "shard": "1/2"}, "not with --nnodes"),
+        ({"nnodes": 2, "rdzv_endpoint": "h:1", "image": "accelkit-test-cpu:0"}, "--image: not"),
         (
             {"nnodes": 2, "node_rank": 1, "rdzv_endpoint": "h:1", "json_path": Path("r.json")},
             "node 1 writes no results",

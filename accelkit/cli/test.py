@@ -31,8 +31,7 @@ def test(**params: Any) -> None:
     request = RunRequest.from_params(params, argv=("accelkit", *sys.argv[1:]))
     console = Console(stderr=False, highlight=False)
     if request.node_rank > 0:  # a multi-node run's other nodes serve ranks; node 0 reports
-        serve = container.serve if request.image is not None else runner.serve
-        jobs = serve(request, lambda line: console.print(line, markup=False, soft_wrap=True))
+        jobs = runner.serve(request, lambda line: console.print(line, markup=False, soft_wrap=True))
         console.print(
             f"node {request.node_rank}: served {jobs} rank sessions; node 0 has the results"
         )

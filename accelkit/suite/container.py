@@ -100,7 +100,6 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             user=f"{os.getuid()}:{os.getgid()}",
             env=container_env(request.device, device.env, os.environ),
             working_dir="/tmp",
-            network_mode=_network(request, device.network_mode),
         )
         json_path.unlink(missing_ok=True)  # a previous run's cases are not this run's
         watcher = _CaseWatcher(json_path, emit)
@@ -137,59 +136,6 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         return RunOutcome(
             results=results, exit_code=exit_code, log_path=request.log_path, pytest_exit=code
         )
-
-
-def _network(request: RunRequest, default: str) -> str:
-    """A multi-node run reaches the other nodes (and they it) on the host's network."""
-    return "host" if request.nnodes > 1 else default
-
-
-def serve(request: RunRequest, say: Callable[[str], None] | None = None) -> int:
-    """`--image` on node 1 and up of a multi-node run: the node's ranks run in the image
-    (`accelkit.suite.runner.serve` inside, on the host's network); the jobs served."""
-    from dataclasses import replace
-
-    from accelkit import backends
-    from accelkit.containers.engine import connect
-    from accelkit.containers.run import Mount, run_container
-
-    validate(request)
-    if request.image is None or request.node_rank == 0:
-        raise ValueError("serve() is for --image on node 1 and up")
-    device = backends.get(request.device).container_options(dict(os.environ))
-    mounts = list(device.mounts)
-    inner = replace(request, image=None, cases_dir=None, expectations=None, log_path=None)
-    if request.cases_dir is not None:
-        mounts.append(Mount(source=request.cases_dir.resolve(), target=f"{IN_ROOT}/cases"))
-        inner = replace(inner, cases_dir=Path(f"{IN_ROOT}/cases"))
-    options = replace(
-        device,
-        mounts=tuple(mounts),
-        user=f"{os.getuid()}:{os.getgid()}",
-        env=container_env(request.device, device.env, os.environ),
-        working_dir="/tmp",
-        network_mode="host",
-    )
-    client = connect()
-    try:
-        result = run_container(
-            client, request.image, ["python", "-m", "accelkit", "test", *inner.to_argv()], options
-        )
-    finally:
-        client.close()
-    for line in result.output_tail:
-        if say is not None and line.startswith("job "):
-            say(line)
-    code, error = result.exit_code, _error_line(result.output_tail)
-    if code == ExitCode.BAD_INPUT:
-        raise BadInput(f"in {request.image}: {error}")
-    if code == ExitCode.UNAVAILABLE:
-        raise Unavailable(f"in {request.image}: {error}")
-    if code != ExitCode.OK:
-        raise Failed(f"accelkit test in {request.image} exited with code {code}: {error}")
-    served = [line for line in result.output_tail if "rank sessions" in line]
-    words = served[-1].split() if served else []
-    return int(words[3]) if len(words) > 3 and words[3].isdigit() else 0
 
 
 def _error_line(lines: tuple[str, ...]) -> str:

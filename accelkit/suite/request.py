@@ -376,6 +376,11 @@ def _validate_nodes(request: RunRequest) -> None:
         raise BadInput(f"--join-timeout: must be > 0 seconds, got {request.join_timeout_s:g}")
     if request.shard is not None:
         raise BadInput("--shard: not with --nnodes (a multi-node run is one shard)")
+    if request.image is not None:
+        raise BadInput(
+            "--image: not with --nnodes yet; run `accelkit test --nnodes ...` inside the image "
+            "on every node, with the host's network"
+        )
     if request.node_rank > 0:
         given = [
             flag
