@@ -574,7 +574,8 @@ def follow(config: NodeConfig, on_job: Callable[[str], None] | None = None) -> i
                 job.stop()
                 report = job.report()
                 store.set(f"{spec['job']}/node/{config.node_rank}", json.dumps(report))
-                say(f"job {seq}: torchrun exit code {report['exit']}")
+                stopped = " (stopped by node 0: the job had ended)" if report["stopped"] else ""
+                say(f"job {seq}: torchrun exit code {report['exit']}{stopped}")
                 served += 1
                 seq += 1
         except Unavailable:
