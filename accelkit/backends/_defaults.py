@@ -7,7 +7,13 @@ import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from accelkit.backends.base import GraphCapture, VersionRule, release_tuple
+from accelkit.backends.base import (
+    CrossTarget,
+    GraphCapture,
+    Toolchain,
+    VersionRule,
+    release_tuple,
+)
 from accelkit.errors import BadInput
 
 _EMPTY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
@@ -69,3 +75,14 @@ class BackendDefaults:
 
     def rank_device(self, rank: int) -> str:
         return f"{self.torch_device_type}:{rank}"
+
+    def cross_target(self, target: str) -> CrossTarget | None:
+        self.check_target(target, flag="--target", families=False)
+        return None
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        problem = f"the {self.name} backend has no compiler for {cross.target} without a device"
+        return Toolchain("none", "unknown", "", cross.target, (), {}, problem)
+
+    def binary_target(self, binary: bytes) -> str | None:
+        return None

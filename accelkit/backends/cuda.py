@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from accelkit.backends import _elf, _ptxas
 from accelkit.backends._containers import (
     capability_problem,
     passthrough,
@@ -20,9 +22,12 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
+    CrossTarget,
     DeviceInfo,
     GraphCapture,
+    IsaCheck,
     TestImageSpec,
+    Toolchain,
     VersionRule,
 )
 from accelkit.containers.run import DeviceRequest, RunOptions
@@ -63,6 +68,77 @@ CUDA_VERSION = VersionRule(
 def image_version(version: str) -> str:
     """The nvidia/cuda image tag's version: 13.4 -> 13.4.0, 13.4.1 unchanged."""
     return version if version.count(".") == 2 else f"{version}.0"
+
+
+#: ELF machine number of a cubin, and the ELF ABI version from which ptxas (CUDA 13) keeps
+#: the SM number in e_flags bits 8..15 instead of the low byte (LLVM's BinaryFormat/ELF.h:
+#: EF_CUDA_SM / EF_CUDA_SM_MASK, EF_CUDA_SM_OFFSET = 8).
+EM_CUDA = 190
+CUDA_ELF_ABI_V2 = 8
+
+#: What proves each check in PTX, by target family (measured with triton 3.8 and ptxas
+#: 13.5: a bf16 `tl.dot` on sm_90 is `wgmma.mma_async`, on sm_100/103/107/110
+#: `tcgen05.mma`, on sm_80/86/89/120/121 `mma.sync`; fp8 takes `e4m3` operands or
+#: tcgen05's `kind::f8f6f4`). sm_75 is missing on purpose: triton 3.8 emits FMA for it.
+_MMA = {
+    "mma_sync": IsaCheck(r"\bmma\.sync\.aligned\.", "mma.sync (warp-level tensor-core MMA)"),
+    "wgmma": IsaCheck(r"\bwgmma\.mma_async\.", "wgmma.mma_async (Hopper warpgroup MMA)"),
+    "tcgen05": IsaCheck(r"\btcgen05\.mma\.", "tcgen05.mma (5th-generation tensor cores)"),
+}
+_MMA_FP8 = {
+    "mma_sync": IsaCheck(r"\bmma\.sync\.aligned\.\S*\.e4m3\.", "mma.sync on e4m3 operands"),
+    "wgmma": IsaCheck(r"\bwgmma\.mma_async\.\S*\.e4m3\.", "wgmma.mma_async on e4m3 operands"),
+    "tcgen05": IsaCheck(r"\btcgen05\.mma\.\S*kind::f8f6f4", "tcgen05.mma kind::f8f6f4"),
+}
+_MMA_FAMILY = {
+    **dict.fromkeys(("sm_80", "sm_86", "sm_89", "sm_120", "sm_121"), "mma_sync"),
+    "sm_90": "wgmma",
+    **dict.fromkeys(("sm_100", "sm_103", "sm_107", "sm_110"), "tcgen05"),
+}
+#: Tensor memory access (TMA) and warp specialization: sm_90 and newer.
+_TMA = IsaCheck(r"\bcp\.async\.bulk\.tensor\.", "cp.async.bulk.tensor (TMA copies)")
+_WARP_SPECIALIZE = IsaCheck(r"\bsetmaxnreg\.", "setmaxnreg (registers split between warp groups)")
+#: triton takes fp8e4nv (OCP e4m3) operands from sm_89 on.
+FP8_FROM = 89
+TMA_FROM = 90
+
+
+def capability_number(target: str) -> int:
+    """sm_107 -> 107."""
+    return int(target.removeprefix("sm_"))
+
+
+def triton_gpu_name(target: str) -> str:
+    """The name triton hands ptxas: sm_90 and newer compile as the arch-specific variant
+    (sm_107a), older ones as they are (triton's `sm_arch_from_capability`)."""
+    return target + ("a" if capability_number(target) >= 90 else "")
+
+
+def arch_coverage_problem(arch_list: list[str], target: str) -> str | None:
+    """None when a torch built for `arch_list` (torch.cuda.get_arch_list(): sm_90,
+    compute_90, ...) can run kernels on a `target` GPU; else why not.
+
+    CUDA's compatibility rules: a cubin for sm_XY runs on sm_XZ for Z >= Y (same major, not
+    an arch-specific `a` build); PTX for compute_N is JIT-compiled by the driver for any GPU
+    of capability >= N."""
+    wanted = capability_number(target)
+    major, minor = divmod(wanted, 10)
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", entry.strip())
+        if match is None:
+            continue
+        kind, number, suffix = match.group(1), int(match.group(2)), match.group(3)
+        if kind == "compute" and number <= wanted and suffix != "a":
+            return None
+        same_family = kind == "sm" and number // 10 == major and number % 10 <= minor
+        if same_family and (suffix != "a" or number == wanted):
+            return None
+    shown = " ".join(arch_list) or "nothing"
+    return (
+        f"torch cannot run {target} code: it carries SASS and PTX for {shown}, and none "
+        f"of it runs on compute capability {major}.{minor} (no sm_{major}x cubin with x <= "
+        f"{minor}, no PTX at or below compute_{wanted} for the driver to JIT-compile)"
+    )
 
 
 class CudaBackend(BackendDefaults):
@@ -147,6 +223,100 @@ class CudaBackend(BackendDefaults):
             "cuda_arch_list": arch_list,
         }
 
+    def required_capabilities(self, target: str | None) -> tuple[str, ...]:
+        required = super().required_capabilities(target)
+        # An image that carries the CUTLASS DSL is there to autotune GEMMs with NVGEMM.
+        if _has_module("cutlass"):
+            required = (*required, "nvgemm")
+        return required
+
+    def cross_target(self, target: str) -> CrossTarget | None:
+        self.check_target(target, flag="--target", families=False)
+        number = capability_number(target)
+        family = _MMA_FAMILY.get(target)
+        isa: dict[str, IsaCheck] = {}
+        lacks: dict[str, str] = {}
+        if family is not None:
+            isa["mma"] = _MMA[family]
+            isa["mma_fp8"] = _MMA_FP8[family]
+        if number < FP8_FROM:
+            lacks["fp8"] = f"{target} has no fp8 tensor-core MMA (triton takes fp8 from sm_89)"
+        if number >= TMA_FROM:
+            isa["tma"] = _TMA
+            isa["warp_specialize"] = _WARP_SPECIALIZE
+        else:
+            why = f"{target} has no TMA unit (sm_90 and newer)"
+            lacks["tma"] = why
+            lacks["warp_specialize"] = f"{why}; triton warp-specializes TMA pipelines only"
+        return CrossTarget(
+            target=target,
+            triton_backend="cuda",
+            triton_arch=number,
+            warp_size=32,
+            assembly="ptx",
+            binary="cubin",
+            assembly_target=rf"(?m)^\s*\.target\s+{triton_gpu_name(target)}\b",
+            isa=isa,
+            fp8_type="fp8e4nv" if number >= FP8_FROM else None,
+            lacks=lacks,
+        )
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        number = capability_number(cross.target)
+        wanted = triton_gpu_name(cross.target)
+        variable = _ptxas.variable_for(number)
+        bundled = _ptxas.bundled(number)
+        chosen = environ.get(variable)
+        candidates: list[str] = []
+        note = ""
+        if chosen:
+            if _ptxas.Ptxas.ask(chosen) is None:
+                # triton falls back to its own copy without a word: say so.
+                note = f"; {variable}={chosen} is not a working ptxas, so triton uses its own"
+                candidates = [str(bundled)] if bundled else []
+            else:
+                candidates = [chosen]
+        else:
+            candidates = [str(p) for p in _ptxas.installed(environ)]
+            candidates += [str(bundled)] if bundled else []
+        found = [tool for tool in map(_ptxas.Ptxas.ask, candidates) if tool is not None]
+        if not found:
+            missing = f"no ptxas found for {cross.target} (is triton installed?){note}"
+            return Toolchain("ptxas", "unknown", chosen or "", wanted, (), {}, missing)
+        able = [tool for tool in found if wanted in tool.knows]
+        if able and not chosen:
+            tool = able[0]
+            # Both variables, as triton's choice between them depends on the capability;
+            # one the user set is left as it is.
+            environment = {
+                name: tool.path
+                for name in (_ptxas.VARIABLE, _ptxas.BLACKWELL_VARIABLE)
+                if not environ.get(name)
+            }
+            return Toolchain("ptxas", tool.version, tool.path, wanted, tool.knows, environment)
+        # The user's choice (or triton's own copy when none here knows the target).
+        tool = found[0] if chosen else found[-1]
+        problem: str | None = None
+        if wanted not in tool.knows:
+            tried = [f"{t.version} ({t.path})" for t in found if t is not tool]
+            also = f"; also found ptxas {', '.join(tried)}" if tried else ""
+            problem = (
+                f"ptxas {tool.version} ({tool.path}) does not know {wanted}; it knows "
+                f"{', '.join(tool.knows) or 'nothing'}{note}{also}. Point {variable} at a "
+                "ptxas that does (CUDA >= "
+                f"{'.'.join(map(str, MIN_CUDA.get(cross.target, (12, 0))))}: "
+                "pip install nvidia-cuda-nvcc)"
+            )
+        return Toolchain("ptxas", tool.version, tool.path, wanted, tool.knows, {}, problem)
+
+    def binary_target(self, binary: bytes) -> str | None:
+        header = _elf.read_header(binary)
+        if header is None or header.machine != EM_CUDA:
+            return None
+        if header.abi_version >= CUDA_ELF_ABI_V2:
+            return f"sm_{(header.flags >> 8) & 0xFF}"
+        return f"sm_{header.flags & 0xFF}"
+
     passthrough_env: tuple[str, ...] = CUDA_PASSTHROUGH
 
     def container_options(
@@ -207,3 +377,10 @@ class CudaBackend(BackendDefaults):
 
 
 BACKEND = CudaBackend()
+
+
+def _has_module(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False

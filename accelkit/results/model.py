@@ -83,6 +83,16 @@ class RunInfo(_Model):
     # Measurement passes of the perf cases (`accelkit test --passes`): each pass is a
     # separate process; None in files written before passes existed (one pass).
     passes: int | None = None
+    # The GPU target of the run (sm_107, gfx942; --target or the device's own), whether
+    # it only compiled for the target with no device (--compile-only), and the compiler it
+    # compiled with ("ptxas 13.5 (/path)").
+    target: str | None = None
+    compile_only: bool | None = None
+    toolchain: str | None = None
+    # Capabilities every case had to have on this device (a case needing a missing one
+    # failed instead of skipping), and those the run waived.
+    required: list[str] | None = None
+    waived: list[str] | None = None
 
 
 class Summary(_Model):

@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 from accelkit.suite.caseid import case_id, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
+#: Set on a case whose required capability is missing: its setup failure is a `failed` case.
+REQUIRED_PROPERTY = "accelkit.required_missing"
 MAX_MESSAGE_CHARS = 4000
 
 
@@ -57,6 +59,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="YAML file of known failures on this backend (default: the bundled one)",
     )
     group.addoption(
+        "--accelkit-target",
+        default=None,
+        help="the run's GPU target (sm_107, gfx942): the cross-compile cases compile for it",
+    )
+    group.addoption(
+        "--accelkit-compile-only",
+        action="store_true",
+        default=False,
+        help="run only the cases marked cross_compile (no device)",
+    )
+    group.addoption(
+        "--accelkit-required",
+        default="",
+        help="comma-separated capabilities every case must have: a case whose `requires` "
+        "names a missing one fails instead of skipping",
+    )
+    group.addoption(
         "--accelkit-pass",
         type=int,
         default=1,
@@ -70,6 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires(*capabilities): run only when every named capability is available; "
         "otherwise skip with the capability table's reason",
+    )
+    config.addinivalue_line(
+        "markers",
+        "cross_compile: compiles for the run's --target with no device; the only cases a "
+        "--compile-only run keeps, and left out of runs that have no target",
     )
     config.addinivalue_line(
         "markers",
@@ -130,21 +154,41 @@ def _capability_table(config: pytest.Config) -> dict[str, dict[str, Any]]:
     return cached
 
 
+def _required(config: pytest.Config) -> frozenset[str]:
+    text = str(config.getoption("--accelkit-required", default="") or "")
+    return frozenset(name.strip() for name in text.split(",") if name.strip())
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a case whose `requires` capability is missing here, with the probe's reason;
+    a capability the run requires (its backend and target's, or --require) fails it."""
     table = _capability_table(item.config)
+    required = _required(item.config)
     for mark in item.iter_markers("requires"):
         for name in mark.args:
             entry = table.get(name)
             if entry is None:
                 raise pytest.UsageError(f"{item.nodeid}: unknown capability {name!r}")
-            if not entry.get("available"):
-                pytest.skip(f"{name}: {entry.get('reason') or 'unavailable'}")
+            if entry.get("available"):
+                continue
+            reason = f"{name}: {entry.get('reason') or 'unavailable'}"
+            if name in required:
+                item.user_properties.append((REQUIRED_PROPERTY, name))
+                pytest.fail(f"required capability missing: {reason}", pytrace=False)
+            pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def accelkit_backend(pytestconfig: pytest.Config) -> str:
     """accelkit's backend name for this run: cpu, cuda, rocm, xpu or mps."""
     return str(pytestconfig.getoption("--accelkit-device"))
+
+
+@pytest.fixture(scope="session")
+def accelkit_target(pytestconfig: pytest.Config) -> str | None:
+    """The run's GPU target (sm_107, gfx942), or None when it has none."""
+    value = pytestconfig.getoption("--accelkit-target", default=None)
+    return str(value) if value else None
 
 
 @pytest.fixture(scope="session")
@@ -174,11 +218,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     from accelkit.suite.expectations import load_expectations
 
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
-        repeated = [item for item in items if is_repeated_in_passes(item)]
-        dropped = [item for item in items if not is_repeated_in_passes(item)]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = repeated
+        _keep(config, items, is_repeated_in_passes)
+    if config.getoption("--accelkit-compile-only", default=False):
+        _keep(config, items, lambda item: item.get_closest_marker("cross_compile") is not None)
+    elif not config.getoption("--accelkit-target", default=None):
+        _keep(config, items, lambda item: item.get_closest_marker("cross_compile") is None)
 
     path = config.getoption("--accelkit-expectations", default=None)
     backend = str(config.getoption("--accelkit-device"))
@@ -189,6 +233,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = known.get(case_id(item.nodeid))
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.describe(), strict=False))
+
+
+def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[..., bool]) -> None:
+    dropped = [item for item in items if not wanted(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if wanted(item)]
 
 
 def is_repeated_in_passes(item: pytest.Item) -> bool:
@@ -266,6 +317,10 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
         lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
         text = "\n".join(ln[1:].strip() for ln in lines) if lines else text
     return text[:MAX_MESSAGE_CHARS]
+
+
+def _required_missing(report: pytest.TestReport) -> bool:
+    return any(key == REQUIRED_PROPERTY for key, _ in report.user_properties)
 
 
 class ResultsRecorder:
@@ -356,7 +411,7 @@ class ResultsRecorder:
             state["status"] = state["status"] or "skipped"
             state["message"] = state["message"] or _message(report)
         elif report.failed:
-            if when == "call":
+            if when == "call" or _required_missing(report):
                 state["status"] = "failed"
                 state["message"] = _message(report)
             elif state["status"] in (None, "passed"):

@@ -26,6 +26,8 @@ BREADTH_CHOICES: tuple[str, ...] = get_args(Breadth)
 SUITES: tuple[str, ...] = ("conformance", "perf")
 
 SUITE_ROOT = Path(__file__).resolve().parent
+#: The cases a compile-only run collects, under the cases root.
+COMPILE_ONLY_CASES = "conformance/test_cross_compile.py"
 DEFAULT_TIMEOUT_S = 300.0
 MAX_DEFAULT_WORKERS = 4
 """The default conformance workers are one per usable CPU, at most this many: each worker
@@ -112,6 +114,41 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     ),
     Opt("log_path", ("--log",), Path, None, "Write pytest's own log here.", True),
     Opt(
+        "target",
+        ("--target",),
+        str,
+        None,
+        "GPU target of the run (sm_107, gfx942; default: the device's own): its required "
+        "capabilities apply, and the suite's Triton kernels are compiled for it.",
+        True,
+    ),
+    Opt(
+        "compile_only",
+        ("--compile-only",),
+        bool,
+        False,
+        "Only compile the suite's Triton kernels for --target with the real compiler and "
+        "check the binaries; needs no device (conformance/cross_compile/<target>/...).",
+    ),
+    Opt(
+        "require",
+        ("--require",),
+        str,
+        None,
+        "Capabilities this run must have besides the backend's own, comma-separated: a "
+        "case that needs a missing one fails instead of being skipped.",
+        True,
+    ),
+    Opt(
+        "waive",
+        ("--waive",),
+        str,
+        None,
+        "Required capabilities this run does without, comma-separated: cases needing them "
+        "skip again (a matrix leg's `waive` says why).",
+        True,
+    ),
+    Opt(
         "image",
         ("--image",),
         str,
@@ -153,6 +190,11 @@ class RunRequest:
     expectations: Path | None = None
     cases_dir: Path | None = None
     log_path: Path | None = None
+    target: str | None = None
+    """None: the device's own, where the backend has targets (`runner.run_target`)."""
+    compile_only: bool = False
+    require: str | None = None
+    waive: str | None = None
     image: str | None = None
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
@@ -186,7 +228,19 @@ class RunRequest:
 
     @property
     def suites(self) -> tuple[str, ...]:
+        if self.compile_only:  # the cross-compile cases are conformance cases
+            return ("conformance",)
         return SUITES if self.suite == "all" else (self.suite,)
+
+    @property
+    def required_extra(self) -> tuple[str, ...]:
+        """The capabilities --require adds."""
+        return capability_list(self.require)
+
+    @property
+    def waived(self) -> tuple[str, ...]:
+        """The capabilities --waive takes off the required list."""
+        return capability_list(self.waive)
 
     @property
     def worker_count(self) -> int:
@@ -199,6 +253,13 @@ class RunRequest:
 def _choice(flag: str, name: str, value: object, valid: tuple[str, ...]) -> None:
     if value not in valid:
         raise BadInput(f"{flag}: unknown {name} {value!r}; valid: {', '.join(valid)}")
+
+
+def capability_list(text: str | None) -> tuple[str, ...]:
+    """`a, b,c` -> ("a", "b", "c"): the capability names of --require and --waive."""
+    if not text:
+        return ()
+    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 def cases_root(request: RunRequest) -> Path:
@@ -248,6 +309,47 @@ def validate(request: RunRequest) -> None:
     for suite in request.suites:
         if not (cases_root(request) / suite).is_dir():
             raise BadInput(f"--suite {suite}: {cases_root(request) / suite} has no cases")
+    _validate_target(request)
+    _validate_capabilities(request)
+
+
+def _validate_target(request: RunRequest) -> None:
+    from accelkit import backends
+
+    backend = backends.get(request.device)
+    if request.target is not None:
+        backend.check_target(request.target, flag="--target", families=False)
+    if not request.compile_only:
+        return
+    if request.target is None:
+        example = ", ".join(backend.targets[:2]) or "sm_107, gfx942"
+        raise BadInput(f"--compile-only needs --target (a {request.device} target: {example})")
+    if request.suite == "perf":
+        raise BadInput("--compile-only runs conformance cases only, not --suite perf")
+    if backend.cross_target(request.target) is None:
+        raise BadInput(
+            f"--compile-only: the {request.device} backend cannot compile for "
+            f"{request.target} without its device"
+        )
+    if not (cases_root(request) / COMPILE_ONLY_CASES).is_file():
+        raise BadInput(f"--compile-only: {cases_root(request) / COMPILE_ONLY_CASES} is missing")
+
+
+def _validate_capabilities(request: RunRequest) -> None:
+    import difflib
+
+    from accelkit.probe.capabilities import names
+
+    known = names()
+    for flag, listed in (("--require", request.required_extra), ("--waive", request.waived)):
+        for name in listed:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise BadInput(f"{flag}: unknown capability {name!r}{hint}")
+    both = sorted(set(request.required_extra) & set(request.waived))
+    if both:
+        raise BadInput(f"--require and --waive both name {', '.join(both)}")
 
 
 def suite_choice(value: str) -> SuiteChoice:
