@@ -70,6 +70,13 @@ def test_run_request_round_trip(tmp_path: Path) -> None:
             image="accelkit-test-rocm:0123abcd",
         ),
         RunRequest(timeout_s=0.0, workers=3),
+        RunRequest(
+            device="cuda",
+            target="sm_107",
+            compile_only=True,
+            require="nvgemm,sm_107",
+            waive="cuda_graph_while_loop",
+        ),
     ]
     for request in requests:
         argv = request.to_argv()

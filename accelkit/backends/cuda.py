@@ -238,7 +238,8 @@ class CudaBackend(BackendDefaults):
         lacks: dict[str, str] = {}
         if family is not None:
             isa["mma"] = _MMA[family]
-            isa["mma_fp8"] = _MMA_FP8[family]
+            if number >= FP8_FROM:
+                isa["mma_fp8"] = _MMA_FP8[family]
         if number < FP8_FROM:
             lacks["fp8"] = f"{target} has no fp8 tensor-core MMA (triton takes fp8 from sm_89)"
         if number >= TMA_FROM:

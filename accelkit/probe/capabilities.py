@@ -372,6 +372,26 @@ def _sm_107() -> Availability:
     return Availability(True, "")
 
 
+@capability_check("gfx_in_arch_list")
+def _gfx_in_arch_list() -> Availability:
+    torch = _torch()
+    if not getattr(torch.version, "hip", None):
+        return Availability(False, f"torch {_version(torch)} is not a ROCm build")
+    devices = _needs_cuda_devices(torch, 1)
+    if not devices.available:
+        return devices
+    # gcnArchName carries target features after a colon (gfx942:sramecc+:xnack-).
+    arch = str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
+    arch_list = [entry.split(":")[0] for entry in torch.cuda.get_arch_list()]
+    if arch not in arch_list:
+        return Availability(
+            False,
+            f"device 0 is {arch}, and torch {_version(torch)} has kernels for "
+            f"{' '.join(arch_list) or 'no GPU'} only (PYTORCH_ROCM_ARCH of its build)",
+        )
+    return Availability(True, "")
+
+
 @capability_check("nvgemm")
 def _nvgemm() -> Availability:
     torch = _torch()

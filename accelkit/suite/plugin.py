@@ -316,7 +316,8 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
         text = str(longrepr).strip()
         lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
         text = "\n".join(ln[1:].strip() for ln in lines) if lines else text
-    return text[:MAX_MESSAGE_CHARS]
+    # pytest.fail("...") reads "Failed: ..."; the status says it failed already.
+    return text.removeprefix("Failed: ")[:MAX_MESSAGE_CHARS]
 
 
 def _required_missing(report: pytest.TestReport) -> bool:
