@@ -75,10 +75,16 @@ def test_create_kwargs_of_rocm_options(tmp_path: Path) -> None:
 
 
 def _doctor(**caps: bool) -> dict[str, Any]:
+    ptxas = "/opt/venv/bin/ptxas"
     return {
         "env": {
             "torch": {"version": "2.14.1", "cuda": "13.4"},
-            "env": {"TORCH_CUDA_ARCH_LIST": "10.7"},
+            "env": {
+                "TORCH_CUDA_ARCH_LIST": "10.7",
+                "TRITON_PTXAS_PATH": ptxas,
+                "TRITON_PTXAS_BLACKWELL_PATH": ptxas,
+            },
+            "backends": {"cuda": {"versions": {"cuda_arch_list": "sm_90 sm_100 sm_120"}}},
         },
         "capabilities": {name: {"available": ok, "reason": "" if ok else "nope"}
                          for name, ok in caps.items()},
@@ -110,10 +116,21 @@ def test_xpu_and_rocm_verification() -> None:
     assert any("graph capture" in p for p in xpu.verify_test_image(doctor, {}, spec))
     rocm = backends.get("rocm")
     spec = rocm.test_image("gfx942")
-    doctor = {"env": {"torch": {"version": "2.14.1+rocm7.14", "hip": "7.14"}}}
+    doctor = {
+        "env": {
+            "torch": {"version": "2.14.1+rocm7.14", "hip": "7.14"},
+            "backends": {"rocm": {"versions": {"arch_list": "gfx90a gfx942"}}},
+        }
+    }
     assert rocm.verify_test_image(doctor, {"preload": "rocm_init=True\nrocm_sdk=True"}, spec) == []
     problems = rocm.verify_test_image(doctor, {"preload": "rocm_init=False\nrocm_sdk=False"}, spec)
     assert len(problems) == 2
+    assert rocm.verify_test_image(
+        doctor, {"preload": "rocm_init=True\nrocm_sdk=True"}, rocm.test_image("gfx950")
+    ) == [
+        "torch 2.14.1+rocm7.14 has no code for gfx950: it was built for gfx90a gfx942 "
+        "(PYTORCH_ROCM_ARCH)"
+    ]
     broken = {"env": {"torch": {"error": "libMIOpen.so.1: cannot open shared object file"}}}
     assert rocm.verify_test_image(broken, {}, spec) == [
         "torch does not import: libMIOpen.so.1: cannot open shared object file"

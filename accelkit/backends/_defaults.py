@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
 from accelkit.backends.base import (
@@ -86,3 +87,6 @@ class BackendDefaults:
 
     def binary_target(self, binary: bytes) -> str | None:
         return None
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return False

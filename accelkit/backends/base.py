@@ -94,6 +94,14 @@ class TestImageSpec:
     CPU image does not need); `env` is what the image sets for the backend; `probes` are
     named argument lists run inside the finished image, whose output the backend's
     `verify_test_image` reads next to `accelkit doctor --json`.
+
+    `requirements` are installed into the image after torch (a CUDA toolkit wheel whose
+    ptxas knows the target), and `links` make stable paths to files they bring
+    (`/opt/venv/bin/ptxas` -> the glob `nvidia/cu*/bin/ptxas` under the venv's
+    site-packages), so the Dockerfile can point triton at them. `checks` are commands that
+    must succeed in the image with no device (the compile-only cases for `arch`);
+    `device_checks` must succeed with the backend's container options, and run only on a
+    host that has the device (the graph-capture smoke cases).
     """
 
     dockerfile: str
@@ -102,10 +110,14 @@ class TestImageSpec:
     skip_requirements: tuple[str, ...] = ()
     arch: str | None = None
     probes: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    requirements: tuple[str, ...] = ()
+    links: Mapping[str, str] = field(default_factory=dict, hash=False)
+    checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    device_checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "build_args", MappingProxyType(dict(self.build_args)))
-        object.__setattr__(self, "probes", MappingProxyType(dict(self.probes)))
+        for name in ("build_args", "probes", "links", "checks", "device_checks"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
 
 
 @dataclass(frozen=True)
@@ -310,6 +322,11 @@ class Backend(Protocol):
 
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         """The recipe of this backend's test image; BadInput for an arch it does not know."""
+        ...
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        """Whether this host has the backend's device nodes, so that its containers can
+        reach a device (`setup` then verifies with the device); never raises."""
         ...
 
     def verify_test_image(

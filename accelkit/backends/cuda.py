@@ -12,9 +12,12 @@ from typing import Any
 
 from accelkit.backends import _elf, _ptxas
 from accelkit.backends._containers import (
+    any_exists,
     capability_problem,
+    compile_only,
     passthrough,
     section,
+    suite_smoke,
     torch_problems,
 )
 from accelkit.backends._cudalike import cuda_devices
@@ -36,6 +39,9 @@ from accelkit.torch_import import torch_import_error, torch_or_none
 #: The CUDA toolkit a test image gets by default: the first whose ptxas accepts sm_107a.
 DEFAULT_CUDA_VERSION = "13.4"
 CUDA_BASE_IMAGE = f"nvidia/cuda:{DEFAULT_CUDA_VERSION}.0-devel-ubuntu24.04"
+#: Where a test image for a target keeps the ptxas triton compiles with (a link into the
+#: nvidia-cuda-nvcc wheel, whose path depends on the image's Python).
+IMAGE_PTXAS = "/opt/venv/bin/ptxas"
 
 #: The first CUDA release that can compile for each target (older targets: any 12.x).
 #: sm_100/101/120 came with 12.8, sm_103/121 with 12.9, sm_110 (the renamed sm_101) with
@@ -338,17 +344,35 @@ class CudaBackend(BackendDefaults):
         args: dict[str, str] = {}
         # nvcc lists the real architectures its ptxas can assemble for (sm_107, sm_107a).
         probes: dict[str, tuple[str, ...]] = {"gpu_codes": ("nvcc", "--list-gpu-code")}
+        requirements: tuple[str, ...] = ()
+        links: dict[str, str] = {}
+        checks: dict[str, tuple[str, ...]] = {}
+        smoke = suite_smoke(self.name, *(("--target", arch) if arch else ()))
         if arch is not None:
             self.check_target(arch, DEFAULT_CUDA_VERSION, flag="--arch")
             args["TORCH_CUDA_ARCH_LIST"] = arch_list_entry(arch)
             args["INDUCTOR_CUDA_ARCH"] = arch.removeprefix("sm_")
+            # triton bundles ptxas 13.3, which does not know sm_107: the image carries the
+            # toolkit's wheel, and the Dockerfile points both of triton's variables at it.
+            requirements = (f"nvidia-cuda-nvcc>={DEFAULT_CUDA_VERSION}",)
+            links = {IMAGE_PTXAS: "nvidia/cu*/bin/ptxas"}
+            args["TRITON_PTXAS"] = IMAGE_PTXAS
+            checks = {f"compile-only {arch}": compile_only(self.name, arch)}
         return TestImageSpec(
             dockerfile="cuda.Dockerfile",
             default_base_image=CUDA_BASE_IMAGE,
             build_args=args,
             arch=arch,
             probes=probes,
+            requirements=requirements,
+            links=links,
+            checks=checks,
+            device_checks={"graph capture": smoke},
         )
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        # The driver's control node: the NVIDIA container runtime maps GPUs from it.
+        return any_exists(host_root, ("/dev/nvidiactl", "/dev/nvidia[0-9]*"))
 
     def verify_test_image(
         self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
@@ -361,14 +385,25 @@ class CudaBackend(BackendDefaults):
             problems.append(f"torch {torch.get('version')} is not a CUDA build")
         if spec.arch is None:
             return problems
+        env = section(doctor, "env", "env")
         wanted = spec.build_args.get("TORCH_CUDA_ARCH_LIST")
-        got = section(doctor, "env", "env").get("TORCH_CUDA_ARCH_LIST")
+        got = env.get("TORCH_CUDA_ARCH_LIST")
         if got != wanted:
             problems.append(f"TORCH_CUDA_ARCH_LIST is {got!r} in the image, not {wanted!r}")
+        for variable in (_ptxas.VARIABLE, _ptxas.BLACKWELL_VARIABLE):
+            if env.get(variable) != IMAGE_PTXAS:
+                said = env.get(variable)
+                problems.append(f"{variable} is {said!r} in the image, not {IMAGE_PTXAS!r}")
         if spec.arch == "sm_107":
             flags = capability_problem(doctor, "sm_107")
             if flags is not None:
                 problems.append(flags)
+        if torch.get("cuda"):
+            versions = section(doctor, "env", "backends", self.name, "versions")
+            arch_list = str(versions.get("cuda_arch_list") or "").split()
+            coverage = arch_coverage_problem(arch_list, spec.arch)
+            if coverage is not None:
+                problems.append(f"torch {torch.get('version')}: {coverage}")
         codes = probes.get("gpu_codes", "").split()
         if spec.arch not in codes and f"{spec.arch}a" not in codes:
             first = probes.get("gpu_codes", "").strip().splitlines()[:1]

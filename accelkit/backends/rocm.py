@@ -12,10 +12,13 @@ from typing import Any
 from accelkit.backends import _elf
 from accelkit.backends._containers import (
     UBUNTU_BASE_IMAGE,
+    any_exists,
+    compile_only,
     existing_devices,
     gpu_groups,
     passthrough,
     section,
+    suite_smoke,
     torch_problems,
 )
 from accelkit.backends._cudalike import cuda_devices
@@ -239,7 +242,17 @@ class RocmBackend(BackendDefaults):
         torch = torch_or_none()
         if torch is None:
             return {}
-        return {"hip": getattr(torch.version, "hip", None), "rocm_sdk": _rocm_sdk_version()}
+        arch_list = None
+        if getattr(torch.version, "hip", None):
+            try:
+                arch_list = " ".join(torch.cuda.get_arch_list()) or None
+            except Exception:
+                arch_list = None
+        return {
+            "hip": getattr(torch.version, "hip", None),
+            "rocm_sdk": _rocm_sdk_version(),
+            "arch_list": arch_list,
+        }
 
     def cross_target(self, target: str) -> CrossTarget | None:
         self.check_target(target, flag="--target", families=False)
@@ -323,7 +336,13 @@ class RocmBackend(BackendDefaults):
             default_base_image=UBUNTU_BASE_IMAGE,
             arch=arch,
             probes={"preload": ("python", "-c", probe)},
+            # triton's AMD backend builds hsaco with the LLVM it carries: no device needed.
+            checks={f"compile-only {arch}": compile_only(self.name, arch)} if arch else {},
+            device_checks={"graph capture": suite_smoke(self.name)},
         )
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return any_exists(host_root, ("/dev/kfd",))
 
     def verify_test_image(
         self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
@@ -334,6 +353,15 @@ class RocmBackend(BackendDefaults):
         torch = section(doctor, "env", "torch")
         if not torch.get("hip"):
             problems.append(f"torch {torch.get('version')} has no torch.version.hip")
+        if spec.arch is not None and torch.get("hip"):
+            versions = section(doctor, "env", "backends", self.name, "versions")
+            arch_list = [a.split(":")[0] for a in str(versions.get("arch_list") or "").split()]
+            if spec.arch not in arch_list:
+                # No PTX-like fallback on AMD: without the target's code objects nothing runs.
+                problems.append(
+                    f"torch {torch.get('version')} has no code for {spec.arch}: it was built "
+                    f"for {' '.join(arch_list) or 'no GPU'} (PYTORCH_ROCM_ARCH)"
+                )
         preload = probes.get("preload", "").split()
         if "rocm_init=True" not in preload:
             problems.append("import torch did not run torch/_rocm_init.py")

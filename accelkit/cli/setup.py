@@ -21,7 +21,8 @@ _PRESENTATION = (
         ("--json",),
         bool,
         False,
-        'Print {"image": TAG, "cached": ..., "verified": ...}.',
+        'Print {"image": TAG, "cached": ..., "verified": ...}; verified.checks says what '
+        "ran with the device, what without, and what could not run here.",
     ),
 )
 
@@ -65,6 +66,8 @@ def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
     out.print(f"image {result.image} ({how}), verified in {result.verify_s:.1f} s")
     torch = result.verified.get("torch", {})
     out.print(f"  torch {torch.get('version')}  accelkit {result.verified.get('accelkit')}")
+    for name, how in result.verified.get("checks", {}).items():
+        out.print(f"  verified {name}: {how}", markup=False)
 
 
 app.command(

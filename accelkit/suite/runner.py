@@ -93,9 +93,13 @@ def run_context(request: RunRequest) -> RunContext:
     required = required_capabilities(request, target)
     if not request.compile_only or target is None:
         return RunContext(target, required)
+    import importlib.util
+
     from accelkit import backends
     from accelkit.suite.crosscompile.compiling import resolve_toolchain
 
+    if importlib.util.find_spec("triton") is None:
+        raise Unavailable("--compile-only compiles with triton, which is not installed here")
     backend = backends.get(request.device)
     cross = backend.cross_target(target)
     if cross is None:  # validate() has said so already
