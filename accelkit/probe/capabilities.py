@@ -438,7 +438,27 @@ def _nccl() -> Availability:
 
 @capability_check("nccl2")
 def _nccl2() -> Availability:
-    return _c10d_backend("nccl2")
+    """The whole registration of 2.14's nccl2 backend, the one check of it: what a case
+    could assert without GPUs is what this probe says (the collective cases, which need
+    the GPUs, test that it works)."""
+    found = _c10d_backend("nccl2")
+    if not found.available:
+        return found
+    torch = _torch()
+    dist = _distributed(torch)
+    if "nccl2" not in getattr(dist.Backend, "backend_list", ()):
+        return Availability(False, f"torch {_version(torch)}: nccl2 is not in Backend.backend_list")
+    if not hasattr(dist, "ProcessGroupNCCL2"):
+        return Availability(
+            False, f"torch {_version(torch)} has no torch.distributed.ProcessGroupNCCL2"
+        )
+    try:
+        named = dist.Backend("nccl2")
+    except Exception as exc:
+        return Availability(False, f"torch.distributed.Backend('nccl2') failed: {exc}")
+    if named != "nccl2":
+        return Availability(False, f"torch.distributed.Backend('nccl2') is {named!r}")
+    return Availability(True, "")
 
 
 @capability_check("xccl")
