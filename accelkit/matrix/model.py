@@ -67,6 +67,10 @@ class LegSettings:
     test_args: tuple[str, ...]
     timeout_minutes: int
     variant: str | None
+    require: tuple[str, ...] = ()
+    """Capabilities the legs must have besides their backend's (`accelkit test --require`)."""
+    waive: tuple[tuple[str, str], ...] = ()
+    """(capability, why) pairs the legs do without (`accelkit test --waive`)."""
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,8 @@ class MatrixEntry:
     timeout_minutes: int
     variant: str | None
     location: Location = field(compare=False)
+    require: tuple[str, ...] = ()
+    waive: tuple[tuple[str, str], ...] = ()
 
     def match_values(self) -> dict[str, str]:
         """The leg's values as `exclude` items and `--filter` see them (strings)."""
@@ -185,5 +191,7 @@ class MatrixEntry:
             "test_args": list(self.test_args),
             "timeout_minutes": self.timeout_minutes,
             "variant": self.variant,
+            "require": list(self.require),
+            "waive": dict(self.waive),
             "source": str(self.location),
         }
