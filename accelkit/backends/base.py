@@ -131,6 +131,24 @@ class IsaCheck:
 
 
 @dataclass(frozen=True)
+class FakeDevice:
+    """What Inductor is shown in place of a GPU that is not here, so that it generates the
+    Triton kernels it would generate for the target (`accelkit.suite.crosscompile.inductor`).
+
+    `torch_build` names the `torch.version` attribute a torch build that can generate for
+    the device sets ("cuda"); `properties` are what `torch.<device_type>.get_device_
+    properties` would answer on the GPU (name, major, minor, multi_processor_count, ...).
+    """
+
+    device_type: str
+    torch_build: str
+    properties: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", MappingProxyType(dict(self.properties)))
+
+
+@dataclass(frozen=True)
 class CrossTarget:
     """How triton compiles kernels for one GPU target on a machine without that GPU (and
     without its driver), and what the result must show (`accelkit test --compile-only`).
@@ -159,6 +177,9 @@ class CrossTarget:
     fp8_type: str | None = None
     """triton's fp8 type that this target's matrix instructions take (fp8e4nv, fp8e4b8)."""
     lacks: Mapping[str, str] = field(default_factory=dict, hash=False)
+    fake_device: FakeDevice | None = None
+    """The device Inductor generates this target's kernels for here; None: it cannot (then
+    `lacks["inductor"]` says why)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "isa", MappingProxyType(dict(self.isa)))

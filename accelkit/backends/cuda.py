@@ -27,6 +27,7 @@ from accelkit.backends.base import (
     Availability,
     CrossTarget,
     DeviceInfo,
+    FakeDevice,
     GraphCapture,
     IsaCheck,
     TestImageSpec,
@@ -118,6 +119,28 @@ def triton_gpu_name(target: str) -> str:
     """The name triton hands ptxas: sm_90 and newer compile as the arch-specific variant
     (sm_107a), older ones as they are (triton's `sm_arch_from_capability`)."""
     return target + ("a" if capability_number(target) >= 90 else "")
+
+
+def fake_properties(target: str) -> dict[str, Any]:
+    """What torch.cuda.get_device_properties would say about a GPU of `target` that Inductor
+    reads when it generates kernels: the capability, the warp, and an SM count and register
+    file of a large part of that generation (they steer block sizes, not correctness)."""
+    major, minor = divmod(capability_number(target), 10)
+    return {
+        "name": f"accelkit's stand-in for an {target} GPU (no device here)",
+        "major": major,
+        "minor": minor,
+        "multi_processor_count": 132 if major >= 9 else 108,
+        "warp_size": 32,
+        "regs_per_multiprocessor": 65536,
+        "max_threads_per_multi_processor": 2048 if major >= 8 else 1024,
+        "max_threads_per_block": 1024,
+        "shared_memory_per_block_optin": 232448 if major >= 9 else 166912,
+        "total_memory": 80 << 30,
+        "L2_cache_size": 50 << 20,
+        "gcnArchName": "",
+        "is_integrated": False,
+    }
 
 
 def arch_coverage_problem(arch_list: list[str], target: str) -> str | None:
@@ -266,6 +289,7 @@ class CudaBackend(BackendDefaults):
             isa=isa,
             fp8_type="fp8e4nv" if number >= FP8_FROM else None,
             lacks=lacks,
+            fake_device=FakeDevice("cuda", "cuda", fake_properties(target)),
         )
 
     def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:

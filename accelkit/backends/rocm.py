@@ -263,7 +263,14 @@ class RocmBackend(BackendDefaults):
             isa["mma"] = _MFMA
         elif target.startswith(("gfx11", "gfx12")):
             isa["mma"] = _WMMA
-        lacks = {"tma": _NO_TMA, "warp_specialize": _NO_WARP_SPECIALIZE}
+        lacks = {
+            "tma": _NO_TMA,
+            "warp_specialize": _NO_WARP_SPECIALIZE,
+            # The stand-in device accelkit shows Inductor is an NVIDIA one; Inductor writes
+            # HIP kernels only in a ROCm build of torch, with the GPU's real properties.
+            "inductor": "Inductor generates AMD kernels only in a ROCm build of torch, "
+            "not for a stand-in device",
+        }
         fp8 = _FP8.get(target)
         if fp8 is not None:
             isa["mma_fp8"] = fp8[1]

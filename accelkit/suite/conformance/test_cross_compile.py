@@ -4,9 +4,17 @@ machine that need not have that GPU, and the result checked: the binary's ELF sa
 built for the target, the assembly names the target, and the matrix, TMA and warp
 specialization instructions the target should use are there.
 
+Two kinds of case, both `conformance/cross_compile/<target>/...`:
+- `<kernel>`: the hand-written corpus (`accelkit.suite.crosscompile.corpus`): elementwise,
+  reductions, softmax, layer norm, fp16/bf16/fp8 GEMMs, persistent, TMA and
+  warp-specialized GEMMs;
+- `inductor_<model>`: the Triton kernels Inductor generates for the forward of each model
+  of the suite's compile cases, generated for the target's stand-in device and compiled
+  with every launch configuration Inductor gives them (`crosscompile.inductor` says how
+  far that goes).
+
 `accelkit test --device cuda --target sm_107 --compile-only` runs these cases only; a run
-with a target and a device runs them beside the rest. One case per corpus kernel:
-`conformance/cross_compile/<target>/<kernel>` (`accelkit.suite.crosscompile.corpus`).
+with a target and a device runs them beside the rest.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from accelkit.suite.crosscompile import inductor
 from accelkit.suite.crosscompile.compiling import (
     CompileFailed,
     compile_kernel,
@@ -29,14 +38,17 @@ from accelkit.suite.crosscompile.corpus import CORPUS, KernelSpec
 
 pytestmark = pytest.mark.cross_compile
 
+INDUCTOR = "inductor_"
+
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "kernel" not in metafunc.fixturenames:
         return
     target = metafunc.config.getoption("--accelkit-target", default=None)
     # Without a target the plugin deselects these cases; the one placeholder left is dropped.
-    specs = list(CORPUS) if target else []
-    metafunc.parametrize("kernel", specs, ids=[f"{target}/{spec.name}" for spec in specs])
+    names = [spec.name for spec in CORPUS] + [INDUCTOR + m for m in inductor.models()]
+    names = names if target else []
+    metafunc.parametrize("kernel", names, ids=[f"{target}/{name}" for name in names])
 
 
 @pytest.fixture(scope="session")
@@ -58,16 +70,50 @@ def toolchain(backend: Any, cross: Any) -> Iterator[Any]:
         yield found
 
 
-def test_cross_compile(kernel: KernelSpec, cross: Any, toolchain: Any, backend: Any) -> None:
+def test_cross_compile(kernel: str, cross: Any, toolchain: Any, backend: Any) -> None:
     if toolchain.problem is not None:
         pytest.fail(toolchain.problem, pytrace=False)
-    lacking = [cross.lacks[need] for need in kernel.needs if need in cross.lacks]
+    if kernel.startswith(INDUCTOR):
+        _inductor_model(kernel.removeprefix(INDUCTOR), cross, backend)
+    else:
+        _corpus_kernel(next(spec for spec in CORPUS if spec.name == kernel), cross, backend)
+
+
+def _corpus_kernel(spec: KernelSpec, cross: Any, backend: Any) -> None:
+    lacking = [cross.lacks[need] for need in spec.needs if need in cross.lacks]
     if lacking:
         pytest.skip(lacking[0])
     try:
-        compiled = compile_kernel(kernel, cross)
+        compiled = compile_kernel(spec, cross)
     except CompileFailed as exc:
         pytest.fail(str(exc), pytrace=False)
-    found = problems(compiled, kernel, cross, backend)
+    found = problems(compiled, cross, backend, name=spec.name, checks=spec.checks)
     if found:
-        pytest.fail(f"{kernel.name} for {cross.target}: " + "; ".join(found), pytrace=False)
+        pytest.fail(f"{spec.name} for {cross.target}: " + "; ".join(found), pytrace=False)
+
+
+def _inductor_model(model: str, cross: Any, backend: Any) -> None:
+    if cross.fake_device is None:
+        pytest.skip(cross.lacks.get("inductor", "no stand-in device for the target"))
+    if model in inductor.NOT_GENERATED:
+        pytest.skip(f"{model}: {inductor.NOT_GENERATED[model]}")
+    try:
+        kernels = inductor.generate(cross, model)
+    except inductor.GenerationFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if not kernels:
+        pytest.fail(f"Inductor generated no Triton kernel for {model}", pytrace=False)
+    props = cross.fake_device.properties
+    capability = f"cc={int(props['major']) * 10 + int(props['minor'])}"
+    found: list[str] = []
+    for kernel in kernels:
+        if capability not in kernel.source:
+            found.append(f"{kernel.name} was not generated for {capability}")
+        try:
+            binaries = inductor.compile_generated(kernel, cross)
+        except CompileFailed as exc:
+            pytest.fail(str(exc), pytrace=False)
+        for binary in binaries:
+            found += problems(binary, cross, backend, name=kernel.name)
+    if found:
+        pytest.fail(f"Inductor's {model} for {cross.target}: " + "; ".join(found), pytrace=False)

@@ -24,7 +24,7 @@ import re
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO, TYPE_CHECKING
 
@@ -90,9 +90,15 @@ def compile_kernel(spec: KernelSpec, cross: CrossTarget) -> Compiled:
 
 
 def problems(
-    compiled: Compiled, spec: KernelSpec, cross: CrossTarget, backend: Backend
+    compiled: Compiled,
+    cross: CrossTarget,
+    backend: Backend,
+    *,
+    name: str,
+    checks: Sequence[str] = (),
 ) -> list[str]:
-    """What is wrong with `compiled` for `cross` (empty: nothing)."""
+    """What is wrong with `compiled` (the kernel `name`) for `cross`, with the instruction
+    `checks` it asks for (keys of `cross.isa`); empty: nothing."""
     found: list[str] = []
     built_for = backend.binary_target(compiled.binary)
     if built_for != cross.target:
@@ -102,10 +108,10 @@ def problems(
         )
     if not re.search(cross.assembly_target, compiled.assembly):
         found.append(f"the {cross.assembly} does not name {cross.target} as its target")
-    for check in spec.checks:
+    for check in checks:
         isa = cross.isa.get(check)
         if isa is not None and not re.search(isa.pattern, compiled.assembly):
-            found.append(f"no {isa.what} in the {cross.assembly} of {spec.name}")
+            found.append(f"no {isa.what} in the {cross.assembly} of {name}")
     return found
 
 
