@@ -44,6 +44,7 @@ from accelkit.matrix.model import (
     RunnerSpec,
     TorchSource,
 )
+from accelkit.matrix.requirements import requirements
 
 SCHEMA_VERSION = 1
 
@@ -448,7 +449,7 @@ class _Parser:
             if variant_found is None
             else self.string(*variant_found, "variant", rules.SLUG, "[a-z0-9._-]")
         )
-        require, waive = self.requirements(optional("require"), optional("waive"))
+        require, waive = requirements(self, optional("require"), optional("waive"))
         return LegSettings(
             torch=torch,
             suites=suites,
@@ -465,42 +466,6 @@ class _Parser:
             require=require,
             waive=waive,
         )
-
-    def capability(self, value: object, line: int, what: str) -> str:
-        from accelkit.probe.capabilities import names
-
-        known = names()
-        if not isinstance(value, str) or value not in known:
-            shown = value if isinstance(value, str) else _kind(value)
-            hint = hint_for(shown, known) if isinstance(value, str) else ""
-            self.fail(f"{what}: unknown capability {shown!r}{hint}", line)
-        return value
-
-    def requirements(
-        self, require_found: tuple[Any, int] | None, waive_found: tuple[Any, int] | None
-    ) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
-        """`require: [name, ...]` and `waive: {name: reason}`: a waiver must say why."""
-        require: tuple[str, ...] = ()
-        if require_found is not None:
-            require = self.string_list(
-                require_found[0],
-                require_found[1],
-                "require",
-                lambda value, at: self.capability(value, at, "require"),
-                empty_ok=True,
-            )
-        waive: list[tuple[str, str]] = []
-        if waive_found is not None:
-            raw = self.mapping(waive_found[0], waive_found[1], "waive ({capability: reason})")
-            for name, reason in raw.items():
-                at = raw.line_of(name)
-                self.capability(name, at, "waive")
-                if not isinstance(reason, str) or not reason.strip() or "\n" in reason.strip():
-                    self.fail(f"waive {name}: give the reason as one line of text", at)
-                if name in require:
-                    self.fail(f"waive {name}: the same leg requires it", at)
-                waive.append((name, reason.strip()))
-        return require, tuple(waive)
 
     def choice(self, value: object, line: int, what: str, choices: Sequence[str]) -> str:
         if not isinstance(value, str) or value not in choices:

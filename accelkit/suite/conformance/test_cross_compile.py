@@ -62,15 +62,23 @@ def cross(backend: Any, accelkit_target: str | None) -> Any:
 
 
 @pytest.fixture(scope="session")
-def toolchain(backend: Any, cross: Any) -> Iterator[Any]:
-    """The toolchain for the target, with triton pointed at it and a cache of its own: every
-    kernel of the run is compiled, none is loaded from an earlier run's cache."""
-    found = resolve_toolchain(backend, cross, os.environ)
-    with environment(found.environment), fresh_cache():
-        yield found
+def toolchain(backend: Any, cross: Any) -> Any:
+    """The toolchain triton will use for the target (asked once per worker)."""
+    return resolve_toolchain(backend, cross, os.environ)
 
 
-def test_cross_compile(kernel: str, cross: Any, toolchain: Any, backend: Any) -> None:
+@pytest.fixture
+def pointed_at(toolchain: Any) -> Iterator[None]:
+    """triton pointed at the toolchain, with a cache of its own, for one case: every kernel
+    is compiled, none is loaded from an earlier run, and the device cases of the same
+    worker keep their own settings."""
+    with environment(toolchain.environment), fresh_cache():
+        yield
+
+
+def test_cross_compile(
+    kernel: str, cross: Any, toolchain: Any, backend: Any, pointed_at: None
+) -> None:
     if toolchain.problem is not None:
         pytest.fail(toolchain.problem, pytrace=False)
     if kernel.startswith(INDUCTOR):
