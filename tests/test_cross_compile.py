@@ -512,3 +512,15 @@ def test_unavailable_is_what_an_unknown_toolchain_raises(monkeypatch: pytest.Mon
     monkeypatch.setenv("TRITON_PTXAS_BLACKWELL_PATH", str(BUNDLED_BLACKWELL_PTXAS))
     with pytest.raises(Unavailable, match="does not know sm_107a"):
         runner.run_context(RunRequest(device="cuda", target="sm_107", compile_only=True))
+
+
+def test_an_image_with_the_cutlass_dsl_must_autotune_with_nvgemm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from accelkit.backends import cuda
+
+    monkeypatch.setattr(cuda, "_installed", lambda name: name == "nvidia-cutlass-dsl")
+    assert CUDA.required_capabilities("sm_107")[-1] == "nvgemm"
+    assert CUDA.required_capabilities(None) == ("cuda_graph", "nvgemm")
+    monkeypatch.setattr(cuda, "_installed", lambda name: False)
+    assert "nvgemm" not in CUDA.required_capabilities("sm_107")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
+import importlib.metadata
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -65,6 +65,10 @@ def arch_list_entry(arch: str) -> str:
     digits = arch.removeprefix("sm_")
     return f"{digits[:-1]}.{digits[-1]}"
 
+
+#: The CUTLASS DSL (CuTeDSL) distribution NVGEMM needs: an image with it must autotune with
+#: NVGEMM (`required_capabilities`).
+CUTLASS_DSL = "nvidia-cutlass-dsl"
 
 #: CUDA toolkit releases as NVIDIA numbers them: 13.4, or 13.4.1 for an update release.
 CUDA_VERSION = VersionRule(
@@ -255,7 +259,7 @@ class CudaBackend(BackendDefaults):
     def required_capabilities(self, target: str | None) -> tuple[str, ...]:
         required = super().required_capabilities(target)
         # An image that carries the CUTLASS DSL is there to autotune GEMMs with NVGEMM.
-        if _has_module("cutlass"):
+        if _installed(CUTLASS_DSL):
             required = (*required, "nvgemm")
         return required
 
@@ -439,8 +443,11 @@ class CudaBackend(BackendDefaults):
 BACKEND = CudaBackend()
 
 
-def _has_module(name: str) -> bool:
+def _installed(distribution: str) -> bool:
+    """Whether a distribution is installed, read from its metadata (importing the CUTLASS
+    DSL loads its compiler: seconds, for a yes or no)."""
     try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
         return False
+    return True
