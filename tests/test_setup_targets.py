@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from accelkit import backends
+from accelkit.backends.rocm import PRELOAD_SHORTNAMES
 from accelkit.containers import run as container_run
 from accelkit.containers.run import RunOptions, RunResult
 from accelkit.errors import Failed
@@ -32,7 +33,7 @@ def _doctor(backend: str, *, arch_list: str, ptxas: str | None = "/opt/venv/bin/
         env |= {"TRITON_PTXAS_PATH": ptxas, "TRITON_PTXAS_BLACKWELL_PATH": ptxas}
     torch = {"version": "2.14.1", "cuda": "13.0"} if backend == "cuda" else {}
     if backend == "rocm":
-        torch = {"version": "2.14.1+rocm7.14.0", "hip": "7.14"}
+        torch = {"version": "2.14.1+rocm7.14.0", "hip": "7.14.0"}
     return json.dumps(
         {
             "env": {
@@ -75,7 +76,8 @@ def _answers(doctor: str, compile_result: tuple[int, list[str]] = (0, ["OK: 10 c
             return compile_result
         if "graph_capture" in argv:
             return 0, ["OK: 8 cases"]
-        return 0, ["rocm_init=True", "rocm_sdk=True"]
+        # The ROCm preload probe: torch/_rocm_init.py ran and every preload is mapped.
+        return 0, ["rocm_init=True", *(f"loaded={name}" for name in PRELOAD_SHORTNAMES)]
 
     return answer
 
