@@ -13,6 +13,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -237,6 +238,14 @@ def test_the_older_targets_use_the_other_variable() -> None:
             "not --suite perf",
         ),
         (RunRequest(device="cpu", target="sm_90"), "the cpu backend has no GPU targets"),
+        (
+            RunRequest(device="cpu", compile_only=True),
+            "the cpu backend compiles for no GPU target without its device",
+        ),
+        (
+            RunRequest(device="cuda", compile_only=True),
+            "--compile-only needs --target, one of sm_75, sm_80, sm_86, sm_89, sm_90, sm_100",
+        ),
         (RunRequest(require="cuda_grph"), "unknown capability 'cuda_grph' (did you mean"),
         (RunRequest(require="nvgemm", waive="nvgemm"), "both name nvgemm"),
     ],
@@ -403,6 +412,12 @@ def test_compile_only_reports_real_compiled_cases_for_sm_107(tmp_path: Path) -> 
         prefix + "inductor_mlp": "passed",
         prefix + "inductor_gru": "skipped",
     }
+    # A passed case says what it verified: the ELF's arch, the PTX target, the instructions.
+    messages = {case.id.removeprefix(prefix): case.message for case in loaded.cases}
+    bf16 = messages["gemm_bf16"]
+    assert bf16.startswith("cubin ELF for sm_107, ptx .target sm_107a, tcgen05.mma"), bf16
+    assert re.search(r"; ptxas 13\.\d+$", bf16), bf16
+    assert "generated for cc=107" in messages["inductor_mlp"]
     assert loaded.run.target == "sm_107" and loaded.run.compile_only is True
     assert loaded.run.toolchain is not None and loaded.run.toolchain.startswith("ptxas 13.")
     assert loaded.run.required is None

@@ -48,9 +48,9 @@ from accelkit.matrix.requirements import requirements
 
 SCHEMA_VERSION = 1
 
-SETTING_KEYS: tuple[str, ...] = tuple(
-    "torch suites runner image base_image container build build_args setup_args test_args "
-    "timeout_minutes variant require waive".split()
+SETTING_KEYS: tuple[str, ...] = (
+    *("torch", "suites", "runner", "image", "base_image", "container", "build", "build_args"),
+    *("setup_args", "test_args", "timeout_minutes", "variant", "require", "waive"),
 )
 TOP_KEYS: tuple[str, ...] = ("schema", "name", "description", "defaults", "entries", "exclude")
 DEFAULT_KEYS: tuple[str, ...] = ("python", *SETTING_KEYS)

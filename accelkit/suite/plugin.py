@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 from accelkit.suite.caseid import case_id, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
+#: What a passed case verified, in one line: the case's message when it passes.
+NOTE_PROPERTY = "accelkit.note"
 #: Set on a case whose required capability is missing: its setup failure is a `failed` case.
 REQUIRED_PROPERTY = "accelkit.required_missing"
 MAX_MESSAGE_CHARS = 4000
@@ -299,6 +301,17 @@ def record_metric(request: pytest.FixtureRequest) -> Callable[..., None]:
     return record
 
 
+@pytest.fixture
+def record_note(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Say what a case verified (`record_note("cubin for sm_107 ...")`): the message of the
+    case when it passes; a failure or skip keeps its own reason."""
+
+    def record(note: str) -> None:
+        request.node.user_properties.append((NOTE_PROPERTY, note))
+
+    return record
+
+
 # --------------------------------------------------------------------------------------
 # The controlling process: turn reports into cases, keep the results file, emit events
 
@@ -420,6 +433,9 @@ class ResultsRecorder:
                 state["message"] = f"{when} error: {_message(report)}"
         elif when == "call":
             state["status"] = state["status"] or "passed"
+            notes = [str(v) for key, v in report.user_properties if key == NOTE_PROPERTY]
+            if state["status"] == "passed" and notes and not state["message"]:
+                state["message"] = "; ".join(notes)[:MAX_MESSAGE_CHARS]
         if when == "teardown":
             self._finish_case(nodeid, state["status"] or "passed", state["message"], None)
 

@@ -322,8 +322,13 @@ def _validate_target(request: RunRequest) -> None:
     if not request.compile_only:
         return
     if request.target is None:
-        example = ", ".join(backend.targets[:2]) or "sm_107, gfx942"
-        raise BadInput(f"--compile-only needs --target (a {request.device} target: {example})")
+        able = [target for target in backend.targets if backend.cross_target(target)]
+        raise BadInput(
+            f"--compile-only needs --target, one of {', '.join(able)}"
+            if able
+            else f"--compile-only: the {request.device} backend compiles for no GPU target "
+            "without its device"
+        )
     if request.suite == "perf":
         raise BadInput("--compile-only runs conformance cases only, not --suite perf")
     if backend.cross_target(request.target) is None:

@@ -20,7 +20,7 @@ with a target and a device runs them beside the rest.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -33,6 +33,7 @@ from accelkit.suite.crosscompile.compiling import (
     fresh_cache,
     problems,
     resolve_toolchain,
+    verified,
 )
 from accelkit.suite.crosscompile.corpus import CORPUS, KernelSpec
 
@@ -77,17 +78,24 @@ def pointed_at(toolchain: Any) -> Iterator[None]:
 
 
 def test_cross_compile(
-    kernel: str, cross: Any, toolchain: Any, backend: Any, pointed_at: None
+    kernel: str,
+    cross: Any,
+    toolchain: Any,
+    backend: Any,
+    pointed_at: None,
+    record_note: Callable[[str], None],
 ) -> None:
     if toolchain.problem is not None:
         pytest.fail(toolchain.problem, pytrace=False)
     if kernel.startswith(INDUCTOR):
-        _inductor_model(kernel.removeprefix(INDUCTOR), cross, backend)
+        note = _inductor_model(kernel.removeprefix(INDUCTOR), cross, backend)
     else:
-        _corpus_kernel(next(spec for spec in CORPUS if spec.name == kernel), cross, backend)
+        note = _corpus_kernel(next(s for s in CORPUS if s.name == kernel), cross, backend)
+    # A passed case says what it verified, and with what (its message in the results).
+    record_note(f"{note}; {toolchain.name} {toolchain.version}")
 
 
-def _corpus_kernel(spec: KernelSpec, cross: Any, backend: Any) -> None:
+def _corpus_kernel(spec: KernelSpec, cross: Any, backend: Any) -> str:
     lacking = [cross.lacks[need] for need in spec.needs if need in cross.lacks]
     if lacking:
         pytest.skip(lacking[0])
@@ -98,9 +106,10 @@ def _corpus_kernel(spec: KernelSpec, cross: Any, backend: Any) -> None:
     found = problems(compiled, cross, backend, name=spec.name, checks=spec.checks)
     if found:
         pytest.fail(f"{spec.name} for {cross.target}: " + "; ".join(found), pytrace=False)
+    return verified(compiled, cross, backend, checks=spec.checks)
 
 
-def _inductor_model(model: str, cross: Any, backend: Any) -> None:
+def _inductor_model(model: str, cross: Any, backend: Any) -> str:
     if cross.fake_device is None:
         pytest.skip(cross.lacks.get("inductor", "no stand-in device for the target"))
     if model in inductor.NOT_GENERATED:
@@ -114,6 +123,7 @@ def _inductor_model(model: str, cross: Any, backend: Any) -> None:
     props = cross.fake_device.properties
     capability = f"cc={int(props['major']) * 10 + int(props['minor'])}"
     found: list[str] = []
+    compiled: list[Any] = []
     for kernel in kernels:
         if capability not in kernel.source:
             found.append(f"{kernel.name} was not generated for {capability}")
@@ -123,5 +133,11 @@ def _inductor_model(model: str, cross: Any, backend: Any) -> None:
             pytest.fail(str(exc), pytrace=False)
         for binary in binaries:
             found += problems(binary, cross, backend, name=kernel.name)
-    if found:
-        pytest.fail(f"Inductor's {model} for {cross.target}: " + "; ".join(found), pytrace=False)
+        compiled += binaries
+    if found or not compiled:
+        why = "; ".join(found) or "triton made no binary"
+        pytest.fail(f"Inductor's {model} for {cross.target}: {why}", pytrace=False)
+    return (
+        f"Inductor kernels: {len(kernels)} generated for {capability}, {len(compiled)} "
+        f"launch configurations compiled; {verified(compiled[0], cross, backend)}"
+    )

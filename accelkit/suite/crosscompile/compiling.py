@@ -115,6 +115,19 @@ def problems(
     return found
 
 
+def verified(
+    compiled: Compiled, cross: CrossTarget, backend: Backend, *, checks: Sequence[str] = ()
+) -> str:
+    """What `problems` found right in `compiled`, in one line: `cubin ELF for sm_107, ptx
+    .target sm_107a, tcgen05.mma (5th-generation tensor cores)`."""
+    said = [f"{cross.binary} ELF for {backend.binary_target(compiled.binary)}"]
+    match = re.search(cross.assembly_target, compiled.assembly)
+    if match:
+        said.append(f"{cross.assembly} {match.group(0).strip()}")
+    said += [cross.isa[check].what for check in checks if check in cross.isa]
+    return ", ".join(said)
+
+
 def error_summary(exc: BaseException, stderr: str = "") -> str:
     """One line from a compiler error: its first line and the lines that say error/fatal,
     in the exception or in what the compiler printed (ptxas: `ptxas fatal : Value 'sm_107a'
