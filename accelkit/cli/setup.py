@@ -73,5 +73,7 @@ def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
 app.command(
     name="setup",
     help="Build the backend's test image (torch under test + accelkit), cached by content, "
-    "and verify it by running `accelkit doctor --json` inside it.",
+    "and verify it by running `accelkit doctor --json` inside it; for a CUDA or ROCm "
+    "--arch also the compile-only cases and torch's arch list, and on a host with the device the "
+    "graph-capture cases with it.",
 )(options.command((*SETUP_OPTIONS, *_PRESENTATION), setup))
