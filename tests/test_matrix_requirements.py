@@ -66,6 +66,9 @@ def test_legs_carry_their_requirements_and_pass_them_to_accelkit_test(tmp_path: 
             "    require: [nvgemm]\n    waive: {nvgemm: because}\n",
             "waive nvgemm: the same leg requires it",
         ),
+        # A waiver without its reason, or a requirement beside `require`, is refused.
+        ("    test_args: [--waive=nvgemm]\n", "--waive is set from waive (each capability"),
+        ("    test_args: ['--require', nvgemm]\n", "--require is set from require; remove it"),
     ],
 )
 def test_bad_requirements_are_located_errors(tmp_path: Path, setting: str, needle: str) -> None:
