@@ -76,10 +76,16 @@ def test_create_kwargs_of_rocm_options(tmp_path: Path) -> None:
 
 
 def _doctor(**caps: bool) -> dict[str, Any]:
+    ptxas = "/opt/venv/bin/ptxas"
     return {
         "env": {
             "torch": {"version": "2.14.1", "cuda": "13.4"},
-            "env": {"TORCH_CUDA_ARCH_LIST": "10.7"},
+            "env": {
+                "TORCH_CUDA_ARCH_LIST": "10.7",
+                "TRITON_PTXAS_PATH": ptxas,
+                "TRITON_PTXAS_BLACKWELL_PATH": ptxas,
+            },
+            "backends": {"cuda": {"versions": {"cuda_arch_list": "sm_90 sm_100 sm_120"}}},
         },
         "capabilities": {name: {"available": ok, "reason": "" if ok else "nope"}
                          for name, ok in caps.items()},
@@ -111,7 +117,12 @@ def test_xpu_and_rocm_verification() -> None:
     assert any("graph capture" in p for p in xpu.verify_test_image(doctor, {}, spec))
     rocm = backends.get("rocm")
     spec = rocm.test_image("gfx942")
-    doctor = {"env": {"torch": {"version": "2.14.1+rocm7.14.0", "hip": "7.14.0"}}}
+    doctor = {
+        "env": {
+            "torch": {"version": "2.14.1+rocm7.14.0", "hip": "7.14.0"},
+            "backends": {"rocm": {"versions": {"arch_list": "gfx90a gfx942"}}},
+        }
+    }
     # The probe prints one loaded=<shortname> per preload of the one table found mapped.
     loaded = "\n".join(f"loaded={name}" for name in rocm_backend.PRELOAD_SHORTNAMES)
     good = {"preload": "rocm_init=True\n" + loaded}
@@ -126,6 +137,11 @@ def test_xpu_and_rocm_verification() -> None:
     # The probe makes rocm_sdk's warnings errors and checks files against the table.
     probe = spec.probes["preload"][-1]
     assert "warnings.filterwarnings('error'" in probe and "libMIOpen.so*" in probe
+    # No PTX-like fallback on AMD: the target must be in torch's arch list.
+    assert rocm.verify_test_image(doctor, good, rocm.test_image("gfx950")) == [
+        "torch 2.14.1+rocm7.14.0 has no code for gfx950: it was built for gfx90a gfx942 "
+        "(PYTORCH_ROCM_ARCH)"
+    ]
     broken = {"env": {"torch": {"error": "libMIOpen.so.1: cannot open shared object file"}}}
     assert rocm.verify_test_image(broken, {}, spec) == [
         "torch does not import: libMIOpen.so.1: cannot open shared object file"

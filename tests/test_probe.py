@@ -27,6 +27,7 @@ FEATURES = [
     "xpu_graph",
     "accelerator_graph",
     "sm_107",
+    "gfx_in_arch_list",
     "nvgemm",
     "gloo",
     "nccl",

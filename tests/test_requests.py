@@ -78,6 +78,13 @@ def test_run_request_round_trip(tmp_path: Path) -> None:
             rdzv_endpoint="10.0.0.5:29500",
             join_timeout_s=90.0,
         ),
+        RunRequest(
+            device="cuda",
+            target="sm_107",
+            compile_only=True,
+            require="nvgemm,sm_107",
+            waive="cuda_graph_while_loop",
+        ),
     ]
     for request in requests:
         argv = request.to_argv()

@@ -36,6 +36,9 @@ def test_setup_cpu_builds_verifies_and_caches(cpu_test_image: CpuTestImage) -> N
     assert verified["torch"]["version"] == wheel_version
     assert verified["capabilities"]["cpu"] is True
     assert verified["capabilities"]["inductor"] is True
+    # The CPU is every container's device: doctor ran with it, and nothing else was asked.
+    assert verified["device"] is True
+    assert verified["checks"] == {"accelkit doctor": "with device"}
 
 
 @pytest.mark.slow
@@ -152,7 +155,16 @@ def test_setup_dry_run_plans_without_docker(tmp_path: Path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)["plan"]
-    assert plan["build_args"] == {"TORCH_CUDA_ARCH_LIST": "10.7", "INDUCTOR_CUDA_ARCH": "107"}
+    assert plan["build_args"] == {
+        "TORCH_CUDA_ARCH_LIST": "10.7",
+        "INDUCTOR_CUDA_ARCH": "107",
+        "TRITON_PTXAS": "/opt/venv/bin/ptxas",
+    }
+    assert plan["requirements"] == ["nvidia-cuda-nvcc>=13.4"]
+    assert plan["checks"] == {
+        "compile-only sm_107": "accelkit test --device cuda --target sm_107 --compile-only"
+    }
+    assert "graph_capture" in plan["device_checks"]["graph capture"]
     assert plan["base_image"] == "nvidia/cuda:13.4.0-devel-ubuntu24.04"
     assert plan["dockerfile"].endswith("cuda.Dockerfile")
     assert "nvcc --list-gpu-code" in plan["verify"]

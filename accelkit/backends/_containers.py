@@ -83,6 +83,27 @@ def passthrough(env: Mapping[str, str] | None, names: Iterable[str]) -> dict[str
     return {name: env[name] for name in names if name in env}
 
 
+def any_exists(host_root: Path, patterns: Iterable[str]) -> bool:
+    """Whether a path matching one of `patterns` (globs, absolute as on a real host)
+    exists under `host_root`."""
+    return any(glob.glob(str(host_path(host_root, pattern))) for pattern in patterns)
+
+
+def suite_smoke(device: str, *extra: str) -> tuple[str, ...]:
+    """`accelkit test` of the suite's graph-capture cases on `device`: with the run's
+    required capabilities, a capture that does not work fails it."""
+    return (
+        *("accelkit", "test", "--device", device, "--suite", "conformance"),
+        *("-k", "graph_capture", "--workers", "0", *extra),
+    )
+
+
+def compile_only(device: str, target: str) -> tuple[str, ...]:
+    """`accelkit test --compile-only` for `target`: the image's triton compiles the suite's
+    kernels for it with no device."""
+    return ("accelkit", "test", "--device", device, "--target", target, "--compile-only")
+
+
 def section(data: Mapping[str, Any], *keys: str) -> Mapping[str, Any]:
     """data[keys[0]][keys[1]]... as a mapping, or {} when any level is missing."""
     current: Any = data

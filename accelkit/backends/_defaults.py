@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from pathlib import Path
 from types import MappingProxyType
 
-from accelkit.backends.base import GraphCapture, TestImageSpec, VersionRule, release_tuple
+from accelkit.backends.base import (
+    CrossTarget,
+    GraphCapture,
+    TestImageSpec,
+    Toolchain,
+    VersionRule,
+    release_tuple,
+)
 from accelkit.errors import BadInput
 
 #: PyTorch's wheel indexes: https://download.pytorch.org/whl/[nightly/|test/]<variant>.
@@ -98,3 +106,17 @@ class BackendDefaults:
 
     def rank_device(self, rank: int) -> str:
         return f"{self.torch_device_type}:{rank}"
+
+    def cross_target(self, target: str) -> CrossTarget | None:
+        self.check_target(target, flag="--target", families=False)
+        return None
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        problem = f"the {self.name} backend has no compiler for {cross.target} without a device"
+        return Toolchain("none", "unknown", "", cross.target, (), {}, problem)
+
+    def binary_target(self, binary: bytes) -> str | None:
+        return None
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return False

@@ -94,6 +94,14 @@ class TestImageSpec:
     CPU image does not need); `env` is what the image sets for the backend; `probes` are
     named argument lists run inside the finished image, whose output the backend's
     `verify_test_image` reads next to `accelkit doctor --json`.
+
+    `requirements` are installed into the image after torch (a CUDA toolkit wheel whose
+    ptxas knows the target), and `links` make stable paths to files they bring
+    (`/opt/venv/bin/ptxas` -> the glob `nvidia/cu*/bin/ptxas` under the venv's
+    site-packages), so the Dockerfile can point triton at them. `checks` are commands that
+    must succeed in the image with no device (the compile-only cases for `arch`);
+    `device_checks` must succeed with the backend's container options, and run only on a
+    host that has the device (the graph-capture smoke cases).
     """
 
     dockerfile: str
@@ -102,10 +110,107 @@ class TestImageSpec:
     skip_requirements: tuple[str, ...] = ()
     arch: str | None = None
     probes: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    requirements: tuple[str, ...] = ()
+    links: Mapping[str, str] = field(default_factory=dict, hash=False)
+    checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    device_checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "build_args", MappingProxyType(dict(self.build_args)))
-        object.__setattr__(self, "probes", MappingProxyType(dict(self.probes)))
+        for name in ("build_args", "probes", "links", "checks", "device_checks"):
+            object.__setattr__(self, name, MappingProxyType(dict(getattr(self, name))))
+
+
+@dataclass(frozen=True)
+class IsaCheck:
+    """Instructions a kernel's text assembly (PTX, AMDGCN) must hold on one target."""
+
+    pattern: str
+    """A regular expression searched in the assembly."""
+    what: str
+    """What the instructions are, for messages: "tcgen05.mma (5th-generation tensor cores)"."""
+
+
+@dataclass(frozen=True)
+class FakeDevice:
+    """What Inductor is shown in place of a GPU that is not here, so that it generates the
+    Triton kernels it would generate for the target (`accelkit.suite.crosscompile.inductor`).
+
+    `torch_build` names the `torch.version` attribute a torch build that can generate for
+    the device sets ("cuda"); `properties` are what `torch.<device_type>.get_device_
+    properties` would answer on the GPU (name, major, minor, multi_processor_count, ...).
+    """
+
+    device_type: str
+    torch_build: str
+    properties: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "properties", MappingProxyType(dict(self.properties)))
+
+
+@dataclass(frozen=True)
+class CrossTarget:
+    """How triton compiles kernels for one GPU target on a machine without that GPU (and
+    without its driver), and what the result must show (`accelkit test --compile-only`).
+
+    `isa` maps the checks a kernel may ask for ("mma", "mma_fp8", "tma",
+    "warp_specialize") to the instructions that prove them on this target; a check the
+    target has no entry for is not made (sm_75: triton emits FMA, not MMA, for `tl.dot`).
+    `lacks` maps corpus features ("fp8", "tma", "warp_specialize") to why the target has
+    none: kernels needing them are skipped with that reason.
+    """
+
+    target: str
+    """accelkit's name: sm_107, gfx942."""
+    triton_backend: str
+    """`triton.backends.compiler.GPUTarget`'s backend: cuda, hip."""
+    triton_arch: int | str
+    """`GPUTarget`'s arch: 107, "gfx942"."""
+    warp_size: int
+    assembly: str
+    """The key of the text assembly in a compiled kernel's `.asm`: ptx, amdgcn."""
+    binary: str
+    """The key of the binary: cubin, hsaco."""
+    assembly_target: str
+    """A regular expression the assembly matches when it is for this target."""
+    isa: Mapping[str, IsaCheck] = field(default_factory=dict, hash=False)
+    fp8_type: str | None = None
+    """triton's fp8 type that this target's matrix instructions take (fp8e4nv, fp8e4b8)."""
+    lacks: Mapping[str, str] = field(default_factory=dict, hash=False)
+    fake_device: FakeDevice | None = None
+    """The device Inductor generates this target's kernels for here; None: it cannot (then
+    `lacks["inductor"]` says why)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "isa", MappingProxyType(dict(self.isa)))
+        object.__setattr__(self, "lacks", MappingProxyType(dict(self.lacks)))
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """The compiler back end triton uses for a target, as found here (ptxas for NVIDIA):
+    what a compile-only run checks first and records."""
+
+    name: str
+    version: str
+    """Its release ("13.5"), or "unknown" when it could not be asked."""
+    path: str
+    target_name: str
+    """The GPU name it must accept ("sm_107a": triton compiles sm_90 and newer as the
+    arch-specific variant)."""
+    knows: tuple[str, ...] | None
+    """The GPU names it accepts, as it lists them; None when it has no list to ask (then only
+    a compile tells)."""
+    environment: Mapping[str, str] = field(default_factory=dict, hash=False)
+    """Variables that point triton at it (to set in the suite's processes)."""
+    problem: str | None = None
+    """One line: why triton cannot compile for the target with it; None when it can."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "environment", MappingProxyType(dict(self.environment)))
+
+    def describe(self) -> str:
+        return f"{self.name} {self.version} ({self.path})"
 
 
 class Backend(Protocol):
@@ -195,6 +300,21 @@ class Backend(Protocol):
         """The torch device a distributed rank uses (cpu; cuda:1): one device per rank."""
         ...
 
+    def cross_target(self, target: str) -> CrossTarget | None:
+        """How triton compiles for `target` with no device here; None when this backend has
+        no such compiler. BadInput for a target it does not have."""
+        ...
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        """The toolchain triton would use for `cross` in a process with `environ`, choosing
+        one that knows the target where the user pointed triton at none; never raises."""
+        ...
+
+    def binary_target(self, binary: bytes) -> str | None:
+        """The target a compiled kernel (cubin, hsaco) is built for, read from its ELF
+        header and notes; None when it is not a binary of this backend."""
+        ...
+
     def availability(self) -> Availability:
         """Whether torch here can run on this backend; never raises."""
         ...
@@ -234,6 +354,11 @@ class Backend(Protocol):
 
     def test_image(self, arch: str | None = None) -> TestImageSpec:
         """The recipe of this backend's test image; BadInput for an arch it does not know."""
+        ...
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        """Whether this host has the backend's device nodes, so that its containers can
+        reach a device (`setup` then verifies with the device); never raises."""
         ...
 
     def verify_test_image(

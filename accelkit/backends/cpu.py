@@ -53,6 +53,9 @@ class CpuBackend(BackendDefaults):
                 isa = None
         return {"cpu_capability": isa}
 
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return True  # every container has the host's CPU
+
     passthrough_env: tuple[str, ...] = ("OMP_NUM_THREADS",)
 
     def container_options(

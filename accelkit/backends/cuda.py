@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import dataclasses
+import importlib.metadata
 import re
 from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from accelkit.backends import _elf, _ptxas
 from accelkit.backends._containers import (
+    any_exists,
     capability_problem,
+    compile_only,
     passthrough,
     section,
+    suite_smoke,
     torch_problems,
 )
 from accelkit.backends._cudalike import cuda_devices
@@ -20,9 +25,13 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
+    CrossTarget,
     DeviceInfo,
+    FakeDevice,
     GraphCapture,
+    IsaCheck,
     TestImageSpec,
+    Toolchain,
     VersionRule,
     release_tuple,
 )
@@ -32,6 +41,9 @@ from accelkit.torch_import import torch_import_error, torch_or_none
 #: The CUDA toolkit a test image gets by default: the first whose ptxas accepts sm_107a.
 DEFAULT_CUDA_VERSION = "13.4"
 CUDA_BASE_IMAGE = f"nvidia/cuda:{DEFAULT_CUDA_VERSION}.0-devel-ubuntu24.04"
+#: Where a test image for a target keeps the ptxas triton compiles with (a link into the
+#: nvidia-cuda-nvcc wheel, whose path depends on the image's Python).
+IMAGE_PTXAS = "/opt/venv/bin/ptxas"
 
 #: The first CUDA release that can compile for each target (older targets: any 12.x).
 #: sm_100/101/120 came with 12.8, sm_103/121 with 12.9, sm_110 (the renamed sm_101) with
@@ -54,6 +66,10 @@ def arch_list_entry(arch: str) -> str:
     digits = arch.removeprefix("sm_")
     return f"{digits[:-1]}.{digits[-1]}"
 
+
+#: The CUTLASS DSL (CuTeDSL) distribution NVGEMM needs: an image with it must autotune with
+#: NVGEMM (`required_capabilities`).
+CUTLASS_DSL = "nvidia-cutlass-dsl"
 
 #: CUDA toolkit releases as NVIDIA numbers them: 13.4, or 13.4.1 for an update release.
 CUDA_VERSION = VersionRule(
@@ -81,6 +97,99 @@ def wheel_variant_for(version: str) -> str | None:
 def image_version(version: str) -> str:
     """The nvidia/cuda image tag's version: 13.4 -> 13.4.0, 13.4.1 unchanged."""
     return version if version.count(".") == 2 else f"{version}.0"
+
+
+#: ELF machine number of a cubin, and the ELF ABI version from which ptxas (CUDA 13) keeps
+#: the SM number in e_flags bits 8..15 instead of the low byte (LLVM's BinaryFormat/ELF.h:
+#: EF_CUDA_SM / EF_CUDA_SM_MASK, EF_CUDA_SM_OFFSET = 8).
+EM_CUDA = 190
+CUDA_ELF_ABI_V2 = 8
+
+#: What proves each check in PTX, by target family (measured with triton 3.8 and ptxas
+#: 13.5: a bf16 `tl.dot` on sm_90 is `wgmma.mma_async`, on sm_100/103/107/110
+#: `tcgen05.mma`, on sm_80/86/89/120/121 `mma.sync`; fp8 takes `e4m3` operands or
+#: tcgen05's `kind::f8f6f4`). sm_75 is missing on purpose: triton 3.8 emits FMA for it.
+_MMA = {
+    "mma_sync": IsaCheck(r"\bmma\.sync\.aligned\.", "mma.sync (warp-level tensor-core MMA)"),
+    "wgmma": IsaCheck(r"\bwgmma\.mma_async\.", "wgmma.mma_async (Hopper warpgroup MMA)"),
+    "tcgen05": IsaCheck(r"\btcgen05\.mma\.", "tcgen05.mma (5th-generation tensor cores)"),
+}
+_MMA_FP8 = {
+    "mma_sync": IsaCheck(r"\bmma\.sync\.aligned\.\S*\.e4m3\.", "mma.sync on e4m3 operands"),
+    "wgmma": IsaCheck(r"\bwgmma\.mma_async\.\S*\.e4m3\.", "wgmma.mma_async on e4m3 operands"),
+    "tcgen05": IsaCheck(r"\btcgen05\.mma\.\S*kind::f8f6f4", "tcgen05.mma kind::f8f6f4"),
+}
+_MMA_FAMILY = {
+    **dict.fromkeys(("sm_80", "sm_86", "sm_89", "sm_120", "sm_121"), "mma_sync"),
+    "sm_90": "wgmma",
+    **dict.fromkeys(("sm_100", "sm_103", "sm_107", "sm_110"), "tcgen05"),
+}
+#: Tensor memory access (TMA) and warp specialization: sm_90 and newer.
+_TMA = IsaCheck(r"\bcp\.async\.bulk\.tensor\.", "cp.async.bulk.tensor (TMA copies)")
+_WARP_SPECIALIZE = IsaCheck(r"\bsetmaxnreg\.", "setmaxnreg (registers split between warp groups)")
+#: triton takes fp8e4nv (OCP e4m3) operands from sm_89 on.
+FP8_FROM = 89
+TMA_FROM = 90
+
+
+def capability_number(target: str) -> int:
+    """sm_107 -> 107."""
+    return int(target.removeprefix("sm_"))
+
+
+def triton_gpu_name(target: str) -> str:
+    """The name triton hands ptxas: sm_90 and newer compile as the arch-specific variant
+    (sm_107a), older ones as they are (triton's `sm_arch_from_capability`)."""
+    return target + ("a" if capability_number(target) >= 90 else "")
+
+
+def fake_properties(target: str) -> dict[str, Any]:
+    """What torch.cuda.get_device_properties would say about a GPU of `target` that Inductor
+    reads when it generates kernels: the capability, the warp, and an SM count and register
+    file of a large part of that generation (they steer block sizes, not correctness)."""
+    major, minor = divmod(capability_number(target), 10)
+    return {
+        "name": f"accelkit's stand-in for an {target} GPU (no device here)",
+        "major": major,
+        "minor": minor,
+        "multi_processor_count": 132 if major >= 9 else 108,
+        "warp_size": 32,
+        "regs_per_multiprocessor": 65536,
+        "max_threads_per_multi_processor": 2048 if major >= 8 else 1024,
+        "max_threads_per_block": 1024,
+        "shared_memory_per_block_optin": 232448 if major >= 9 else 166912,
+        "total_memory": 80 << 30,
+        "L2_cache_size": 50 << 20,
+        "gcnArchName": "",
+        "is_integrated": False,
+    }
+
+
+def arch_coverage_problem(arch_list: list[str], target: str) -> str | None:
+    """None when a torch built for `arch_list` (torch.cuda.get_arch_list(): sm_90,
+    compute_90, ...) can run kernels on a `target` GPU; else why not.
+
+    CUDA's compatibility rules: a cubin for sm_XY runs on sm_XZ for Z >= Y (same major, not
+    an arch-specific `a` build); PTX for compute_N is JIT-compiled by the driver for any GPU
+    of capability >= N."""
+    wanted = capability_number(target)
+    major, minor = divmod(wanted, 10)
+    for entry in arch_list:
+        match = re.fullmatch(r"(sm|compute)_(\d+)([af]?)", entry.strip())
+        if match is None:
+            continue
+        kind, number, suffix = match.group(1), int(match.group(2)), match.group(3)
+        if kind == "compute" and number <= wanted and suffix != "a":
+            return None
+        same_family = kind == "sm" and number // 10 == major and number % 10 <= minor
+        if same_family and (suffix != "a" or number == wanted):
+            return None
+    shown = " ".join(arch_list) or "nothing"
+    return (
+        f"torch cannot run {target} code: it carries SASS and PTX for {shown}, and none "
+        f"of it runs on compute capability {major}.{minor} (no sm_{major}x cubin with x <= "
+        f"{minor}, no PTX at or below compute_{wanted} for the driver to JIT-compile)"
+    )
 
 
 class CudaBackend(BackendDefaults):
@@ -172,6 +281,102 @@ class CudaBackend(BackendDefaults):
             "cuda_arch_list": arch_list,
         }
 
+    def required_capabilities(self, target: str | None) -> tuple[str, ...]:
+        required = super().required_capabilities(target)
+        # An image that carries the CUTLASS DSL is there to autotune GEMMs with NVGEMM.
+        if _installed(CUTLASS_DSL):
+            required = (*required, "nvgemm")
+        return required
+
+    def cross_target(self, target: str) -> CrossTarget | None:
+        self.check_target(target, flag="--target", families=False)
+        number = capability_number(target)
+        family = _MMA_FAMILY.get(target)
+        isa: dict[str, IsaCheck] = {}
+        lacks: dict[str, str] = {}
+        if family is not None:
+            isa["mma"] = _MMA[family]
+            if number >= FP8_FROM:
+                isa["mma_fp8"] = _MMA_FP8[family]
+        if number < FP8_FROM:
+            lacks["fp8"] = f"{target} has no fp8 tensor-core MMA (triton takes fp8 from sm_89)"
+        if number >= TMA_FROM:
+            isa["tma"] = _TMA
+            isa["warp_specialize"] = _WARP_SPECIALIZE
+        else:
+            why = f"{target} has no TMA unit (sm_90 and newer)"
+            lacks["tma"] = why
+            lacks["warp_specialize"] = f"{why}; triton warp-specializes TMA pipelines only"
+        return CrossTarget(
+            target=target,
+            triton_backend="cuda",
+            triton_arch=number,
+            warp_size=32,
+            assembly="ptx",
+            binary="cubin",
+            assembly_target=rf"(?m)^\s*\.target\s+{triton_gpu_name(target)}\b",
+            isa=isa,
+            fp8_type="fp8e4nv" if number >= FP8_FROM else None,
+            lacks=lacks,
+            fake_device=FakeDevice("cuda", "cuda", fake_properties(target)),
+        )
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        number = capability_number(cross.target)
+        wanted = triton_gpu_name(cross.target)
+        variable = _ptxas.variable_for(number)
+        bundled = _ptxas.bundled(number)
+        chosen = environ.get(variable)
+        candidates: list[str] = []
+        note = ""
+        if chosen:
+            if _ptxas.Ptxas.ask(chosen) is None:
+                # triton falls back to its own copy without a word: say so.
+                note = f"; {variable}={chosen} is not a working ptxas, so triton uses its own"
+                candidates = [str(bundled)] if bundled else []
+            else:
+                candidates = [chosen]
+        else:
+            candidates = [str(p) for p in _ptxas.installed(environ)]
+            candidates += [str(bundled)] if bundled else []
+        found = [tool for tool in map(_ptxas.Ptxas.ask, candidates) if tool is not None]
+        if not found:
+            missing = f"no ptxas found for {cross.target} (is triton installed?){note}"
+            return Toolchain("ptxas", "unknown", chosen or "", wanted, (), {}, missing)
+        able = [tool for tool in found if wanted in tool.knows]
+        if able and not chosen:
+            tool = able[0]
+            # Both variables, as triton's choice between them depends on the capability;
+            # one the user set is left as it is.
+            environment = {
+                name: tool.path
+                for name in (_ptxas.VARIABLE, _ptxas.BLACKWELL_VARIABLE)
+                if not environ.get(name)
+            }
+            return Toolchain("ptxas", tool.version, tool.path, wanted, tool.knows, environment)
+        # The user's choice (or triton's own copy when none here knows the target).
+        tool = found[0] if chosen else found[-1]
+        problem: str | None = None
+        if wanted not in tool.knows:
+            tried = [f"{t.version} ({t.path})" for t in found if t is not tool]
+            also = f"; also found ptxas {', '.join(tried)}" if tried else ""
+            problem = (
+                f"ptxas {tool.version} ({tool.path}) does not know {wanted}; it knows "
+                f"{', '.join(tool.knows) or 'nothing'}{note}{also}. Point {variable} at a "
+                "ptxas that does (CUDA >= "
+                f"{'.'.join(map(str, MIN_CUDA.get(cross.target, (12, 0))))}: "
+                "pip install nvidia-cuda-nvcc)"
+            )
+        return Toolchain("ptxas", tool.version, tool.path, wanted, tool.knows, {}, problem)
+
+    def binary_target(self, binary: bytes) -> str | None:
+        header = _elf.read_header(binary)
+        if header is None or header.machine != EM_CUDA:
+            return None
+        if header.abi_version >= CUDA_ELF_ABI_V2:
+            return f"sm_{(header.flags >> 8) & 0xFF}"
+        return f"sm_{header.flags & 0xFF}"
+
     passthrough_env: tuple[str, ...] = CUDA_PASSTHROUGH
 
     def container_options(
@@ -192,17 +397,35 @@ class CudaBackend(BackendDefaults):
         args: dict[str, str] = {}
         # nvcc lists the real architectures its ptxas can assemble for (sm_107, sm_107a).
         probes: dict[str, tuple[str, ...]] = {"gpu_codes": ("nvcc", "--list-gpu-code")}
+        requirements: tuple[str, ...] = ()
+        links: dict[str, str] = {}
+        checks: dict[str, tuple[str, ...]] = {}
+        smoke = suite_smoke(self.name, *(("--target", arch) if arch else ()))
         if arch is not None:
             self.check_target(arch, DEFAULT_CUDA_VERSION, flag="--arch")
             args["TORCH_CUDA_ARCH_LIST"] = arch_list_entry(arch)
             args["INDUCTOR_CUDA_ARCH"] = arch.removeprefix("sm_")
+            # triton bundles ptxas 13.3, which does not know sm_107: the image carries the
+            # toolkit's wheel, and the Dockerfile points both of triton's variables at it.
+            requirements = (f"nvidia-cuda-nvcc>={DEFAULT_CUDA_VERSION}",)
+            links = {IMAGE_PTXAS: "nvidia/cu*/bin/ptxas"}
+            args["TRITON_PTXAS"] = IMAGE_PTXAS
+            checks = {f"compile-only {arch}": compile_only(self.name, arch)}
         return TestImageSpec(
             dockerfile="cuda.Dockerfile",
             default_base_image=CUDA_BASE_IMAGE,
             build_args=args,
             arch=arch,
             probes=probes,
+            requirements=requirements,
+            links=links,
+            checks=checks,
+            device_checks={"graph capture": smoke},
         )
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        # The driver's control node: the NVIDIA container runtime maps GPUs from it.
+        return any_exists(host_root, ("/dev/nvidiactl", "/dev/nvidia[0-9]*"))
 
     def verify_test_image(
         self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
@@ -215,14 +438,25 @@ class CudaBackend(BackendDefaults):
             problems.append(f"torch {torch.get('version')} is not a CUDA build")
         if spec.arch is None:
             return problems
+        env = section(doctor, "env", "env")
         wanted = spec.build_args.get("TORCH_CUDA_ARCH_LIST")
-        got = section(doctor, "env", "env").get("TORCH_CUDA_ARCH_LIST")
+        got = env.get("TORCH_CUDA_ARCH_LIST")
         if got != wanted:
             problems.append(f"TORCH_CUDA_ARCH_LIST is {got!r} in the image, not {wanted!r}")
+        for variable in (_ptxas.VARIABLE, _ptxas.BLACKWELL_VARIABLE):
+            if env.get(variable) != IMAGE_PTXAS:
+                said = env.get(variable)
+                problems.append(f"{variable} is {said!r} in the image, not {IMAGE_PTXAS!r}")
         if spec.arch == "sm_107":
             flags = capability_problem(doctor, "sm_107")
             if flags is not None:
                 problems.append(flags)
+        if torch.get("cuda"):
+            versions = section(doctor, "env", "backends", self.name, "versions")
+            arch_list = str(versions.get("cuda_arch_list") or "").split()
+            coverage = arch_coverage_problem(arch_list, spec.arch)
+            if coverage is not None:
+                problems.append(f"torch {torch.get('version')}: {coverage}")
         codes = probes.get("gpu_codes", "").split()
         if spec.arch not in codes and f"{spec.arch}a" not in codes:
             first = probes.get("gpu_codes", "").strip().splitlines()[:1]
@@ -232,3 +466,13 @@ class CudaBackend(BackendDefaults):
 
 
 BACKEND = CudaBackend()
+
+
+def _installed(distribution: str) -> bool:
+    """Whether a distribution is installed, read from its metadata (importing the CUTLASS
+    DSL loads its compiler: seconds, for a yes or no)."""
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True

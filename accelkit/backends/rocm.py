@@ -10,12 +10,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from accelkit.backends import _elf
 from accelkit.backends._containers import (
     UBUNTU_BASE_IMAGE,
+    any_exists,
+    compile_only,
     existing_devices,
     gpu_groups,
     passthrough,
     section,
+    suite_smoke,
     torch_problems,
 )
 from accelkit.backends._cudalike import cuda_devices
@@ -23,9 +27,12 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
+    CrossTarget,
     DeviceInfo,
     GraphCapture,
+    IsaCheck,
     TestImageSpec,
+    Toolchain,
     VersionRule,
 )
 from accelkit.containers.run import RunOptions
@@ -213,6 +220,57 @@ ROCM_TARGETS: tuple[str, ...] = tuple(
 )
 
 
+#: An hsaco's ELF machine (EM_AMDGPU) and the processor numbers in the low byte of its
+#: e_flags (EF_AMDGPU_MACH_AMDGCN_*, from LLVM's BinaryFormat/ELF.h and its
+#: test/CodeGen/AMDGPU/elf-header-flags-mach.ll).
+EM_AMDGPU = 224
+EF_AMDGPU_MACH: Mapping[int, str] = MappingProxyType(
+    {
+        0x3F: "gfx90a",
+        0x4C: "gfx942",
+        0x4F: "gfx950",
+        0x33: "gfx1010",
+        0x34: "gfx1011",
+        0x35: "gfx1012",
+        0x36: "gfx1030",
+        0x37: "gfx1031",
+        0x38: "gfx1032",
+        0x3E: "gfx1034",
+        0x3D: "gfx1035",
+        0x45: "gfx1036",
+        0x41: "gfx1100",
+        0x46: "gfx1101",
+        0x47: "gfx1102",
+        0x44: "gfx1103",
+        0x43: "gfx1150",
+        0x4A: "gfx1151",
+        0x55: "gfx1152",
+        0x58: "gfx1153",
+        0x48: "gfx1200",
+        0x4E: "gfx1201",
+    }
+)
+_TARGET_ID = re.compile(rb"amdgcn-amd-amdhsa--(gfx[0-9a-f]+)")
+
+#: Matrix instructions a `tl.dot` becomes (measured with triton 3.8: bf16 on gfx942 is
+#: v_mfma_f32_32x32x8_bf16, fp8 v_mfma_f32_32x32x16_fp8_fp8; on gfx950 fp8 is
+#: v_mfma_f32_32x32x64_f8f6f4; on gfx1100 v_wmma_f32_16x16x16_bf16). RDNA1/2 (gfx10) have
+#: no matrix instructions: triton emits FMA there, so no check is made.
+_MFMA = IsaCheck(r"\bv_mfma_", "v_mfma (CDNA matrix cores)")
+_WMMA = IsaCheck(r"\bv_wmma_", "v_wmma (RDNA matrix instructions)")
+_FP8 = {
+    "gfx942": (
+        "fp8e4b8",
+        IsaCheck(r"\bv_mfma_\w*_fp8_fp8", "v_mfma on fp8 (FNUZ) operands"),
+    ),
+    "gfx950": ("fp8e4nv", IsaCheck(r"\bv_mfma_\w*(f8f6f4|fp8_fp8)", "v_mfma on fp8 operands")),
+    "gfx1200": ("fp8e4nv", IsaCheck(r"\bv_wmma_\w*fp8", "v_wmma on fp8 operands")),
+    "gfx1201": ("fp8e4nv", IsaCheck(r"\bv_wmma_\w*fp8", "v_wmma on fp8 operands")),
+}
+_NO_TMA = "triton's AMD backend has no TMA: tensor descriptors become ordinary loads"
+_NO_WARP_SPECIALIZE = "warp specialization is an NVIDIA (sm_90 and newer) feature in triton"
+
+
 class RocmBackend(BackendDefaults):
     name = "rocm"
     torch_device_type = "cuda"
@@ -225,6 +283,8 @@ class RocmBackend(BackendDefaults):
     graph_capture = GraphCapture("cuda_graph", "CUDAGraph")
     # MI300-class GPUs run float32 GEMMs as XF32 where torch allows TF32.
     tf32 = True
+    # A ROCm leg runs only GPUs its torch has kernels for (PYTORCH_ROCM_ARCH at build).
+    requirements = MappingProxyType({None: ("gfx_in_arch_list",)})
 
     def availability(self) -> Availability:
         torch = torch_or_none()
@@ -255,7 +315,70 @@ class RocmBackend(BackendDefaults):
         torch = torch_or_none()
         if torch is None:
             return {}
-        return {"hip": getattr(torch.version, "hip", None), "rocm_sdk": _rocm_sdk_version()}
+        arch_list = None
+        if getattr(torch.version, "hip", None):
+            try:
+                arch_list = " ".join(torch.cuda.get_arch_list()) or None
+            except Exception:
+                arch_list = None
+        return {
+            "hip": getattr(torch.version, "hip", None),
+            "rocm_sdk": _rocm_sdk_version(),
+            "arch_list": arch_list,
+        }
+
+    def cross_target(self, target: str) -> CrossTarget | None:
+        self.check_target(target, flag="--target", families=False)
+        # Wave64 on CDNA (gfx9), wave32 on RDNA (gfx10 and newer), as triton's HIPOptions.
+        wave = 64 if target.startswith("gfx9") else 32
+        isa: dict[str, IsaCheck] = {}
+        if target.startswith("gfx9"):
+            isa["mma"] = _MFMA
+        elif target.startswith(("gfx11", "gfx12")):
+            isa["mma"] = _WMMA
+        lacks = {
+            "tma": _NO_TMA,
+            "warp_specialize": _NO_WARP_SPECIALIZE,
+            # The stand-in device accelkit shows Inductor is an NVIDIA one; Inductor writes
+            # HIP kernels only in a ROCm build of torch, with the GPU's real properties.
+            "inductor": "Inductor generates AMD kernels only in a ROCm build of torch, "
+            "not for a stand-in device",
+        }
+        fp8 = _FP8.get(target)
+        if fp8 is not None:
+            isa["mma_fp8"] = fp8[1]
+        else:
+            # triton would emulate fp8 dots with f16 instructions (minutes for one kernel
+            # on gfx1100): not what an fp8 GEMM is for.
+            lacks["fp8"] = f"{target} has no fp8 matrix instructions"
+        return CrossTarget(
+            target=target,
+            triton_backend="hip",
+            triton_arch=target,
+            warp_size=wave,
+            assembly="amdgcn",
+            binary="hsaco",
+            assembly_target=rf'\.amdgcn_target\s+"amdgcn-amd-amdhsa--{target}[":]',
+            isa=isa,
+            fp8_type=fp8[0] if fp8 is not None else None,
+            lacks=lacks,
+        )
+
+    def cross_toolchain(self, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+        # triton links hsaco with the LLVM it carries: no ROCm needed, and no list of the
+        # processors it knows to ask for (a compile says "unsupported target").
+        version, path = _triton_version()
+        return Toolchain("triton's AMDGPU LLVM", version, path, cross.target, None)
+
+    def binary_target(self, binary: bytes) -> str | None:
+        header = _elf.read_header(binary)
+        if header is None or header.machine != EM_AMDGPU:
+            return None
+        mach = EF_AMDGPU_MACH.get(header.flags & 0xFF, f"unknown mach {header.flags & 0xFF:#x}")
+        # The code object's metadata note names the target id too; both must agree.
+        named = {m.decode() for n in _elf.notes(binary) for m in _TARGET_ID.findall(n.desc)}
+        others = sorted(named - {mach})
+        return mach if not others else f"{mach} (its notes say {', '.join(others)})"
 
     passthrough_env: tuple[str, ...] = ROCM_PASSTHROUGH
 
@@ -288,7 +411,13 @@ class RocmBackend(BackendDefaults):
             default_base_image=UBUNTU_BASE_IMAGE,
             arch=arch,
             probes={"preload": ("python", "-c", preload_probe())},
+            # triton's AMD backend builds hsaco with the LLVM it carries: no device needed.
+            checks={f"compile-only {arch}": compile_only(self.name, arch)} if arch else {},
+            device_checks={"graph capture": suite_smoke(self.name)},
         )
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return any_exists(host_root, ("/dev/kfd",))
 
     def verify_test_image(
         self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec
@@ -299,6 +428,15 @@ class RocmBackend(BackendDefaults):
         torch = section(doctor, "env", "torch")
         if not torch.get("hip"):
             problems.append(f"torch {torch.get('version')} has no torch.version.hip")
+        if spec.arch is not None and torch.get("hip"):
+            versions = section(doctor, "env", "backends", self.name, "versions")
+            arch_list = [a.split(":")[0] for a in str(versions.get("arch_list") or "").split()]
+            if spec.arch not in arch_list:
+                # No PTX-like fallback on AMD: without the target's code objects nothing runs.
+                problems.append(
+                    f"torch {torch.get('version')} has no code for {spec.arch}: it was built "
+                    f"for {' '.join(arch_list) or 'no GPU'} (PYTORCH_ROCM_ARCH)"
+                )
         problems.extend(preload_problems(probes.get("preload", "")))
         return problems
 
@@ -331,6 +469,20 @@ def preload_problems(output: str) -> list[str]:
     if missing:
         return ["import torch did not preload through rocm_sdk: " + ", ".join(missing)]
     return []
+
+
+def _triton_version() -> tuple[str, str]:
+    """triton's version and folder, read from its metadata (no import)."""
+    import importlib.metadata
+    import importlib.util
+
+    try:
+        version = importlib.metadata.version("triton")
+    except importlib.metadata.PackageNotFoundError:
+        version = "not installed"
+    spec = importlib.util.find_spec("triton")
+    origin = spec.origin if spec is not None and spec.origin else ""
+    return version, str(Path(origin).parent) if origin else ""
 
 
 def _rocm_sdk_version() -> str | None:

@@ -10,11 +10,13 @@ from typing import Any
 
 from accelkit.backends._containers import (
     UBUNTU_BASE_IMAGE,
+    any_exists,
     existing_devices,
     gpu_groups,
     host_path,
     passthrough,
     section,
+    suite_smoke,
     torch_problems,
 )
 from accelkit.backends._defaults import BackendDefaults
@@ -145,7 +147,12 @@ class XpuBackend(BackendDefaults):
             build_args={"TORCH_INDEX_URL": XPU_INDEX_URL},
             arch=arch,
             probes={"level_zero": ("python", "-c", probe)},
+            # With the device, XPU graph capture (required on every XPU leg) must work.
+            device_checks={"graph capture": suite_smoke(self.name)},
         )
+
+    def host_has_device(self, host_root: Path = Path("/")) -> bool:
+        return any_exists(host_root, ("/dev/dri/renderD*",))
 
     def verify_test_image(
         self, doctor: Mapping[str, Any], probes: Mapping[str, str], spec: TestImageSpec

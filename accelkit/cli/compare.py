@@ -78,6 +78,17 @@ def _print_table(comparison: Comparison) -> None:
     from accelkit.results.units import format_value
 
     console = Console()
+    if comparison.environment:
+        table = Table(
+            title="The runs differ in their environment (verdicts compare different setups)",
+            title_justify="left",
+            title_style="bold yellow",
+        )
+        for column in ("what", "base", "new"):
+            table.add_column(column, overflow="fold")
+        for d in comparison.environment:
+            table.add_row(d.label, Text(d.base or "not recorded"), Text(d.new or "not recorded"))
+        console.print(table)
     if comparison.metrics:
         table = Table(title="Metrics (new vs base)", title_justify="left")
         for column in ("verdict", "case", "metric", "base", "new", "ratio", "CI", "p"):
@@ -101,15 +112,17 @@ def _print_table(comparison: Comparison) -> None:
             )
         console.print(table)
     if comparison.cases:
-        order = {"newly_failing": 0, "still_failing": 1, "missing_in_new": 2}
-        changes = sorted(comparison.cases, key=lambda c: order.get(c.kind, 3))
+        order = {"newly_failing": 0, "still_failing": 2, "missing_in_new": 3}
+        lost = set(comparison.skipped_after_passing)
+        changes = sorted(comparison.cases, key=lambda c: 1 if c in lost else order.get(c.kind, 4))
         table = Table(title="Status changes", title_justify="left")
         for column in ("change", "case", "was", "now", "message"):
             table.add_column(column, overflow="fold")
         for c in changes:
-            style = "bold red" if c.kind == "newly_failing" else ""
+            style = "bold red" if c.kind == "newly_failing" else "yellow" if c in lost else ""
+            kind = "skipped_after_passing" if c in lost else c.kind
             table.add_row(
-                Text(c.kind, style=style),
+                Text(kind, style=style),
                 Text(c.case),
                 c.base_status or "-",
                 c.new_status or "-",
@@ -121,6 +134,9 @@ def _print_table(comparison: Comparison) -> None:
         f"{s['regressed']} regressed, {s['newly_failing']} newly failing, "
         f"{s['improved']} improved, {s['unchanged']} unchanged, {s['noisy']} noisy, "
         f"{s['missing']} missing metrics; {s['newly_passing']} newly passing, "
-        f"{s['newly_skipped']} newly skipped, {s['missing_in_new']} cases missing in new"
+        f"{s['newly_skipped']} newly skipped ({s['skipped_after_passing']} passed before), "
+        f"{s['missing_in_new']} cases missing in new"
     )
+    if comparison.environment:
+        line += "; the environments differ: " + ", ".join(d.label for d in comparison.environment)
     console.print(Text(line, style="bold red" if comparison.fails else ""))

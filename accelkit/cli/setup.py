@@ -21,7 +21,8 @@ _PRESENTATION = (
         ("--json",),
         bool,
         False,
-        'Print {"image": TAG, "cached": ..., "verified": ...}.',
+        'Print {"image": TAG, "cached": ..., "verified": ...}; verified.checks says what '
+        "ran with the device, what without, and what could not run here.",
     ),
 )
 
@@ -65,10 +66,14 @@ def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
     out.print(f"image {result.image} ({how}), verified in {result.verify_s:.1f} s")
     torch = result.verified.get("torch", {})
     out.print(f"  torch {torch.get('version')}  accelkit {result.verified.get('accelkit')}")
+    for name, how in result.verified.get("checks", {}).items():
+        out.print(f"  verified {name}: {how}", markup=False)
 
 
 app.command(
     name="setup",
     help="Build the backend's test image (torch under test + accelkit), cached by content, "
-    "and verify it by running `accelkit doctor --json` inside it.",
+    "and verify it by running `accelkit doctor --json` inside it; for a CUDA or ROCm "
+    "--arch also the compile-only cases and torch's arch list, and on a host with the device the "
+    "graph-capture cases with it.",
 )(options.command((*SETUP_OPTIONS, *_PRESENTATION), setup))

@@ -13,6 +13,10 @@ Reads CONTEXT/install.json:
   accelkit:       accelkit's wheel (CONTEXT/accelkit/), installed with --no-deps after its
                   own requirements (CONTEXT/accelkit-requirements.txt, torch excluded), so
                   installing accelkit never replaces the torch under test.
+  requirements:   more requirements the backend's image needs for its target (a CUDA
+                  toolkit wheel whose ptxas knows it), installed after torch;
+  links:          {link path: glob under the venv's site-packages}: a stable path to a
+                  file a requirement brought (/opt/venv/bin/ptxas), for the Dockerfile's ENV.
 Commands are argument lists; nothing goes through a shell.
 """
 
@@ -22,6 +26,7 @@ import importlib.util
 import json
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 from types import ModuleType
 
@@ -38,6 +43,22 @@ def pip(*args: str) -> None:
 def has_requirements(path: Path) -> bool:
     lines = path.read_text(encoding="utf-8").splitlines()
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
+
+
+def link_files(links: dict[str, str]) -> None:
+    """Each link path made a symbolic link to the newest file its glob matches under this
+    venv's site-packages; exits when a glob matches nothing."""
+    site = Path(sysconfig.get_paths()["purelib"])
+    for link, pattern in links.items():
+        found = sorted(site.glob(pattern))
+        if not found:
+            raise SystemExit(f"install.py: nothing matches {pattern} under {site}")
+        path = Path(link)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        path.symlink_to(found[-1])
+        print(f"+ ln -s {found[-1]} {path}", flush=True)
 
 
 def load_torch_source(context: Path) -> ModuleType:
@@ -65,6 +86,9 @@ def main(context: Path) -> int:
     source = dict(spec.get("torch_source") or {"kind": "index"})
     record = load_torch_source(context).write_record(source)
     print(f"torch source: {json.dumps(record, sort_keys=True)}", flush=True)
+    if spec.get("requirements"):
+        pip(*spec["requirements"])
+    link_files(spec.get("links") or {})
     if has_requirements(context / "accelkit-requirements.txt"):
         pip("-r", str(context / "accelkit-requirements.txt"))
     pip("--no-deps", *(str(context / "accelkit" / name) for name in spec["accelkit"]))

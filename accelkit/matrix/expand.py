@@ -221,12 +221,25 @@ def _leg(
         build=settings.build,
         build_args=(*fill(settings.build_args, "build_args"), *build_extra),
         setup_args=(*fill(settings.setup_args, "setup_args"), *setup_extra),
-        test_args=fill(settings.test_args, "test_args"),
+        test_args=(*fill(settings.test_args, "test_args"), *requirement_args(settings)),
         timeout_minutes=settings.timeout_minutes,
         variant=settings.variant,
         location=location,
         torch_index=torch_index,
+        require=settings.require,
+        waive=settings.waive,
     )
+
+
+def requirement_args(settings: LegSettings) -> tuple[str, ...]:
+    """`accelkit test` options for a leg's `require` and `waive` (the reasons stay in the
+    matrix: they are text, and never reach a command line)."""
+    args: list[str] = []
+    if settings.require:
+        args.append("--require=" + ",".join(settings.require))
+    if settings.waive:
+        args.append("--waive=" + ",".join(name for name, _ in settings.waive))
+    return tuple(args)
 
 
 def _torch_index(

@@ -67,6 +67,10 @@ class LegSettings:
     test_args: tuple[str, ...]
     timeout_minutes: int
     variant: str | None
+    require: tuple[str, ...] = ()
+    """Capabilities the legs must have besides their backend's (`accelkit test --require`)."""
+    waive: tuple[tuple[str, str], ...] = ()
+    """(capability, why) pairs the legs do without (`accelkit test --waive`)."""
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ class MatrixEntry:
     location: Location = field(compare=False)
     torch_index: str | None = None
     """The index a channel leg installs torch from (PyTorch's, for its backend and toolkit)."""
+    require: tuple[str, ...] = ()
+    waive: tuple[tuple[str, str], ...] = ()
 
     def match_values(self) -> dict[str, str]:
         """The leg's values as `exclude` items and `--filter` see them (strings)."""
@@ -193,5 +199,7 @@ class MatrixEntry:
             "test_args": list(self.test_args),
             "timeout_minutes": self.timeout_minutes,
             "variant": self.variant,
+            "require": list(self.require),
+            "waive": dict(self.waive),
             "source": str(self.location),
         }

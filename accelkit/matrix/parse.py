@@ -17,7 +17,8 @@ The schema, in brief (docs in `matrices/README.md`):
     exclude: [{backend: cuda, target: sm_90}]   # over expanded legs
 
 Settings: torch {channel | ref}, suites, runner (labels, or {target: labels}), image,
-base_image, container, build, build_args, setup_args, test_args, timeout_minutes, variant.
+base_image, container, build, build_args, setup_args, test_args, timeout_minutes, variant,
+require (capabilities the leg must have besides its backend's), waive ({capability: why}).
 """
 
 from __future__ import annotations
@@ -43,22 +44,13 @@ from accelkit.matrix.model import (
     RunnerSpec,
     TorchSource,
 )
+from accelkit.matrix.requirements import requirements
 
 SCHEMA_VERSION = 1
 
 SETTING_KEYS: tuple[str, ...] = (
-    "torch",
-    "suites",
-    "runner",
-    "image",
-    "base_image",
-    "container",
-    "build",
-    "build_args",
-    "setup_args",
-    "test_args",
-    "timeout_minutes",
-    "variant",
+    *("torch", "suites", "runner", "image", "base_image", "container", "build", "build_args"),
+    *("setup_args", "test_args", "timeout_minutes", "variant", "require", "waive"),
 )
 TOP_KEYS: tuple[str, ...] = ("schema", "name", "description", "defaults", "entries", "exclude")
 DEFAULT_KEYS: tuple[str, ...] = ("python", *SETTING_KEYS)
@@ -457,6 +449,7 @@ class _Parser:
             if variant_found is None
             else self.string(*variant_found, "variant", rules.SLUG, "[a-z0-9._-]")
         )
+        require, waive = requirements(self, optional("require"), optional("waive"))
         return LegSettings(
             torch=torch,
             suites=suites,
@@ -470,6 +463,8 @@ class _Parser:
             test_args=args["test_args"],
             timeout_minutes=timeout_value,
             variant=variant,
+            require=require,
+            waive=waive,
         )
 
     def choice(self, value: object, line: int, what: str, choices: Sequence[str]) -> str:

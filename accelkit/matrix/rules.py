@@ -115,6 +115,8 @@ LEG_SET_FLAGS: dict[str, dict[str, str]] = {
         "--image": "the leg's test image",
         "--json": "the workflow (leg-results/<leg>/)",
         "--junit": "the workflow (leg-results/<leg>/)",
+        "--require": "require",
+        "--waive": "waive (each capability with its reason)",
     },
 }
 

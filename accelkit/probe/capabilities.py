@@ -372,6 +372,26 @@ def _sm_107() -> Availability:
     return Availability(True, "")
 
 
+@capability_check("gfx_in_arch_list")
+def _gfx_in_arch_list() -> Availability:
+    torch = _torch()
+    if not getattr(torch.version, "hip", None):
+        return Availability(False, f"torch {_version(torch)} is not a ROCm build")
+    devices = _needs_cuda_devices(torch, 1)
+    if not devices.available:
+        return devices
+    # gcnArchName carries target features after a colon (gfx942:sramecc+:xnack-).
+    arch = str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
+    arch_list = [entry.split(":")[0] for entry in torch.cuda.get_arch_list()]
+    if arch not in arch_list:
+        return Availability(
+            False,
+            f"device 0 is {arch}, and torch {_version(torch)} has kernels for "
+            f"{' '.join(arch_list) or 'no GPU'} only (PYTORCH_ROCM_ARCH of its build)",
+        )
+    return Availability(True, "")
+
+
 @capability_check("nvgemm")
 def _nvgemm() -> Availability:
     torch = _torch()
@@ -418,7 +438,27 @@ def _nccl() -> Availability:
 
 @capability_check("nccl2")
 def _nccl2() -> Availability:
-    return _c10d_backend("nccl2")
+    """The whole registration of 2.14's nccl2 backend, the one check of it: what a case
+    could assert without GPUs is what this probe says (the collective cases, which need
+    the GPUs, test that it works)."""
+    found = _c10d_backend("nccl2")
+    if not found.available:
+        return found
+    torch = _torch()
+    dist = _distributed(torch)
+    if "nccl2" not in getattr(dist.Backend, "backend_list", ()):
+        return Availability(False, f"torch {_version(torch)}: nccl2 is not in Backend.backend_list")
+    if not hasattr(dist, "ProcessGroupNCCL2"):
+        return Availability(
+            False, f"torch {_version(torch)} has no torch.distributed.ProcessGroupNCCL2"
+        )
+    try:
+        named = dist.Backend("nccl2")
+    except Exception as exc:
+        return Availability(False, f"torch.distributed.Backend('nccl2') failed: {exc}")
+    if named != "nccl2":
+        return Availability(False, f"torch.distributed.Backend('nccl2') is {named!r}")
+    return Availability(True, "")
 
 
 @capability_check("xccl")

@@ -39,6 +39,9 @@ RELEVANT_ENV_VARS: tuple[str, ...] = (
     "TORCH_NCCL_USE_COMM_NONBLOCKING",
     "TORCH_FR_BUFFER_SIZE",
     "TORCHINDUCTOR_MAX_AUTOTUNE_GEMM_BACKENDS",
+    # The ptxas triton compiles with (a test image for sm_107 points it at its own).
+    "TRITON_PTXAS_PATH",
+    "TRITON_PTXAS_BLACKWELL_PATH",
 )
 
 # Belt and braces for the allow-list above: never report anything that looks like a secret.

@@ -16,7 +16,14 @@ Status changes between the two runs (keyed by case id):
 `newly_passing` (now passed, before anything else), `newly_skipped` (now skipped, before
 anything else), `still_failing` (a bad status that changed, e.g. failed -> crashed),
 `missing_in_new` (in base only) and `new_case` (in new only). A comparison `fails` (the
-CLI exits 1) when any metric regressed or any case is newly failing.
+CLI exits 1) when any metric regressed or any case is newly failing. The newly skipped
+cases that passed in the base (`skipped_after_passing`: coverage the new run lost, such as a
+capability that disappeared) are listed first among the other changes.
+
+`environment` lists what differs between the two runs' environments (backend, target,
+device name, driver, torch version and git hash, accelkit version:
+`accelkit.results.environment`), so a verdict never silently compares different hardware
+or software; every rendering shows them before any verdict.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from accelkit.results import markdown, stats
+from accelkit.results.environment import ENVIRONMENT_FIELDS, run_environment
 from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
 from accelkit.results.units import format_value
 
@@ -121,11 +129,32 @@ class StatusChange:
 
 
 @dataclass(frozen=True)
+class EnvironmentDifference:
+    field: str
+    label: str
+    base: str | None
+    new: str | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "label": self.label, "base": self.base, "new": self.new}
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.base or 'not recorded'} -> {self.new or 'not recorded'}"
+
+
+@dataclass(frozen=True)
 class Comparison:
     metrics: tuple[MetricComparison, ...]
     cases: tuple[StatusChange, ...]
     threshold: float
     confidence: float
+    environment: tuple[EnvironmentDifference, ...] = ()
+    """What differs between the runs' environments; empty when they ran alike."""
+
+    @property
+    def skipped_after_passing(self) -> tuple[StatusChange, ...]:
+        """Cases that passed in the base and are skipped in the new run."""
+        return tuple(c for c in self.changes_of("newly_skipped") if c.base_status == "passed")
 
     def metrics_with(self, verdict: MetricVerdict) -> tuple[MetricComparison, ...]:
         return tuple(m for m in self.metrics if m.verdict == verdict)
@@ -147,6 +176,8 @@ class Comparison:
             counts[kind] = 0
         for change in self.cases:
             counts[change.kind] += 1
+        counts["skipped_after_passing"] = len(self.skipped_after_passing)
+        counts["same_environment"] = not self.environment
         counts["threshold"] = self.threshold
         counts["confidence"] = self.confidence
         counts["ok"] = not self.fails
@@ -154,6 +185,7 @@ class Comparison:
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
+            "environment": [d.to_json_dict() for d in self.environment],
             "metrics": [m.to_json_dict() for m in self.metrics],
             "cases": [c.to_json_dict() for c in self.cases],
             "summary": self.summary(),
@@ -317,7 +349,21 @@ def compare(
                 )
             )
     return Comparison(
-        metrics=tuple(metrics), cases=tuple(changes), threshold=threshold, confidence=confidence
+        metrics=tuple(metrics),
+        cases=tuple(changes),
+        threshold=threshold,
+        confidence=confidence,
+        environment=environment_differences(base, new),
+    )
+
+
+def environment_differences(base: Results, new: Results) -> tuple[EnvironmentDifference, ...]:
+    """The environment facts that differ between two runs, in ENVIRONMENT_FIELDS order."""
+    before, after = run_environment(base), run_environment(new)
+    return tuple(
+        EnvironmentDifference(field, label, before[field], after[field])
+        for field, label in ENVIRONMENT_FIELDS
+        if before[field] != after[field]
     )
 
 
@@ -401,13 +447,33 @@ def render_markdown(
         f"**{summary['regressed']}** regressed, **{summary['newly_failing']}** newly failing, "
         f"**{summary['improved']}** improved, {summary['unchanged']} unchanged, "
         f"{summary['noisy']} noisy, {summary['missing']} missing metrics; "
-        f"{summary['newly_passing']} newly passing, {summary['newly_skipped']} newly skipped, "
+        f"{summary['newly_passing']} newly passing, {summary['newly_skipped']} newly skipped "
+        f"({summary['skipped_after_passing']} of them passed before), "
         f"{summary['missing_in_new']} cases missing in the new run.",
         "",
     ]
+    if comparison.environment:
+        head += [
+            "⚠️ **The runs differ in their environment**: verdicts compare different "
+            "hardware or software.",
+            "",
+            *markdown.table(
+                ("what", "base", "new"),
+                (
+                    (_cell(d.label), _cell(d.base or "not recorded"), _cell(d.new or "-"))
+                    for d in comparison.environment
+                ),
+            ),
+            "",
+        ]
+    skipped_after_passing = comparison.skipped_after_passing
+    other_skips = tuple(
+        c for c in comparison.changes_of("newly_skipped") if c not in skipped_after_passing
+    )
     sections: list[tuple[str, list[str]]] = [
         ("### Regressions", _metric_rows(list(comparison.metrics_with("regressed")))),
         ("### Newly failing", _change_rows(comparison.changes_of("newly_failing"))),
+        ("### Passed before, skipped now", _change_rows(skipped_after_passing)),
         ("### Improvements", _metric_rows(list(comparison.metrics_with("improved")))),
         ("### Noisy (no verdict possible)", _metric_rows(list(comparison.metrics_with("noisy")))),
         ("### Missing metrics", _missing_rows(comparison.metrics_with("missing"))),
@@ -415,7 +481,7 @@ def render_markdown(
             "### Other status changes",
             _change_rows(
                 comparison.changes_of("newly_passing")
-                + comparison.changes_of("newly_skipped")
+                + other_skips
                 + comparison.changes_of("still_failing")
                 + comparison.changes_of("missing_in_new")
                 + comparison.changes_of("new_case")

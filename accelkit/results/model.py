@@ -111,6 +111,16 @@ class RunInfo(_Model):
     shard: Shard | None = None
     # A run merged from this many shards (`accelkit merge`); None for a run in one piece.
     shards: int | None = None
+    # The GPU target of the run (sm_107, gfx942; --target or the device's own), whether
+    # it only compiled for the target with no device (--compile-only), and the compiler it
+    # compiled with ("ptxas 13.5 (/path)").
+    target: str | None = None
+    compile_only: bool | None = None
+    toolchain: str | None = None
+    # Capabilities every case had to have on this device (a case needing a missing one
+    # failed instead of skipping), and those the run waived.
+    required: list[str] | None = None
+    waived: list[str] | None = None
 
 
 class Summary(_Model):

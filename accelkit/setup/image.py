@@ -55,6 +55,8 @@ _SKIP_FROM_ACCELKIT = ("torch",)
 CONTEXT_IN_IMAGE = "/tmp/accelkit-context"  # noqa: S108 (a path in the image, not here)
 #: Seconds a verification command may take (importing torch cold in a fresh container).
 VERIFY_TIMEOUT_S = 300.0
+#: Seconds a check may take (the compile-only cases: ten kernels, about a second each).
+CHECK_TIMEOUT_S = 900.0
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,11 @@ class SetupPlan:
             },
             "accelkit_source": str(self.accelkit_source),
             "verify": ["accelkit doctor --json", *(" ".join(p) for p in self.probes.values())],
+            "requirements": list(self.spec.requirements),
+            "checks": {name: " ".join(argv) for name, argv in self.spec.checks.items()},
+            "device_checks": {
+                name: " ".join(argv) for name, argv in self.spec.device_checks.items()
+            },
         }
 
     def render(self) -> list[str]:
@@ -135,8 +142,14 @@ class SetupPlan:
         if self.torch_wheel and self.skip_requirements:
             lines.append("    not installed with it: " + ", ".join(self.skip_requirements))
         lines.append(f"  accelkit: a wheel of {self.accelkit_source} (installed with --no-deps)")
-        lines.append("  verify: accelkit doctor --json")
+        lines += [f"  also installed: {requirement}" for requirement in self.spec.requirements]
+        lines.append("  verify: accelkit doctor --json (with the device where this host has it)")
         lines += [f"  verify: {' '.join(argv)}" for argv in self.probes.values()]
+        lines += [f"  verify: {' '.join(argv)} (no device)" for argv in self.spec.checks.values()]
+        lines += [
+            f"  verify: {' '.join(argv)} (with the device; only where this host has it)"
+            for argv in self.spec.device_checks.values()
+        ]
         return lines
 
 
@@ -256,6 +269,8 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
     hashed["accelkit:torch-source"] = json.dumps(plan.torch_source(), sort_keys=True)
     hashed["accelkit:source"] = source_digest(plan.accelkit_source)
     hashed["accelkit:skip"] = ",".join(plan.skip_requirements)
+    hashed["accelkit:requirements"] = ",".join(plan.spec.requirements)
+    hashed["accelkit:links"] = json.dumps(dict(plan.spec.links), sort_keys=True)
     if plan.torch_wheel is not None:
         hashed["accelkit:torch"] = f"{plan.torch_wheel.name}:{sha256(plan.torch_wheel)}"
     else:
@@ -308,13 +323,23 @@ def setup(
     )
 
 
-def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
-    """Run `accelkit doctor --json` and the backend's probes in `image`; Failed on problems."""
+def verify(
+    plan: SetupPlan, client: Any, image: str, *, host_root: Path = Path("/")
+) -> dict[str, Any]:
+    """Verify `image`: `accelkit doctor --json` and the backend's probes, its checks (with
+    no device: the compile-only cases of the target) and, on a host that has the device,
+    its device checks (with the backend's container options: graph capture really runs).
+    Failed names every problem found. The result says what ran with a device and what
+    without (`setup --json`)."""
     from accelkit import backends
-    from accelkit.containers.run import run_container
+    from accelkit.containers.run import RunOptions, run_container
 
+    backend = backends.get(plan.backend)
+    has_device = backend.host_has_device(host_root)
+    device = backend.container_options(dict(os.environ), host_root=host_root)
+    with_device = device if has_device else RunOptions()
     result = run_container(
-        client, image, ["accelkit", "doctor", "--json"], timeout=VERIFY_TIMEOUT_S
+        client, image, ["accelkit", "doctor", "--json"], with_device, timeout=VERIFY_TIMEOUT_S
     )
     result.check(f"accelkit doctor --json in {image}")
     doctor = _last_json_object(result.output_tail)
@@ -324,9 +349,23 @@ def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
     for name, argv in plan.probes.items():
         probe = run_container(client, image, list(argv), timeout=VERIFY_TIMEOUT_S)
         probes[name] = "\n".join(probe.output_tail)
-    backend = backends.get(plan.backend)
     problems = python_problems(doctor, plan.python)
     problems += backend.verify_test_image(doctor, probes, plan.spec)
+    ran: dict[str, str] = {"accelkit doctor": "with device" if has_device else "without device"}
+    ran.update(dict.fromkeys(plan.probes, "without device"))
+    checks = [
+        (name, argv, RunOptions(), "without device") for name, argv in plan.spec.checks.items()
+    ]
+    for name, argv in plan.spec.device_checks.items():
+        if has_device:
+            checks.append((name, argv, device, "with device"))
+        else:
+            ran[name] = f"not run: this host has no {plan.backend} device"
+    for name, argv, options, how in checks:
+        outcome = run_container(client, image, list(argv), options, timeout=CHECK_TIMEOUT_S)
+        ran[name] = how
+        if outcome.exit_code != 0 or outcome.timed_out:
+            problems.append(f"{name} ({' '.join(argv)}) {_check_failure(outcome)}")
     if problems:
         raise Failed(f"{image} is not set up as asked: " + "; ".join(problems))
     env = doctor.get("env") if isinstance(doctor.get("env"), dict) else {}
@@ -346,7 +385,22 @@ def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
             if isinstance(value, dict)
         },
         "probes": probes,
+        "device": has_device,
+        "checks": ran,
     }
+
+
+def _check_failure(outcome: Any) -> str:
+    """How a check command failed, in one line: its error line, or its failed cases."""
+    if outcome.timed_out:
+        return f"did not finish within {CHECK_TIMEOUT_S:g} s"
+    lines = [line.strip() for line in outcome.output_tail if line.strip()]
+    errors = [line for line in lines if line.startswith("accelkit: error: ")]
+    if errors:
+        return f"exited {outcome.exit_code}: {errors[-1].removeprefix('accelkit: error: ')}"
+    failed = [line for line in lines if line.split()[:1] in (["FAILED"], ["ERROR"], ["CRASHED"])]
+    shown = "; ".join(failed[:5]) or (lines[-1] if lines else "no output")
+    return f"exited {outcome.exit_code}: {shown[:600]}"
 
 
 def python_problems(doctor: dict[str, Any], wanted: str | None) -> list[str]:
@@ -391,6 +445,8 @@ def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) ->
             requires_dist(accelkit_wheel), extras=_ACCELKIT_EXTRAS, skip=_SKIP_FROM_ACCELKIT
         ),
     )
+    install["requirements"] = list(plan.spec.requirements)
+    install["links"] = dict(plan.spec.links)
     (context / "install.json").write_text(json.dumps(install, indent=2), encoding="utf-8")
     pipconfig.write_pip_dir(
         pipconfig.host_settings(environ), context / "pip", f"{CONTEXT_IN_IMAGE}/pip"

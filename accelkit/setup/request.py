@@ -20,7 +20,8 @@ SETUP_OPTIONS: tuple[Opt, ...] = (
         ("--arch",),
         str,
         None,
-        "GPU target the image is set up for (sm_107, gfx942, pvc).",
+        "GPU target the image is set up for (sm_107, gfx942, pvc); CUDA and ROCm images "
+        "prove it: its compile-only cases run inside, and torch's arch list must cover it.",
         True,
     ),
     Opt(

@@ -44,7 +44,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
 
     from accelkit import backends
     from accelkit.containers.engine import connect
-    from accelkit.containers.run import Mount, run_container
+    from accelkit.containers.run import Mount, RunOptions, run_container
     from accelkit.results.io import load_results, write_results
     from accelkit.results.junit import write_junit
 
@@ -92,7 +92,10 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             inner = replace(inner, cases_dir=Path(f"{IN_ROOT}/cases"))
         argv = ["python", "-m", "accelkit", "test", *inner.to_argv()]
 
-        device = backend.container_options(dict(os.environ))
+        # Compiling for a target needs no device: such a run works on any host.
+        device = (
+            RunOptions() if request.compile_only else backend.container_options(dict(os.environ))
+        )
         options = replace(
             device,
             mounts=(*device.mounts, *mounts),

@@ -25,6 +25,10 @@ if TYPE_CHECKING:
 from accelkit.suite.caseid import case_id, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
+#: What a passed case verified, in one line: the case's message when it passes.
+NOTE_PROPERTY = "accelkit.note"
+#: Set on a case whose required capability is missing: its setup failure is a `failed` case.
+REQUIRED_PROPERTY = "accelkit.required_missing"
 MAX_MESSAGE_CHARS = 4000
 
 
@@ -57,6 +61,23 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="YAML file of known failures on this backend (default: the bundled one)",
     )
     group.addoption(
+        "--accelkit-target",
+        default=None,
+        help="the run's GPU target (sm_107, gfx942): the cross-compile cases compile for it",
+    )
+    group.addoption(
+        "--accelkit-compile-only",
+        action="store_true",
+        default=False,
+        help="run only the cases marked cross_compile (no device)",
+    )
+    group.addoption(
+        "--accelkit-required",
+        default="",
+        help="comma-separated capabilities every case must have: a case whose `requires` "
+        "names a missing one fails instead of skipping",
+    )
+    group.addoption(
         "--accelkit-pass",
         type=int,
         default=1,
@@ -78,6 +99,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "requires(*capabilities): run only when every named capability is available; "
         "otherwise skip with the capability table's reason",
+    )
+    config.addinivalue_line(
+        "markers",
+        "cross_compile: compiles for the run's --target with no device; the only cases a "
+        "--compile-only run keeps, and left out of runs that have no target",
     )
     config.addinivalue_line(
         "markers",
@@ -143,21 +169,41 @@ def _capability_table(config: pytest.Config) -> dict[str, dict[str, Any]]:
     return cached
 
 
+def _required(config: pytest.Config) -> frozenset[str]:
+    text = str(config.getoption("--accelkit-required", default="") or "")
+    return frozenset(name.strip() for name in text.split(",") if name.strip())
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip a case whose `requires` capability is missing here, with the probe's reason;
+    a capability the run requires (its backend and target's, or --require) fails it."""
     table = _capability_table(item.config)
+    required = _required(item.config)
     for mark in item.iter_markers("requires"):
         for name in mark.args:
             entry = table.get(name)
             if entry is None:
                 raise pytest.UsageError(f"{item.nodeid}: unknown capability {name!r}")
-            if not entry.get("available"):
-                pytest.skip(f"{name}: {entry.get('reason') or 'unavailable'}")
+            if entry.get("available"):
+                continue
+            reason = f"{name}: {entry.get('reason') or 'unavailable'}"
+            if name in required:
+                item.user_properties.append((REQUIRED_PROPERTY, name))
+                pytest.fail(f"required capability missing: {reason}", pytrace=False)
+            pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
 def accelkit_backend(pytestconfig: pytest.Config) -> str:
     """accelkit's backend name for this run: cpu, cuda, rocm, xpu or mps."""
     return str(pytestconfig.getoption("--accelkit-device"))
+
+
+@pytest.fixture(scope="session")
+def accelkit_target(pytestconfig: pytest.Config) -> str | None:
+    """The run's GPU target (sm_107, gfx942), or None when it has none."""
+    value = pytestconfig.getoption("--accelkit-target", default=None)
+    return str(value) if value else None
 
 
 @pytest.fixture(scope="session")
@@ -190,11 +236,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     _select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
-        repeated = [item for item in items if is_repeated_in_passes(item)]
-        dropped = [item for item in items if not is_repeated_in_passes(item)]
-        if dropped:
-            config.hook.pytest_deselected(items=dropped)
-            items[:] = repeated
+        _keep(config, items, is_repeated_in_passes)
+    if config.getoption("--accelkit-compile-only", default=False):
+        _keep(config, items, lambda item: item.get_closest_marker("cross_compile") is not None)
+    elif not config.getoption("--accelkit-target", default=None):
+        _keep(config, items, lambda item: item.get_closest_marker("cross_compile") is None)
 
     path = config.getoption("--accelkit-expectations", default=None)
     backend = str(config.getoption("--accelkit-device"))
@@ -249,6 +295,13 @@ def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item, case in zip(items, ids, strict=True) if case in chosen]
+
+
+def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[..., bool]) -> None:
+    dropped = [item for item in items if not wanted(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if wanted(item)]
 
 
 def is_repeated_in_passes(item: pytest.Item) -> bool:
@@ -308,6 +361,17 @@ def record_metric(request: pytest.FixtureRequest) -> Callable[..., None]:
     return record
 
 
+@pytest.fixture
+def record_note(request: pytest.FixtureRequest) -> Callable[[str], None]:
+    """Say what a case verified (`record_note("cubin for sm_107 ...")`): the message of the
+    case when it passes; a failure or skip keeps its own reason."""
+
+    def record(note: str) -> None:
+        request.node.user_properties.append((NOTE_PROPERTY, note))
+
+    return record
+
+
 # --------------------------------------------------------------------------------------
 # The controlling process: turn reports into cases, keep the results file, emit events
 
@@ -325,7 +389,12 @@ def _message(report: pytest.TestReport | pytest.CollectReport) -> str:
         text = str(longrepr).strip()
         lines = [ln for ln in text.splitlines() if ln.startswith("E ")]
         text = "\n".join(ln[1:].strip() for ln in lines) if lines else text
-    return text[:MAX_MESSAGE_CHARS]
+    # pytest.fail("...") reads "Failed: ..."; the status says it failed already.
+    return text.removeprefix("Failed: ")[:MAX_MESSAGE_CHARS]
+
+
+def _required_missing(report: pytest.TestReport) -> bool:
+    return any(key == REQUIRED_PROPERTY for key, _ in report.user_properties)
 
 
 class ResultsRecorder:
@@ -435,7 +504,7 @@ class ResultsRecorder:
             state["status"] = state["status"] or "skipped"
             state["message"] = state["message"] or _message(report)
         elif report.failed:
-            if when == "call":
+            if when == "call" or _required_missing(report):
                 state["status"] = "failed"
                 state["message"] = _message(report)
             elif state["status"] in (None, "passed"):
@@ -443,6 +512,9 @@ class ResultsRecorder:
                 state["message"] = f"{when} error: {_message(report)}"
         elif when == "call":
             state["status"] = state["status"] or "passed"
+            notes = [str(v) for key, v in report.user_properties if key == NOTE_PROPERTY]
+            if state["status"] == "passed" and notes and not state["message"]:
+                state["message"] = "; ".join(notes)[:MAX_MESSAGE_CHARS]
         if when == "teardown":
             self._finish_case(nodeid, state["status"] or "passed", state["message"], None)
 

@@ -30,6 +30,8 @@ DISTRIBUTED_CASES = Path("conformance") / "test_distributed.py"
 multi-node run runs)."""
 
 SUITE_ROOT = Path(__file__).resolve().parent
+#: The cases a compile-only run collects, under the cases root.
+COMPILE_ONLY_CASES = "conformance/test_cross_compile.py"
 DEFAULT_TIMEOUT_S = 300.0
 DEFAULT_JOIN_TIMEOUT_S = 600.0
 MAX_DEFAULT_WORKERS = 4
@@ -124,6 +126,41 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     ),
     Opt("log_path", ("--log",), Path, None, "Write pytest's own log here.", True),
     Opt(
+        "target",
+        ("--target",),
+        str,
+        None,
+        "GPU target of the run (sm_107, gfx942; default: the device's own): its required "
+        "capabilities apply, and the suite's Triton kernels are compiled for it.",
+        True,
+    ),
+    Opt(
+        "compile_only",
+        ("--compile-only",),
+        bool,
+        False,
+        "Only compile the suite's Triton kernels for --target with the real compiler and "
+        "check the binaries; needs no device (conformance/cross_compile/<target>/...).",
+    ),
+    Opt(
+        "require",
+        ("--require",),
+        str,
+        None,
+        "Capabilities this run must have besides the backend's own, comma-separated: a "
+        "case that needs a missing one fails instead of being skipped.",
+        True,
+    ),
+    Opt(
+        "waive",
+        ("--waive",),
+        str,
+        None,
+        "Required capabilities this run does without, comma-separated: cases needing them "
+        "skip again (a matrix leg's `waive` says why).",
+        True,
+    ),
+    Opt(
         "image",
         ("--image",),
         str,
@@ -215,6 +252,11 @@ class RunRequest:
     expectations: Path | None = None
     cases_dir: Path | None = None
     log_path: Path | None = None
+    target: str | None = None
+    """None: the device's own, where the backend has targets (`runner.run_target`)."""
+    compile_only: bool = False
+    require: str | None = None
+    waive: str | None = None
     image: str | None = None
     shard: str | None = None
     """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
@@ -256,9 +298,19 @@ class RunRequest:
 
     @property
     def suites(self) -> tuple[str, ...]:
-        if self.suite == "distributed":
+        if self.suite == "distributed" or self.compile_only:  # cross-compile: conformance
             return ("conformance",)
         return SUITES if self.suite == "all" else (self.suite,)
+
+    @property
+    def required_extra(self) -> tuple[str, ...]:
+        """The capabilities --require adds."""
+        return capability_list(self.require)
+
+    @property
+    def waived(self) -> tuple[str, ...]:
+        """The capabilities --waive takes off the required list."""
+        return capability_list(self.waive)
 
     @property
     def worker_count(self) -> int:
@@ -277,6 +329,13 @@ class RunRequest:
 def _choice(flag: str, name: str, value: object, valid: tuple[str, ...]) -> None:
     if value not in valid:
         raise BadInput(f"{flag}: unknown {name} {value!r}; valid: {', '.join(valid)}")
+
+
+def capability_list(text: str | None) -> tuple[str, ...]:
+    """`a, b,c` -> ("a", "b", "c"): the capability names of --require and --waive."""
+    if not text:
+        return ()
+    return tuple(dict.fromkeys(part.strip() for part in text.split(",") if part.strip()))
 
 
 def cases_root(request: RunRequest) -> Path:
@@ -335,6 +394,8 @@ def validate(request: RunRequest) -> None:
     for suite in request.suites:
         if not suite_path(request, suite).exists():
             raise BadInput(f"--suite {request.suite}: {suite_path(request, suite)} has no cases")
+    _validate_target(request)
+    _validate_capabilities(request)
 
 
 def _validate_shard(request: RunRequest) -> None:
@@ -391,6 +452,50 @@ def _validate_nodes(request: RunRequest) -> None:
             raise BadInput(
                 f"{', '.join(given)}: node {request.node_rank} writes no results (node 0 does)"
             )
+
+
+def _validate_target(request: RunRequest) -> None:
+    from accelkit import backends
+
+    backend = backends.get(request.device)
+    if request.target is not None:
+        backend.check_target(request.target, flag="--target", families=False)
+    if not request.compile_only:
+        return
+    if request.target is None:
+        able = [target for target in backend.targets if backend.cross_target(target)]
+        raise BadInput(
+            f"--compile-only needs --target, one of {', '.join(able)}"
+            if able
+            else f"--compile-only: the {request.device} backend compiles for no GPU target "
+            "without its device"
+        )
+    if request.suite == "perf":
+        raise BadInput("--compile-only runs conformance cases only, not --suite perf")
+    if backend.cross_target(request.target) is None:
+        raise BadInput(
+            f"--compile-only: the {request.device} backend cannot compile for "
+            f"{request.target} without its device"
+        )
+    if not (cases_root(request) / COMPILE_ONLY_CASES).is_file():
+        raise BadInput(f"--compile-only: {cases_root(request) / COMPILE_ONLY_CASES} is missing")
+
+
+def _validate_capabilities(request: RunRequest) -> None:
+    import difflib
+
+    from accelkit.probe.capabilities import names
+
+    known = names()
+    for flag, listed in (("--require", request.required_extra), ("--waive", request.waived)):
+        for name in listed:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                raise BadInput(f"{flag}: unknown capability {name!r}{hint}")
+    both = sorted(set(request.required_extra) & set(request.waived))
+    if both:
+        raise BadInput(f"--require and --waive both name {', '.join(both)}")
 
 
 def suite_choice(value: str) -> SuiteChoice:

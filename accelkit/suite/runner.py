@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,14 @@ from accelkit.events import Event, EventCallback
 from accelkit.suite import outcome
 from accelkit.suite.environment import child_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
-from accelkit.suite.request import SUITE_ROOT, RunRequest, cases_root, suite_path, validate
+from accelkit.suite.request import (
+    COMPILE_ONLY_CASES,
+    SUITE_ROOT,
+    RunRequest,
+    cases_root,
+    suite_path,
+    validate,
+)
 
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
@@ -35,18 +43,83 @@ _MAX_WORKER_RESTARTS = 100_000
 def check_device(request: RunRequest) -> None:
     from accelkit import backends
 
+    if request.compile_only:  # compiling for a target needs no device
+        return
     availability = backends.get(request.device).availability()
     if not availability.available:
         raise Unavailable(f"{request.device}: not available: {availability.reason}")
 
 
-def header(request: RunRequest) -> Any:
+@dataclass(frozen=True)
+class RunContext:
+    """What a run derives from its request and this machine before it starts: the GPU
+    target, the capabilities every case must have, and the compiler triton will use."""
+
+    target: str | None = None
+    required: tuple[str, ...] = ()
+    toolchain: Any = None  # backends.base.Toolchain, for runs that compile for a target
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables the pytest child needs besides the backend's (the toolchain's)."""
+
+
+def run_target(request: RunRequest) -> str | None:
+    """The run's GPU target: --target, else the first device's own when it is one of the
+    backend's targets (an sm_107 GPU makes an sm_107 run), else None."""
+    from accelkit import backends
+
+    if request.target is not None or request.compile_only:
+        return request.target
+    backend = backends.get(request.device)
+    devices = backend.devices()
+    arch = devices[0].arch if devices else None
+    return arch if arch in backend.targets else None
+
+
+def required_capabilities(request: RunRequest, target: str | None) -> tuple[str, ...]:
+    """What every case of a device run must have: the backend's requirements for the
+    target, plus --require, less --waive. A compile-only run has no device: none."""
+    from accelkit import backends
+
+    if request.compile_only:
+        return ()
+    declared = backends.get(request.device).required_capabilities(target)
+    wanted = dict.fromkeys((*declared, *request.required_extra))
+    return tuple(name for name in wanted if name not in request.waived)
+
+
+def run_context(request: RunRequest) -> RunContext:
+    """The request's `RunContext`; Unavailable when a compile-only run's toolchain cannot
+    compile for the target (one line: its version and the targets it knows)."""
+    target = run_target(request)
+    required = required_capabilities(request, target)
+    if not request.compile_only or target is None:
+        return RunContext(target, required)
+    import importlib.util
+
+    from accelkit import backends
+    from accelkit.suite.crosscompile.compiling import resolve_toolchain
+
+    if importlib.util.find_spec("triton") is None:
+        raise Unavailable("--compile-only compiles with triton, which is not installed here")
+    backend = backends.get(request.device)
+    cross = backend.cross_target(target)
+    if cross is None:  # validate() has said so already
+        raise BadInput(f"--compile-only: {request.device} cannot compile for {target}")
+    toolchain = resolve_toolchain(backend, cross, os.environ)
+    if toolchain.problem is not None:
+        raise Unavailable(toolchain.problem)
+    return RunContext(target, required, toolchain, dict(toolchain.environment))
+
+
+def header(request: RunRequest, context: RunContext | None = None) -> Any:
     """The results file's header: run info, environment fingerprint, capability table."""
     from accelkit.probe.capabilities import capabilities
     from accelkit.probe.fingerprint import fingerprint
     from accelkit.results.model import Capability, Results, RunInfo
     from accelkit.results.writer import now_iso
 
+    context = context or RunContext()
+    toolchain = context.toolchain
     return Results(
         run=RunInfo(
             started=now_iso(),
@@ -57,6 +130,11 @@ def header(request: RunRequest) -> Any:
             timeout_s=request.timeout_s,
             breadth=request.breadth,
             shard=_shard_record(request),
+            target=context.target,
+            compile_only=request.compile_only or None,
+            toolchain=toolchain.describe() if toolchain is not None else None,
+            required=list(context.required) or None,
+            waived=list(request.waived) or None,
         ),
         env=fingerprint(),
         capabilities={
@@ -95,9 +173,11 @@ def pytest_argv(
     *,
     suites: tuple[str, ...] | None = None,
     workers: int | None = None,
+    context: RunContext | None = None,
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
     workers (default: the request's)."""
+    context = context or RunContext()
     root = cases_root(request)
     suites = request.suites if suites is None else suites
     workers = request.worker_count if workers is None else workers
@@ -119,13 +199,20 @@ def pytest_argv(
         argv.append("--accelkit-measure-ceilings")
     if pass_number > 1:
         argv += ["--accelkit-pass", str(pass_number)]
+    if context.target is not None:
+        argv += ["--accelkit-target", context.target]
+    if context.required:
+        argv += ["--accelkit-required", ",".join(context.required)]
     if request.keyword:
         argv += ["-k", request.keyword]
     if request.shard is not None:
         argv += ["--accelkit-shard", request.shard]
     if request.durations_from is not None:
         argv += ["--accelkit-durations", str(request.durations_from.resolve())]
-    argv += [str(suite_path(request, suite)) for suite in suites]
+    if request.compile_only:
+        argv += ["--accelkit-compile-only", str(root / COMPILE_ONLY_CASES)]
+    else:
+        argv += [str(suite_path(request, suite)) for suite in suites]
     return argv
 
 
@@ -142,11 +229,12 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
     if request.node_rank > 0:
         raise ValueError("node 1 and up serve ranks: accelkit.suite.runner.serve")
     check_device(request)
+    context = run_context(request)
     with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp, _nodes(request):
         # Absolute: pytest runs with the cases folder as its working directory.
         results_path = (request.json_path or Path(tmp) / "results.json").resolve()
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
-        first = header(request)
+        first = header(request, context)
         if "perf" in request.suites:
             first.run.passes = 1
         ResultsWriter(results_path, first).write(durable=True)
@@ -163,13 +251,14 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
                 suites=suites,
                 workers=workers,
                 append_log=index > 0,
+                context=context,
             )
             pytest_exit = _combined_exit(pytest_exit, status)
             if status not in (0, 1, NO_TESTS):
                 break
         results = load_results(results_path)
         if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
-            results, status = _more_passes(request, results, results_path, log_path, emit)
+            results, status = _more_passes(request, results, results_path, log_path, emit, context)
             pytest_exit = _combined_exit(pytest_exit, status)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
@@ -279,6 +368,7 @@ def _more_passes(
     results_path: Path,
     log_path: Path,
     on_event: EventCallback,
+    context: RunContext | None = None,
 ) -> tuple[Any, int]:
     """Passes 2..N of the perf cases (see DEFAULT_PASSES), each pooled into the results
     file as it ends. Until the last pass has ended the file says `finished: null`, so an
@@ -309,6 +399,7 @@ def _more_passes(
                 suites=("perf",),
                 workers=min(request.worker_count, 1),
                 append_log=True,
+                context=context,
             )
             if exit_status == NO_TESTS:  # nothing repeats in later passes (all single_pass)
                 results = _with_run(results, finished=finished)
@@ -395,9 +486,19 @@ def _run_pytest(
     suites: tuple[str, ...] | None = None,
     workers: int | None = None,
     append_log: bool = False,
+    context: RunContext | None = None,
 ) -> int:
+    context = context or RunContext()
     read_fd, write_fd = os.pipe()
-    argv = pytest_argv(request, results_path, write_fd, pass_number, suites=suites, workers=workers)
+    argv = pytest_argv(
+        request,
+        results_path,
+        write_fd,
+        pass_number,
+        suites=suites,
+        workers=workers,
+        context=context,
+    )
     with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
@@ -409,7 +510,7 @@ def _run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=child_env(request.device),
+                env={**child_env(request.device), **context.environment},
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),

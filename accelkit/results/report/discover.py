@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelkit.errors import BadInput
+from accelkit.results.environment import run_environment
 from accelkit.results.io import load_results
 from accelkit.results.model import SCHEMA_ID, Results
 
@@ -60,26 +61,12 @@ class Run:
 
 
 def _torch_version(results: Results) -> str | None:
-    torch = results.env.get("torch")
-    if isinstance(torch, dict):
-        version = torch.get("version")
-        return str(version) if version else None
-    return None
+    return run_environment(results)["torch_version"]
 
 
 def _device_name(results: Results) -> str | None:
-    """The name of the run's first device, from the fingerprint every backend fills the same
-    way (`env.backends[<device>].devices[0].name`; the CPU's is its model)."""
-    backends = results.env.get("backends")
-    if isinstance(backends, dict):
-        entry = backends.get(results.run.device)
-        if isinstance(entry, dict):
-            devices = entry.get("devices")
-            if isinstance(devices, list) and devices and isinstance(devices[0], dict):
-                name = devices[0].get("name")
-                if name:
-                    return str(name)
-    return None
+    """The name of the run's first device (`accelkit.results.environment`)."""
+    return run_environment(results)["device_name"]
 
 
 def _is_results_document(path: Path) -> bool | None:

@@ -710,18 +710,6 @@ def test_reconfigure(step: str, reconfigured: tuple[list[Any], int]) -> None:
 # nccl2, RMA windows, shrink_group
 
 
-@pytest.mark.requires("nccl2")
-def test_nccl2_available() -> None:
-    import torch.distributed as dist
-
-    assert dist.is_backend_available("nccl2"), "is_backend_available('nccl2') is False"
-    assert "nccl2" in dist.Backend.backend_list, (
-        f"nccl2 not registered: {dist.Backend.backend_list}"
-    )
-    assert hasattr(dist, "ProcessGroupNCCL2"), "torch.distributed.ProcessGroupNCCL2 missing"
-    assert dist.Backend("nccl2") == "nccl2", "Backend('nccl2') does not round-trip"
-
-
 @pytest.mark.requires("nccl2", "cuda")
 @pytest.mark.parametrize("communicator", ["blocking", "nonblocking"])
 def test_nccl2_collectives(communicator: str, backend: Backend) -> None:
