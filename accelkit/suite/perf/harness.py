@@ -274,8 +274,11 @@ class PerfContext:
         *,
         args: Sequence[Any] = (),
         arg_sets: Sequence[Sequence[Any]] | None = None,
+        on_host: bool = False,
     ) -> Timer:
-        device = None if self.spec.host_memory else self.device_type
+        """A timer for `fn` on this device; `on_host`: work that runs on the host (the host
+        canaries of `test_canary.py`), timed with the host clock on any device."""
+        device = None if self.spec.host_memory or on_host else self.device_type
         return Timer(fn, args=args, arg_sets=arg_sets, device=device)
 
     def measure(
@@ -284,6 +287,7 @@ class PerfContext:
         *,
         args: Sequence[Any] = (),
         arg_sets: Sequence[Sequence[Any]] | None = None,
+        on_host: bool = False,
         **overrides: Any,
     ) -> Measurement:
         options = self.tier.timing
@@ -295,7 +299,15 @@ class PerfContext:
             "min_block_time": options.min_block_time,
         }
         kwargs.update(overrides)
-        return self.timer(fn, args=args, arg_sets=arg_sets).blocked_autorange(**kwargs)
+        timer = self.timer(fn, args=args, arg_sets=arg_sets, on_host=on_host)
+        return timer.blocked_autorange(**kwargs)
+
+    @property
+    def scope(self) -> str:
+        """Where the cases' work runs: "host" (a device in host memory) or "device"; recorded
+        on throughput metrics with their `bound`, so `accelkit compare` can pick the canary
+        of the same kind (`accelkit.results.canary`)."""
+        return "host" if self.spec.host_memory else "device"
 
     def synchronize(self) -> None:
         from accelkit.suite.timing import device_synchronize
@@ -331,7 +343,7 @@ class PerfContext:
         return self._table
 
     # recording --------------------------------------------------------------------------
-    def _emit(
+    def emit(
         self,
         record_metric: Callable[..., None],
         name: str,
@@ -339,6 +351,8 @@ class PerfContext:
         measurement: Measurement,
         **extra: Any,
     ) -> None:
+        """Record one `Measurement.*_metric()` dict with the timer, thread count, noise
+        warning and `extra` keys."""
         value, unit, higher, samples, rest = metric_fields(metric)
         rest["timer"] = measurement.timer
         if self.threads is not None:
@@ -351,7 +365,7 @@ class PerfContext:
     def record_latency(
         self, record_metric: Callable[..., None], name: str, measurement: Measurement, **extra: Any
     ) -> None:
-        self._emit(record_metric, name, measurement.latency_metric(), measurement, **extra)
+        self.emit(record_metric, name, measurement.latency_metric(), measurement, **extra)
 
     def record_flops(
         self,
@@ -367,7 +381,8 @@ class PerfContext:
         metric = measurement.flops_metric(flop_per_call, peak=peak)
         if peak is not None:
             extra = {**keys, **extra}
-        self._emit(record_metric, name, metric, measurement, **extra)
+        extra = {"bound": "compute", "scope": self.scope, **extra}
+        self.emit(record_metric, name, metric, measurement, **extra)
 
     def record_ratio(
         self,
@@ -401,7 +416,9 @@ class PerfContext:
         metric = measurement.bandwidth_metric(bytes_per_call, peak=peak)
         if peak is not None:
             extra = {**keys, **extra}
-        self._emit(record_metric, name, metric, measurement, **extra)
+        if against_memory_peak:  # a transfer or a collective is not bound by this memory
+            extra = {"bound": "memory", "scope": self.scope, **extra}
+        self.emit(record_metric, name, metric, measurement, **extra)
 
 
 # ---------------------------------------------------------------------------------------
