@@ -83,6 +83,9 @@ class RunInfo(_Model):
     # Measurement passes of the perf cases (`accelkit test --passes`): each pass is a
     # separate process; None in files written before passes existed (one pass).
     passes: int | None = None
+    # Intra-op CPU threads of the perf cases (`accelkit test --threads`; 1 on the CPU by
+    # default); None: torch's own choice, or a file written before the option existed.
+    threads: int | None = None
 
 
 class Summary(_Model):

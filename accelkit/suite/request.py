@@ -38,6 +38,11 @@ Samples taken in one process share its conditions (memory layout, a burst of loa
 another job) and are not independent; five groups are the fewest with which
 `accelkit compare`'s rank test on per-group medians can confirm a change at the 1% level."""
 
+DEFAULT_CPU_THREADS = 1
+"""Intra-op threads of the perf cases when the device is the host CPU and `--threads` is not
+given. With more, every OpenMP barrier waits for whichever core another process holds: on
+a loaded 2-core machine a 128^3 GEMM took 16 ms per call with 2 threads, 45 us with 1."""
+
 RUN_OPTIONS: tuple[Opt, ...] = (
     Opt("device", ("--device", "-d"), str, "cpu", "Backend to test: cpu, cuda, rocm, xpu or mps."),
     Opt("suite", ("--suite",), str, "all", "Which suite: conformance, perf or all."),
@@ -84,6 +89,18 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         DEFAULT_PASSES,
         "perf: measure in this many separate processes and pool their samples, so compare "
         "sees run-to-run noise (the compile-latency case runs once).",
+    ),
+    Opt(
+        "threads",
+        ("--threads",),
+        int,
+        None,
+        "perf: intra-op CPU threads (torch.set_num_threads, and numpy's BLAS for the host "
+        f"canaries) the perf cases run with; default {DEFAULT_CPU_THREADS} when the device is "
+        "the CPU, torch's own choice on an accelerator; 0: torch's own choice. Recorded in the "
+        "results file (run.threads).",
+        optional=True,
+        show_default=False,
     ),
     Opt(
         "measure_ceilings",
@@ -149,6 +166,8 @@ class RunRequest:
     seed: int = 0
     breadth: Breadth = "quick"
     passes: int = DEFAULT_PASSES
+    threads: int | None = None
+    """None: `DEFAULT_CPU_THREADS` on the CPU, torch's default elsewhere (`perf_threads`)."""
     measure_ceilings: bool = False
     expectations: Path | None = None
     cases_dir: Path | None = None
@@ -189,6 +208,15 @@ class RunRequest:
         return SUITES if self.suite == "all" else (self.suite,)
 
     @property
+    def perf_threads(self) -> int | None:
+        """The intra-op threads the perf cases run with; None: torch's own choice."""
+        if self.threads is not None:
+            return self.threads or None
+        from accelkit import backends
+
+        return DEFAULT_CPU_THREADS if backends.get(self.device).host_memory else None
+
+    @property
     def worker_count(self) -> int:
         return default_workers() if self.workers is None else self.workers
 
@@ -227,6 +255,8 @@ def validate(request: RunRequest) -> None:
         raise BadInput(f"--workers: must be >= 0, got {request.workers}")
     if request.passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {request.passes}")
+    if request.threads is not None and request.threads < 0:
+        raise BadInput(f"--threads: must be >= 0 (0: torch's own choice), got {request.threads}")
     for flag, path in (
         ("--json", request.json_path),
         ("--junit", request.junit_path),

@@ -24,7 +24,7 @@ from typing import Any
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
 from accelkit.suite import outcome
-from accelkit.suite.environment import child_env
+from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
 from accelkit.suite.request import SUITE_ROOT, RunRequest, cases_root, validate
 
@@ -121,6 +121,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         first = header(request)
         if "perf" in request.suites:
             first.run.passes = 1
+            first.run.threads = request.perf_threads
         ResultsWriter(results_path, first).write(durable=True)
         emit = on_event or (lambda e: None)
         pytest_exit = NO_TESTS
@@ -332,7 +333,7 @@ def _run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env=child_env(request.device),
+                env={**child_env(request.device), **perf_env(request.perf_threads)},
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),

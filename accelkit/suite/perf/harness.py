@@ -24,14 +24,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelkit.suite.environment import PERF_THREADS_ENV
 from accelkit.suite.peaks import Ceilings, table_ceilings
+from accelkit.suite.request import DEFAULT_CPU_THREADS
 from accelkit.suite.timing import Measurement, Timer
 
-THREADS_ENV = "ACCELKIT_PERF_THREADS"
-"""Intra-op threads for the perf cases: overrides the tier's default (`SizeTier.threads`);
-0 means torch's own choice. On the CPU tier the default is 1: with more, every OpenMP
-barrier waits for whichever core another process holds, and on a loaded 2-core machine a
-128^3 GEMM was measured at 16 ms per call with 2 threads against 45 us with 1."""
+THREADS_ENV = PERF_THREADS_ENV
+"""Intra-op threads for the perf cases, set by the runner from `accelkit test --threads`
+(`RunRequest.perf_threads`): overrides the tier's default (`SizeTier.threads`, used when
+pytest runs the cases directly); 0 means torch's own choice. On the CPU tier the default
+is `DEFAULT_CPU_THREADS` (1; why: its docstring)."""
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -106,7 +108,7 @@ SIZE_TIERS: dict[str, SizeTier] = {
         sdpa=(1, 4, 128, 32),
         block=(1, 32, 128, 4),
         compile_graphs=3,
-        threads=1,
+        threads=DEFAULT_CPU_THREADS,
         compile_threads=1,
         graph_chain=(32, 1024),
         transfer_bytes=64 * MIB,
