@@ -10,6 +10,9 @@
   `new_groups` give their counts; otherwise (null) the samples are taken as independent;
 - present on one side only, or with a changed unit or direction: verdict `missing`, with
   the side and the reason. Such metrics never enter the regression/improvement counts.
+- the two sides of one interleaved run (`accelkit test --ab`: `run.ab`, same start time):
+  pass g of one side ran beside pass g of the other, so the comparison is paired
+  (`stats`, "Paired mode"): per-pass ratios, not two independent sets of groups.
 - canaries (`perf/canary/...`, metrics with a `canary` key) measure the machine: where both
   runs have them and one moved beyond its noise, a `regressed` or `improved` metric of its
   kind stays so only when the change is larger than the machine's shift could make it;
@@ -192,6 +195,7 @@ def _compare_metric(
     threshold: float,
     confidence: float,
     seed: int,
+    paired: bool = False,
 ) -> MetricComparison:
     reference = new if new is not None else base
     assert reference is not None
@@ -233,6 +237,7 @@ def _compare_metric(
         seed=seed,
         base_groups=base.sample_groups,
         new_groups=new.sample_groups,
+        paired=paired,
     )
     groups = result.groups
     return MetricComparison(
@@ -254,6 +259,16 @@ def _compare_metric(
         base_groups=groups[0] if groups is not None else None,
         new_groups=groups[1] if groups is not None else None,
     )
+
+
+def interleaved(base: Results, new: Results) -> bool:
+    """Whether the two files are the two sides of one `accelkit test --ab` run, whose pass g
+    of either side was measured beside the other's: then the paired mode decides."""
+    sides = (base.run.ab, new.run.ab)
+    if sides[0] is None or sides[1] is None:
+        return False
+    same_run = base.run.started == new.run.started
+    return same_run and {sides[0].get("side"), sides[1].get("side")} == {"A", "B"}
 
 
 def _against_canaries(
@@ -348,6 +363,7 @@ def compare(
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold}")
     base_cases, new_cases = _by_id(base), _by_id(new)
+    paired = interleaved(base, new)
     ids = list(base_cases) + [case_id for case_id in new_cases if case_id not in base_cases]
     metrics: list[MetricComparison] = []
     changes: list[StatusChange] = []
@@ -369,6 +385,7 @@ def compare(
                 threshold=threshold,
                 confidence=confidence,
                 seed=seed,
+                paired=paired,
             )
             metrics.append(result)
             kinds = [canary.canary_kind(m) for m in (base_metrics.get(name), new_metrics.get(name))]

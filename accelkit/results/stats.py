@@ -104,6 +104,33 @@ the new run is still found in 100%; with the burst in the base run in 0%: 98% `n
 rest `unchanged`. One base pass as slow as the new ones leaves the rank test of 5 vs 5
 group medians at p = 38/252 = 0.15 at best (U = 20 of 25); with 7 passes it would be 0.026.
 
+Paired mode: interleaved passes (`accelkit test --ab A B`)
+---------------------------------------------------------
+When the two sides are one interleaved run (`compare_samples(paired=True)`, set by
+`accelkit.results.compare` for the two files of one `--ab` run), pass g of base and pass g
+of new ran side by side (order A B, B A, ...), so whatever the machine did during that
+pair is shared by both. The unit is then the pair: d_g = log(median(new_g) /
+median(base_g)); the interval is exp(mean(d) +- t(n-1) * sd(d) / sqrt(n)) at the same
+confidence, and the confirming test is the one-sample t-test of mean(d) = 0 (two-sided,
+`alpha`), in place of the bootstrap and the rank test (a sign-flip or signed-rank test
+cannot reach p < 0.05 with 5 pairs: its smallest p is 2/32). The decision rule is the same.
+It needs at least `MIN_PAIRS` pairs with the same labels on both sides. The reported
+`ratio` stays the ratio of pooled medians.
+
+Calibration (300 trials per row; tests/test_stats.py checks the third row): 5 pass
+pairs of 20 samples, within-pass noise 2% (lognormal sigma), a drift per pair shared by
+both sides ("shared") and each pass's own offset ("own"):
+
+    shared  own   A/A flagged  CI half-width median (<= 5%)  10% found  grouped mode
+    0%      1%    0.0%         1.4% (100%)                   100%       100%
+    10%     1%    0.0%         1.4% (100%)                   100%         7%
+    10%     2%    0.0%         2.5% (99%)                    98%          8%
+    30%     2%    0.0%         2.5% (99%)                    98%          1%
+    10%     3%    0.0%         3.7% (82%)                    86%          9%
+
+The last column is the unpaired grouped mode on the same data: a drift shared by a pair
+is noise to it. With 6 pairs the 3% row finds 93% (half-width <= 5% in 94%).
+
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------
 Groups guard against noise that differs between passes; they cannot see a shift that holds
@@ -180,6 +207,8 @@ MIN_GROUPS = 4
 """Both sides need at least this many groups (passes) for the grouped mode; otherwise the
 samples are compared as independent. 4 vs 4 is the smallest balanced size at which the
 exact two-sided rank test of group medians can reach p < 0.05 (min p = 2/70)."""
+MIN_PAIRS = 4
+"""Pass pairs the paired mode needs (3 degrees of freedom: t quantile 2.35 at 90%)."""
 EXACT_MAX_PAIRS = 400
 """The rank test's p-value is exact (no ties, `method` "auto") while n_base * n_new is at
 most this (e.g. 20 vs 20); from there on the normal approximation is within ~0.005."""
@@ -458,6 +487,79 @@ def mann_whitney_u(base: Samples, new: Samples, *, method: RankMethod = "normal"
     return RankTest(u=u_new, z=z, p_value=p_value)
 
 
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b) (Lentz's continued fraction)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast below this point
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(log_front + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return front * f
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value of Student's t with `df` degrees of freedom."""
+    if not math.isfinite(t):
+        return 0.0
+    return min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+def t_quantile(confidence: float, df: int) -> float:
+    """The t value whose two-sided p is 1 - confidence (bisection on `t_two_sided_p`)."""
+    low, high = 0.0, 1e4
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if t_two_sided_p(middle, df) > 1.0 - confidence:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def paired_ratio_test(
+    base_split: Sequence[FloatArray], new_split: Sequence[FloatArray], confidence: float
+) -> tuple[tuple[float, float], RankTest]:
+    """The paired mode of the module docstring: per pass pair k, the log of
+    median(new_k) / median(base_k); a t interval (exponentiated) of their mean and a
+    one-sample t-test of it against 0 (returned as a `RankTest` whose `z` is t)."""
+    if len(base_split) != len(new_split) or len(base_split) < 2:
+        raise ValueError("the paired mode needs the same number (>= 2) of groups on each side")
+    logs = np.log(
+        np.array([np.median(n) for n in new_split]) / np.array([np.median(b) for b in base_split])
+    )
+    count = logs.size
+    mean = float(logs.mean())
+    spread = float(logs.std(ddof=1))
+    if spread == 0.0:
+        t = math.copysign(math.inf, mean) if mean else 0.0
+        p = 0.0 if mean else 1.0
+        return (math.exp(mean), math.exp(mean)), RankTest(u=math.nan, z=t, p_value=p)
+    error = spread / math.sqrt(count)
+    t = mean / error
+    half = t_quantile(confidence, count - 1) * error
+    ci = (math.exp(mean - half), math.exp(mean + half))
+    return ci, RankTest(u=math.nan, z=t, p_value=t_two_sided_p(t, count - 1))
+
+
 def decide(
     ci: tuple[float, float],
     rank_test: RankTest,
@@ -503,8 +605,10 @@ class SampleComparison:
     n_base: int
     n_new: int
     groups: tuple[int, int] | None = None
-    """(base, new) group counts when the grouped mode decided; None: by sample, or no
-    statistics at all (too few samples)."""
+    """(base, new) group counts when the grouped or paired mode decided; None: by sample, or
+    no statistics at all (too few samples)."""
+    paired: bool = False
+    """True when the paired mode (interleaved passes) decided."""
 
 
 def _group_count(labels: IntArray | None) -> int:
@@ -523,8 +627,13 @@ def compare_samples(
     seed: int = DEFAULT_SEED,
     base_groups: Groups | None = None,
     new_groups: Groups | None = None,
+    paired: bool = False,
 ) -> SampleComparison:
     """Compare two sample sets of one metric with the rule of the module docstring.
+
+    `paired`: group g of base and group g of new were measured side by side (interleaved
+    passes, `accelkit test --ab`); with the same group labels on both sides, at least
+    `MIN_PAIRS` of them, the paired mode decides.
 
     `base_groups` / `new_groups`: the group (pass) of each sample, parallel to the samples
     (ValueError on a length mismatch); None: one group. With at least `MIN_GROUPS` groups
@@ -563,7 +672,20 @@ def compare_samples(
         return undecided("samples must be positive to compare ratios")
     group_counts = (_group_count(base_labels), _group_count(new_labels))
     grouped = min(group_counts) >= MIN_GROUPS
-    if grouped:
+    pairs = (
+        paired
+        and base_labels is not None
+        and new_labels is not None
+        and min(group_counts) >= MIN_PAIRS
+        and np.array_equal(np.unique(base_labels), np.unique(new_labels))
+    )
+    if pairs:
+        assert base_labels is not None and new_labels is not None
+        ci, rank_test = paired_ratio_test(
+            split_groups(base_array, base_labels), split_groups(new_array, new_labels), confidence
+        )
+        mode = f"paired: {group_counts[0]} interleaved pass pairs, t-test of log ratios"
+    elif grouped:
         assert base_labels is not None and new_labels is not None
         base_split = split_groups(base_array, base_labels)
         new_split = split_groups(new_array, new_labels)
@@ -604,5 +726,6 @@ def compare_samples(
         p_value=rank_test.p_value,
         n_base=n_base,
         n_new=n_new,
-        groups=group_counts if grouped else None,
+        groups=group_counts if grouped or pairs else None,
+        paired=bool(pairs),
     )

@@ -129,6 +129,22 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     ),
     Opt("log_path", ("--log",), Path, None, "Write pytest's own log here.", True),
     Opt(
+        "ab",
+        ("--ab",),
+        str,
+        None,
+        "perf: interleaved A/B: measure two torch builds in alternating passes (A B, B A, ...) "
+        "and compare them pair by pair; A and B are python interpreters or venv folders "
+        "whose environment has torch, pytest, pytest-xdist, pytest-timeout, numpy and "
+        "pydantic. Writes both results files "
+        "(--json R.json: R.a.json, R.b.json, and compare's JSON in R.compare.json) and prints "
+        "compare's verdict of B against A; exits 1 when B regressed. With --suite perf only, "
+        "not with --image.",
+        optional=True,
+        show_default=False,
+        nargs=2,
+    ),
+    Opt(
         "image",
         ("--image",),
         str,
@@ -172,6 +188,8 @@ class RunRequest:
     expectations: Path | None = None
     cases_dir: Path | None = None
     log_path: Path | None = None
+    ab: tuple[str, str] | None = None
+    """Two python interpreters (or venv folders), measured interleaved (`accelkit.suite.ab`)."""
     image: str | None = None
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
@@ -185,6 +203,8 @@ class RunRequest:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"not options of accelkit test: {', '.join(unknown)}")
+        if values.get("ab") is not None:
+            values["ab"] = tuple(str(v) for v in values["ab"])
         return cls(**{**values, "timeout_s": float(values["timeout_s"])}, argv=tuple(argv))
 
     @classmethod
@@ -271,6 +291,17 @@ def validate(request: RunRequest) -> None:
         raise BadInput(f"--cases {request.cases_dir}: not a directory")
     if request.keyword is not None and not request.keyword.strip():
         raise BadInput("-k: empty expression")
+    if request.ab is not None:
+        if request.suite != "perf":
+            raise BadInput("--ab: measures perf cases only; add --suite perf")
+        if request.image is not None:
+            raise BadInput("--ab: compares two interpreters on this host, not with --image")
+        if request.junit_path is not None:
+            raise BadInput("--ab: writes two results files; --junit is not supported with it")
+        from accelkit.suite.interpreters import interpreter
+
+        for spec in request.ab:
+            interpreter(spec)  # BadInput when it names no interpreter
     if request.image is not None:
         from accelkit.inputs import check_image
 

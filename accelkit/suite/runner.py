@@ -73,13 +73,14 @@ def pytest_argv(
     *,
     suites: tuple[str, ...] | None = None,
     workers: int | None = None,
+    python: str | None = None,
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
-    workers (default: the request's)."""
+    workers (default: the request's), run by `python` (default: this interpreter)."""
     root = cases_root(request)
     suites = request.suites if suites is None else suites
     workers = request.worker_count if workers is None else workers
-    argv = [sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
+    argv = [python or sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
     argv += ["--rootdir", str(root)]
     argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
     argv += ["--accelkit-device", request.device, "--accelkit-seed", str(request.seed)]
@@ -319,13 +320,22 @@ def _run_pytest(
     suites: tuple[str, ...] | None = None,
     workers: int | None = None,
     append_log: bool = False,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+    label: str = "",
 ) -> int:
+    """One pytest process; `python` and `env` (default: this interpreter, `child_env` with
+    the perf threads) for the interleaved A/B mode, `label` names it in the log."""
     read_fd, write_fd = os.pipe()
-    argv = pytest_argv(request, results_path, write_fd, pass_number, suites=suites, workers=workers)
+    argv = pytest_argv(
+        request, results_path, write_fd, pass_number, suites=suites, workers=workers, python=python
+    )
+    if env is None:
+        env = {**child_env(request.device), **perf_env(request.perf_threads)}
     with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
-            log.write(f"\n===== accelkit: {what}, pass {pass_number} =====\n".encode())
+            log.write(f"\n===== accelkit: {what}, pass {pass_number}{label} =====\n".encode())
             log.flush()
         try:
             proc = subprocess.Popen(
@@ -333,7 +343,7 @@ def _run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**child_env(request.device), **perf_env(request.perf_threads)},
+                env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),
