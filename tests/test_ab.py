@@ -12,7 +12,7 @@ import pytest
 
 from accelkit.errors import BadInput
 from accelkit.results.compare import compare, interleaved
-from accelkit.results.model import Results
+from accelkit.results.model import Metric, Results
 from accelkit.suite import ab
 from accelkit.suite.request import RunRequest, validate
 from tests.factories import case, grouped_metric, results
@@ -99,3 +99,29 @@ def test_bench_ab_noise_smoke(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "interleaved A/A quiet" in proc.stdout
     assert (tmp_path / "ab-aa.a.json").is_file() and (tmp_path / "ab-aa.b.json").is_file()
+
+
+def test_canaries_of_interleaved_sides_are_not_divided_out() -> None:
+    """Both sides of an --ab run share the machine: a canary that differs between them (a
+    different numpy) is environment-shifted itself, and the build's metrics keep their
+    verdicts."""
+
+    def side(name: str, canary_factor: float, gemm_factor: float) -> Results:
+        def timed(median: float, seed: int, **tags: str) -> Metric:
+            return grouped_metric(median, seed=seed, between=0.0, **tags)
+
+        cases = [
+            case(
+                "perf/canary/host/copy",
+                metrics={"time": timed(1e-5 * canary_factor, 1, canary="memory", scope="host")},
+            ),
+            case(
+                "perf/gemm",
+                metrics={"time": timed(1e-3 * gemm_factor, 2, bound="memory", scope="host")},
+            ),
+        ]
+        return results(cases, ab={"side": name, "python": "py", "order": "ABBA"})
+
+    comparison = compare(side("A", 1.0, 1.0), side("B", 1.5, 1.5))
+    verdicts = {m.case: m.verdict for m in comparison.metrics}
+    assert verdicts == {"perf/canary/host/copy": "environment-shifted", "perf/gemm": "regressed"}

@@ -19,7 +19,9 @@
   otherwise its verdict is `environment-shifted` (`accelkit.results.canary`; the method is
   in `accelkit.results.stats`'s docstring). A moved canary is itself `environment-shifted`.
   `canary` names the canary a metric was judged against, `relative_ci` the interval with
-  the machine's largest effect taken out.
+  the machine's largest effect taken out. Not for the two sides of one interleaved run:
+  they share the machine, so only the moved canaries themselves become
+  `environment-shifted` there.
 
 Status changes between the two runs (keyed by case id):
 `newly_failing` (now failed/error/crashed/timeout, before passed or skipped),
@@ -394,8 +396,11 @@ def compare(
                 if shift is not None:
                     shifts.append(shift)
     if any(shift.moved for shift in shifts):
+        # Interleaved sides share one machine: a canary that differs between them measures
+        # their environments (numpy, BLAS), so it is not divided out of the build's metrics.
+        relevant = [] if paired else shifts
         bounds = {case_id: canary.case_bound(new_cases.get(case_id)) for case_id in new_cases}
-        metrics = [_against_canaries(m, shifts, bounds, threshold) for m in metrics]
+        metrics = [_against_canaries(m, relevant, bounds, threshold) for m in metrics]
     return Comparison(
         metrics=tuple(metrics), cases=tuple(changes), threshold=threshold, confidence=confidence
     )
