@@ -149,6 +149,8 @@ def _row(title: str, comparison_path: Path) -> dict[str, Any]:
     metrics = [m for m in data["metrics"] if m["verdict"] != "missing"]
     others = [m for m in metrics if not m["case"].startswith(PLANTED_CASE)]
     planted = [m for m in metrics if m["case"].startswith(PLANTED_CASE)]
+    if "planted" not in title:  # an A/A row: the planted case is unplanted on both sides
+        others, planted = metrics, []
     flagged = [m for m in others if m["verdict"] in ("regressed", "improved")]
     widths = [(m["ci"][1] - m["ci"][0]) / 2 for m in metrics if m["ci"] is not None]
     return {

@@ -191,3 +191,27 @@ def test_canary_tags_are_read_from_the_metric() -> None:
     tagged = Metric(value=1.0, unit="B/s", higher_is_better=True, canary="memory", scope="host")
     assert canary.canary_kind(tagged) == ("memory", "host")
     assert canary.canary_kind(Metric(value=1.0, unit="s", higher_is_better=False)) is None
+
+
+def test_a_noisy_canary_under_load_still_shields_the_metrics_of_its_kind() -> None:
+    """Under load the canary's passes scatter (its interval spans both sides of the band):
+    it cannot rule out the machine's shift, so a memory-bound slowdown of that size is
+    environment-shifted, while a 3x GEMM slowdown stays regressed."""
+    base = _run(0)
+    new = _run(100, memory=1.3, gemm=3.0)
+    loaded = grouped_metric(2e-5 * 1.3, seed=7, between=0.25, within=0.015)
+    noisy_canary = metric(
+        samples=[1e6 / s for s in loaded.samples],
+        groups=loaded.sample_groups,
+        unit="B/s",
+        higher_is_better=True,
+        canary="memory",
+        scope="host",
+    )
+    new.cases[0] = case("perf/canary/host/copy", metrics={"throughput": noisy_canary})
+    comparison = compare(base, new)
+    by_key = {(m.case, m.metric): m for m in comparison.metrics}
+    assert by_key[("perf/canary/host/copy", "throughput")].verdict == "noisy"
+    regressed = {m.case for m in comparison.metrics_with("regressed")}
+    assert regressed == {GEMM}
+    assert all(by_key[(c, "throughput")].verdict == "environment-shifted" for c in MEMORY_CASES)

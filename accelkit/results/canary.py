@@ -36,15 +36,25 @@ class CanaryShift:
     verdict: str
     slowdown: float
     slowdown_ci: tuple[float, float]
+    threshold: float = 0.03
 
     @property
     def moved(self) -> bool:
-        """The canary moved beyond its noise: its own verdict is a confirmed change."""
-        return self.verdict in MOVED
+        """The machine may have moved by more than the threshold: the canary's interval
+        reaches beyond the band on either side (a confirmed change, or one the canary
+        cannot rule out: `noisy`, or `unchanged` with one end beyond the band)."""
+        low, high = self.slowdown_ci
+        return low < 1.0 / (1.0 + self.threshold) or high > 1.0 + self.threshold
+
+    @property
+    def reach(self) -> float:
+        """How far the environment band reaches from 1, in log space."""
+        return max(abs(math.log(v)) for v in self.environment_band())
 
     def environment_band(self) -> tuple[float, float]:
         """The slowdowns the machine's shift alone can cause a kernel of this kind: the
-        canary's interval, widened by ENV_SPREAD in log space away from 1."""
+            canary's interval, widened by ENV_SPREAD in log space away from 1 (an interval across 1
+        widens on both sides)."""
         low, high = (math.log(v) for v in self.slowdown_ci)
         low *= 1.0 + ENV_SPREAD if low < 0 else 1.0 - ENV_SPREAD
         high *= 1.0 + ENV_SPREAD if high > 0 else 1.0 - ENV_SPREAD
@@ -91,14 +101,15 @@ def reference(
     """The canary a metric is judged against, or None when no canary of its scope moved:
     its own kind's canary in its scope when that one moved, else the canary of its scope
     that moved most (a machine's shift is not confined to one kind: the issue's memory
-    drift also slowed float8 GEMMs on a CPU); a metric of no recorded scope looks at all."""
+    drift also slowed float8 GEMMs on a CPU); a metric of no recorded scope looks at all.
+    Among several, the one whose environment band reaches farthest."""
     moved = [s for s in shifts if s.moved and (scope is None or s.scope == scope)]
     if not moved:
         return None
     for shift in moved:
         if shift.kind == bound:
             return shift
-    return max(moved, key=lambda s: abs(math.log(s.slowdown)))
+    return max(moved, key=lambda s: s.reach)
 
 
 def rejudge(
@@ -127,7 +138,9 @@ def rejudge(
     return ENVIRONMENT_SHIFTED, f"within the {band}: the machine moved", relative
 
 
-def shift_of(case: str, name: str, kind: tuple[str, str], comparison: Any) -> CanaryShift | None:
+def shift_of(
+    case: str, name: str, kind: tuple[str, str], comparison: Any, threshold: float
+) -> CanaryShift | None:
     """A canary's shift from its metric comparison (None without an interval)."""
     if comparison.ratio is None or comparison.ci is None:
         return None
@@ -140,4 +153,5 @@ def shift_of(case: str, name: str, kind: tuple[str, str], comparison: Any) -> Ca
         verdict=comparison.verdict,
         slowdown=slowdown,
         slowdown_ci=ci,
+        threshold=threshold,
     )

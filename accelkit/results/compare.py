@@ -14,10 +14,12 @@
   pass g of one side ran beside pass g of the other, so the comparison is paired
   (`stats`, "Paired mode"): per-pass ratios, not two independent sets of groups.
 - canaries (`perf/canary/...`, metrics with a `canary` key) measure the machine: where both
-  runs have them and one moved beyond its noise, a `regressed` or `improved` metric of its
+  runs have them and one may have moved (its interval reaches beyond the band), a
+  `regressed` or `improved` metric of its
   kind stays so only when the change is larger than the machine's shift could make it;
   otherwise its verdict is `environment-shifted` (`accelkit.results.canary`; the method is
-  in `accelkit.results.stats`'s docstring). A moved canary is itself `environment-shifted`.
+  in `accelkit.results.stats`'s docstring). A canary judged `regressed` or `improved` is
+  itself `environment-shifted`.
   `canary` names the canary a metric was judged against, `relative_ci` the interval with
   the machine's largest effect taken out. Not for the two sides of one interleaved run:
   they share the machine, so only the moved canaries themselves become
@@ -392,7 +394,7 @@ def compare(
             metrics.append(result)
             kinds = [canary.canary_kind(m) for m in (base_metrics.get(name), new_metrics.get(name))]
             if kinds[0] is not None and kinds[0] == kinds[1]:
-                shift = canary.shift_of(case_id, name, kinds[0], result)
+                shift = canary.shift_of(case_id, name, kinds[0], result, threshold)
                 if shift is not None:
                     shifts.append(shift)
     if any(shift.moved for shift in shifts):

@@ -142,23 +142,26 @@ metrics `regressed`. So every perf pass first measures a fixed calibration set (
 float32, FLOP/s), through numpy so the torch build under test cannot move them, and on a
 device with its own memory a device copy and GEMM (through torch: see the limits below).
 They use the same timer, passes and groups as every case, and each canary is compared with
-the rule above like any metric. A canary "moved beyond its noise" when its own verdict is
-`regressed` or `improved`: its whole interval is beyond the band and the rank test of its
-per-pass medians confirms it.
+the rule above like any metric. A canary "may have moved" when its interval reaches beyond
+the band on either side: a confirmed change, but also a `noisy` canary (its noise cannot
+rule out a shift larger than the threshold; measured here, a run under `stress-ng` load
+left the canaries `noisy` while one GEMM read as `regressed` by 1.5x).
 
-When a canary moved, every metric whose verdict is `regressed` or `improved` is judged
-again against its reference canary: the canary of its kind (`bound`: "memory" for
+When a canary may have moved, every metric whose verdict is `regressed` or `improved` is
+judged again against its reference canary: the canary of its kind (`bound`: "memory" for
 bandwidth cases, "compute" for FLOP/s cases, a case's latency with them) and scope (host or
-device) when that one moved, else the canary of its scope that moved most. With the
+device) when that one may have moved, else the one of its scope whose band below reaches
+farthest. With the
 canary's interval as a slowdown [c_lo, c_hi], the machine alone is taken to slow a kernel
 of that kind by anything in the environment band [c_lo^(1-s), c_hi^(1+s)] (exponents for
 a slowdown; mirrored for a speed-up), s = `ENV_SPREAD` = 0.5. The metric keeps its verdict
 only when its own interval, divided by the far end of that band, is still wholly beyond the
 threshold band on the same side (`relative_ci` in the comparison); otherwise its verdict is
 `environment-shifted`: shown, never counted as a regression (compare does not fail on it).
-A moved canary is itself `environment-shifted`. Metrics whose verdict was `unchanged` or
-`noisy` keep it, and nothing changes while no canary moved, so the rule above and its
-calibration hold as they are on a steady machine.
+A canary judged `regressed` or `improved` is itself `environment-shifted`. Metrics whose
+verdict was `unchanged` or `noisy` keep it, and nothing changes while every canary's
+interval lies within the band, so the rule above and its calibration hold as they are on a
+steady machine. (For an interval across 1, the band widens on both sides.)
 
 Calibration of s: in the drifted run above the memory-bound kernels moved by 1.4-1.6x
 while copy bandwidth moved by 1/0.71 = 1.41x; in log space the kernels' shifts were 0.97-1.37
