@@ -160,12 +160,16 @@ def _shift(
 
 
 def test_environment_band_widens_away_from_one() -> None:
+    spread, near = canary.ENV_SPREAD, max(0.0, 1.0 - canary.ENV_SPREAD)
     low, high = _shift(1.4, 1.6).environment_band()
-    assert low == pytest.approx(1.4**0.5)
-    assert high == pytest.approx(1.6**1.5)
+    assert low == pytest.approx(1.4**near) and low >= 1.0
+    assert high == pytest.approx(1.6 ** (1 + spread))
     fast_low, fast_high = _shift(0.6, 0.8, verdict="improved").environment_band()
-    assert fast_low == pytest.approx(0.6**1.5)
-    assert fast_high == pytest.approx(0.8**0.5)
+    assert fast_low == pytest.approx(0.6 ** (1 + spread))
+    assert fast_high == pytest.approx(0.8**near) and fast_high <= 1.0
+    across_low, across_high = _shift(0.9, 1.1, verdict="noisy").environment_band()
+    assert across_low == pytest.approx(0.9 ** (1 + spread))
+    assert across_high == pytest.approx(1.1 ** (1 + spread))
 
 
 def test_reference_prefers_its_own_kind_then_the_largest_shift() -> None:

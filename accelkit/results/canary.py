@@ -17,10 +17,11 @@ from typing import Any
 
 from accelkit.results.model import Case, Metric
 
-ENV_SPREAD = 0.5
+ENV_SPREAD = 1.25
 """How differently one machine shift may move two kernels of the same kind, in log space:
 a kernel of a kind whose canary slowed by a factor f is taken to have slowed by anything in
-[f^(1-ENV_SPREAD), f^(1+ENV_SPREAD)] from the machine alone (calibration: stats docstring)."""
+[f^max(0, 1-ENV_SPREAD), f^(1+ENV_SPREAD)] from the machine alone (calibration: stats
+docstring)."""
 ENVIRONMENT_SHIFTED = "environment-shifted"
 MOVED = ("regressed", "improved")
 
@@ -56,8 +57,9 @@ class CanaryShift:
             canary's interval, widened by ENV_SPREAD in log space away from 1 (an interval across 1
         widens on both sides)."""
         low, high = (math.log(v) for v in self.slowdown_ci)
-        low *= 1.0 + ENV_SPREAD if low < 0 else 1.0 - ENV_SPREAD
-        high *= 1.0 + ENV_SPREAD if high > 0 else 1.0 - ENV_SPREAD
+        near = max(0.0, 1.0 - ENV_SPREAD)  # the near end never crosses 1
+        low *= 1.0 + ENV_SPREAD if low < 0 else near
+        high *= 1.0 + ENV_SPREAD if high > 0 else near
         return math.exp(low), math.exp(high)
 
 
