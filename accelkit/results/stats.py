@@ -145,7 +145,7 @@ They use the same timer, passes and groups as every case, and each canary is com
 the rule above like any metric. A canary "may have moved" when its interval reaches beyond
 the band on either side: a confirmed change, but also a `noisy` canary (its noise cannot
 rule out a shift larger than the threshold; measured here, a run under `stress-ng` load
-left the canaries `noisy` while one GEMM read as `regressed` by 1.5x).
+left the canaries `noisy` while one GEMM loop read as `regressed` by 1.4x).
 
 When a canary may have moved, every metric whose verdict is `regressed` or `improved` is
 judged again against its reference canary: the canary of its kind (`bound`: "memory" for
