@@ -16,7 +16,10 @@ this installation (its folder is put first on the side's PYTHONPATH), so both si
 very same cases and plugin. Each side's results file is an ordinary results file (its `env`
 is that interpreter's fingerprint, `run.ab` names the side), pooled pass by pass as
 `--passes` pools them; `accelkit compare A B` on the two gives the verdict printed, which
-is also written as JSON. Container images (`--image` per side) are not supported yet.
+is also written as JSON. The paired comparison needs at least 4 passes
+(`stats.MIN_PAIRS`; the default is 5); with fewer, compare falls back to treating the
+samples as independent, which is only good for a smoke run. Container images (an image per
+side) are not supported yet.
 """
 
 from __future__ import annotations
