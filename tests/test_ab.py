@@ -125,3 +125,16 @@ def test_canaries_of_interleaved_sides_are_not_divided_out() -> None:
     comparison = compare(side("A", 1.0, 1.0), side("B", 1.5, 1.5))
     verdicts = {m.case: m.verdict for m in comparison.metrics}
     assert verdicts == {"perf/canary/host/copy": "environment-shifted", "perf/gemm": "regressed"}
+
+
+def test_an_interpreter_that_cannot_run_the_suite_is_unavailable(tmp_path: Path) -> None:
+    from accelkit.errors import Unavailable
+
+    broken = tmp_path / "py"
+    broken.write_text(
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n",
+        encoding="utf-8",
+    )
+    broken.chmod(0o755)
+    with pytest.raises(Unavailable, match="cannot run the suite: ModuleNotFoundError"):
+        ab.probe(str(broken), "A", dict(os.environ))
