@@ -19,10 +19,12 @@ by ACCELKIT_PLANT_SLOWDOWN), by default a small selection (-k) so a row takes mi
 Printed per row: metrics compared, flagged (regressed or improved, the planted case's
 excluded), environment-shifted, noisy, whether the planted metrics are `regressed`
 (caught), and the confidence intervals' half-widths (median, and the share of metrics at
-most 5%). Targets (issue 17): at most 1% flagged in either A/A; the planted 10% caught in
-both conditions by the interleaved mode; half-width <= 5% on at least 80% of CPU metrics.
-On a shared machine the numbers move with the other jobs: read them as that machine's.
-No timing is asserted anywhere (tests/test_bench_ab_noise.py runs a smoke variant).
+most 5%). Each interleaved row is followed by the same two files compared unpaired
+(`run.ab` dropped: the grouped mode), to show what the pairing changes. Targets (issue
+17): at most 1% flagged in either A/A; the planted 10% caught in both conditions by the
+interleaved mode; half-width <= 5% on at least 80% of CPU metrics. On a shared machine the
+numbers move with the other jobs: read them as that machine's. No timing is asserted
+anywhere (tests/test_ab.py::test_bench_ab_noise_smoke runs a smoke variant).
 """
 
 from __future__ import annotations
@@ -172,7 +174,7 @@ def _row(title: str, comparison_path: Path) -> dict[str, Any]:
 
 def _print_table(rows: list[dict[str, Any]]) -> None:
     head = (
-        f"{'row':34} {'metrics':>7} {'flagged':>12} {'env-shift':>9} {'noisy':>5} "
+        f"{'row':40} {'metrics':>7} {'flagged':>12} {'env-shift':>9} {'noisy':>5} "
         f"{'planted':>20} {'caught':>6} {'CI half-width med':>17} {'<=5%':>6}"
     )
     print(head)
@@ -181,7 +183,7 @@ def _print_table(rows: list[dict[str, Any]]) -> None:
         planted = r["planted"] if r["planted"] != "-" else "(none)"
         caught = ("yes" if r["caught"] else "NO") if r["planted"] != "-" else "-"
         print(
-            f"{r['row']:34} {r['metrics']:>7} {r['flagged']:>4} ({r['flagged_pct']:4.1f}%) "
+            f"{r['row']:40} {r['metrics']:>7} {r['flagged']:>4} ({r['flagged_pct']:4.1f}%) "
             f"{r['shifted']:>9} {r['noisy']:>5} {planted:>20} {caught:>6} "
             f"{100 * r['half_width_median']:>16.1f}% {100 * r['within_target']:>5.0f}%"
         )
@@ -203,6 +205,13 @@ INTERLEAVED_ROWS = (
 )
 
 
+def _without_ab(path: Path, out: Path) -> Path:
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["run"].pop("ab", None)
+    out.write_text(json.dumps(data), encoding="utf-8")
+    return out
+
+
 def _table(work: Path, modes: list[str]) -> list[dict[str, Any]]:
     rows = []
     if "separate" in modes:
@@ -218,6 +227,11 @@ def _table(work: Path, modes: list[str]) -> list[dict[str, Any]]:
                 out = work / f"compare-{name}.json"
                 _compare(a, b, out)
                 rows.append(_row(title, out))
+                # The same files compared unpaired (run.ab dropped): what pairing changes.
+                plain = [_without_ab(path, work / f"unpaired-{path.name}") for path in (a, b)]
+                out = work / f"compare-unpaired-{name}.json"
+                _compare(plain[0], plain[1], out)
+                rows.append(_row(f"{title} (unpaired)", out))
     return rows
 
 
