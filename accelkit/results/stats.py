@@ -132,9 +132,12 @@ The last column is the unpaired grouped mode on the same data: a drift shared by
 is noise to it. With 6 pairs the 3% row finds 93% (half-width <= 5% in 94%).
 
 Pairing pays only where the machine's state outlasts a pair. Measured on the shared 2-core
-machine (5 helpers, load average ~10; benchmarks/bench_ab_noise.py, an interleaved A/A of
-12 metrics): CI half-width median 34% paired against 15% for the same two files compared
-unpaired. There, other jobs changed their load within a pass (~40 s), so a pair shared
+machine (5 helpers, load average 9-15; benchmarks/bench_ab_noise.py, 5 interleaved passes
+of 12 metrics, A B A B order): CI half-width median 34% paired against 15% for the same
+two files compared unpaired (quiet A/A), 22% against 15% (A/A with stress-ng from pass 2,
+where one metric read as `improved`, p = 0.044, B faster in every pair: the order effect
+that A B, B A counterbalancing now removes), and a planted 10% GEMM slowdown was `noisy` in
+every mode. There, other jobs changed their load within a pass (~40 s), so a pair shared
 little, and with 5 pairs the paired interval has 4 degrees of freedom (t = 2.13), while the
 grouped interval is known to be slightly narrow (above). Neither resolves 10% on such a
 machine; more, shorter passes would (the half-width falls with the square root of the
