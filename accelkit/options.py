@@ -43,8 +43,13 @@ class Opt:
     negative: str | None = None
     """For a bool: the flag that sets it False ("--no-triton")."""
     show_default: bool = True
+    nargs: int = 1
+    """Values the option takes after its flag (`--ab A B`: 2); more than 1: the value is a
+    tuple of that many, or None (`optional`)."""
 
     def __post_init__(self) -> None:
+        if self.nargs < 1 or (self.nargs > 1 and (self.type is bool or not self.flags)):
+            raise ValueError(f"option {self.name}: nargs {self.nargs} needs a non-bool option")
         if self.type not in _SCALARS:
             raise ValueError(f"option {self.name}: unsupported type {self.type!r}")
         if self.negative is not None and self.type is not bool:
@@ -64,7 +69,9 @@ class Opt:
     def annotation(self) -> Any:
         import typer
 
-        kind: Any = self.type | None if self.optional else self.type
+        kind: Any = self.type if self.nargs == 1 else tuple[(self.type,) * self.nargs]  # type: ignore[misc]
+        if self.optional:
+            kind = kind | None
         if self.positional:
             return Annotated[
                 kind,
@@ -131,7 +138,10 @@ def to_argv(
             elif opt.negative is not None:
                 argv.append(opt.negative)
             continue
-        argv += [opt.flag, _text(value)]
+        if opt.nargs > 1:
+            argv += [opt.flag, *(_text(item) for item in value)]
+        else:
+            argv += [opt.flag, _text(value)]
     return argv
 
 

@@ -11,8 +11,9 @@ through `accelkit test --cases benchmarks/fixtures_perf --suite perf`:
 Targets (issue 4): A/A at most 1% of metrics flagged; a slowdown of 10% or more on one
 kernel flagged on that kernel's metric.
 
-Noise control: one intra-op thread (ACCELKIT_PERF_THREADS=1; with 2 threads on a shared
-2-core machine, every OpenMP barrier waits for whichever core another process holds),
+Noise control: one intra-op thread (`--threads 1`, accelkit's CPU default; with 2 threads
+on a shared 2-core machine, every OpenMP barrier waits for whichever core another process
+holds),
 optionally pinned to one CPU (--pin). Each run is what a user gets from `accelkit test`:
 its default measurement passes (--passes, five separate processes whose samples are pooled
 as groups), so `accelkit compare` sees each run's process-to-process noise. Optionally,
@@ -66,7 +67,7 @@ def _run_suite(
     pin: int | None,
     passes: int,
 ) -> float:
-    env = {"ACCELKIT_PERF_THREADS": str(threads), PLANT_ENV: str(slowdown) if slowdown else ""}
+    env = {PLANT_ENV: str(slowdown) if slowdown else ""}
     args = [
         "test",
         "--device",
@@ -79,6 +80,8 @@ def _run_suite(
         str(out),
         "--passes",
         str(passes),
+        "--threads",
+        str(threads),
     ]
     if keyword:
         args += ["-k", keyword]

@@ -118,10 +118,11 @@ def grouped_metric(
     first_group: int = 0,
     unit: str = "s",
     higher_is_better: bool = False,
+    **extra: Any,
 ) -> Metric:
     """A metric measured in `passes` processes (sample groups `first_group`, ...): each pass
     has its own lognormal offset from `median` (`between`), and its samples scatter
-    around that offset (`within`)."""
+    around that offset (`within`). `extra` keys (`canary`, `bound`, `scope`, ...) are kept."""
     rng = np.random.default_rng(seed)
     samples: list[float] = []
     groups: list[int] = []
@@ -129,7 +130,9 @@ def grouped_metric(
         offset = median * rng.lognormal(0.0, between)
         samples += (offset * rng.lognormal(0.0, within, per_pass)).tolist()
         groups += [first_group + index] * per_pass
-    return metric(samples=samples, groups=groups, unit=unit, higher_is_better=higher_is_better)
+    return metric(
+        samples=samples, groups=groups, unit=unit, higher_is_better=higher_is_better, **extra
+    )
 
 
 def case(

@@ -116,6 +116,7 @@ def test_recorded_metric_keys_with_a_table_peak() -> None:
     assert flops["peak_fraction"] == pytest.approx(0.5)
     assert flops["peak_source"] == "table" and flops["peak_entry"] == "NVIDIA H100 SXM"
     assert flops["noisy"] is True and "warning" in flops
+    assert flops["bound"] == "compute" and flops["scope"] == "host"  # for compare's canaries
     latency = recorded["latency"]
     assert latency["unit"] == "s" and latency["higher_is_better"] is False
     assert "peak_fraction" not in latency
@@ -158,8 +159,18 @@ def test_every_perf_case_passes_or_skips_with_a_reason(perf_run: dict[str, Any])
         "perf/collectives/all_reduce",
         "perf/graphs/replay_overhead",
         "perf/transfer/h2d/pinned/67108864",
+        "perf/canary/host/copy",
+        "perf/canary/host/gemm",
     ):
         assert expected in ids, expected
+    assert not any(i.startswith("perf/canary/device/") for i in ids)  # the CPU is the host
+    # The canaries run first in each pass, and carry the kind they calibrate.
+    assert [c["id"] for c in cases[:2]] == ["perf/canary/host/copy", "perf/canary/host/gemm"]
+    by_id = {c["id"]: c for c in cases}
+    assert by_id["perf/canary/host/copy"]["metrics"]["bandwidth"]["canary"] == "memory"
+    assert by_id["perf/canary/host/gemm"]["metrics"]["flops"]["canary"] == "compute"
+    copy = by_id["perf/memory/stream/copy/float32/262144"]["metrics"]["bandwidth"]
+    assert (copy["bound"], copy["scope"]) == ("memory", "host")
     skipped = {c["id"]: c["message"] for c in cases if c["status"] == "skipped"}
     assert "cuda_graph" in skipped["perf/graphs/replay_overhead"]
     assert "cpu" in skipped["perf/transfer/h2d/pinned/67108864"]

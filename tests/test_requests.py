@@ -63,6 +63,7 @@ def test_run_request_round_trip(tmp_path: Path) -> None:
             seed=7,
             breadth="full",
             passes=3,
+            threads=2,
             measure_ceilings=True,
             expectations=tmp_path / "x.yaml",
             cases_dir=tmp_path,
@@ -85,6 +86,7 @@ def test_run_request_round_trip(tmp_path: Path) -> None:
             require="nvgemm,sm_107",
             waive="cuda_graph_while_loop",
         ),
+        RunRequest(threads=0),
     ]
     for request in requests:
         argv = request.to_argv()
@@ -172,3 +174,31 @@ def test_every_shipped_leg_parses_with_the_real_commands(matrix: Path, tmp_path:
         test = RunRequest.from_argv(["--device", leg.device, *leg.test_args])
         assert test.device == leg.device
         assert dataclasses.replace(test, argv=()) == RunRequest.from_argv(test.to_argv())
+
+
+def test_perf_threads_default_per_device_and_option() -> None:
+    """--threads: 1 on the CPU by default (stated in --help), torch's choice on an
+    accelerator, 0 for torch's choice anywhere."""
+    from accelkit.suite.request import DEFAULT_CPU_THREADS, RUN_OPTIONS
+
+    assert RunRequest().perf_threads == DEFAULT_CPU_THREADS == 1
+    assert RunRequest(device="cuda").perf_threads is None
+    assert RunRequest(threads=4).perf_threads == 4
+    assert RunRequest(threads=0).perf_threads is None
+    help_text = next(o.help for o in RUN_OPTIONS if o.name == "threads")
+    assert f"default {DEFAULT_CPU_THREADS} when the device is the CPU" in help_text
+
+
+def test_negative_threads_are_refused() -> None:
+    from accelkit.errors import BadInput
+    from accelkit.suite.request import validate
+
+    with pytest.raises(BadInput, match="--threads"):
+        validate(RunRequest(threads=-1))
+
+
+def test_perf_env_always_states_the_threads() -> None:
+    from accelkit.suite.environment import PERF_THREADS_ENV, perf_env
+
+    assert perf_env(1) == {PERF_THREADS_ENV: "1", "OPENBLAS_NUM_THREADS": "1"}
+    assert perf_env(None) == {PERF_THREADS_ENV: "0"}

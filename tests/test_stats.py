@@ -591,3 +591,70 @@ def test_clustered_slowdown_with_a_load_burst_in_one_pass() -> None:
     assert new_side.get("regressed", 0) / trials >= 0.95, new_side
     assert "improved" not in base_side, base_side
     assert base_side.get("noisy", 0) / trials >= 0.9, base_side
+
+
+def _paired_side(
+    rng: np.random.Generator, drift: np.ndarray, factor: float, own: float = 0.02
+) -> tuple[list[float], list[int]]:
+    samples: list[float] = []
+    groups: list[int] = []
+    for index, shared in enumerate(drift):
+        offset = shared * rng.lognormal(0.0, own) * factor
+        samples += list(offset * rng.lognormal(0.0, 0.02, 20))
+        groups += [index] * 20
+    return samples, groups
+
+
+def test_paired_mode_takes_out_a_drift_shared_by_each_pass_pair() -> None:
+    """The docstring's third calibration row: 10% drift shared by a pair, 2% each pass's
+    own: A/A never flagged, a 10% slowdown found; the unpaired grouped mode cannot."""
+    flagged = found = grouped_found = 0
+    trials = 100
+    for trial in range(trials):
+        rng = np.random.default_rng(trial)
+        drift = rng.lognormal(0.0, 0.10, 5)
+        base, base_groups = _paired_side(rng, drift, 1.0)
+        same, same_groups = _paired_side(rng, drift, 1.0)
+        slow, slow_groups = _paired_side(rng, drift, 1.1)
+        kwargs = {"higher_is_better": False, "base_groups": base_groups, "paired": True}
+        aa = stats.compare_samples(base, same, new_groups=same_groups, **kwargs)
+        ab = stats.compare_samples(base, slow, new_groups=slow_groups, **kwargs)
+        assert aa.paired and ab.paired and "paired" in ab.reason
+        flagged += aa.verdict in ("regressed", "improved")
+        found += ab.verdict == "regressed"
+        unpaired = stats.compare_samples(
+            base, slow, higher_is_better=False, base_groups=base_groups, new_groups=slow_groups
+        )
+        grouped_found += unpaired.verdict == "regressed"
+    assert flagged <= 1
+    assert found >= 95
+    assert grouped_found <= 30
+
+
+def test_paired_mode_needs_matching_labels_and_enough_pairs() -> None:
+    rng = np.random.default_rng(0)
+    base, groups = _paired_side(rng, np.ones(3), 1.0)
+    new, new_groups = _paired_side(rng, np.ones(3), 1.0)
+    few = stats.compare_samples(
+        base, new, higher_is_better=False, base_groups=groups, new_groups=new_groups, paired=True
+    )
+    assert not few.paired  # 3 pairs < MIN_PAIRS
+    base5, groups5 = _paired_side(rng, np.ones(5), 1.0)
+    new5, new_groups5 = _paired_side(rng, np.ones(5), 1.0)
+    other = stats.compare_samples(
+        base5,
+        new5,
+        higher_is_better=False,
+        base_groups=groups5,
+        new_groups=[g + 10 for g in new_groups5],
+        paired=True,
+    )
+    assert not other.paired  # the passes of the two sides do not match
+
+
+def test_t_distribution_against_scipy() -> None:
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for t, df in ((0.5, 4), (2.1, 4), (3.0, 2), (10.0, 5), (1.0, 1), (0.01, 30)):
+        assert stats.t_two_sided_p(t, df) == pytest.approx(2 * scipy_stats.t.sf(t, df), rel=1e-9)
+    for df in (3, 4, 5, 9):
+        assert stats.t_quantile(0.90, df) == pytest.approx(scipy_stats.t.ppf(0.95, df), rel=1e-9)

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 _VERDICT_STYLE = {
     "regressed": "bold red",
     "improved": "green",
+    "environment-shifted": "cyan",
     "noisy": "yellow",
     "missing": "magenta",
     "unchanged": "dim",
@@ -132,7 +133,8 @@ def _print_table(comparison: Comparison) -> None:
     s = comparison.summary()
     line = (
         f"{s['regressed']} regressed, {s['newly_failing']} newly failing, "
-        f"{s['improved']} improved, {s['unchanged']} unchanged, {s['noisy']} noisy, "
+        f"{s['improved']} improved, {s['environment-shifted']} environment-shifted, "
+        f"{s['unchanged']} unchanged, {s['noisy']} noisy, "
         f"{s['missing']} missing metrics; {s['newly_passing']} newly passing, "
         f"{s['newly_skipped']} newly skipped ({s['skipped_after_passing']} passed before), "
         f"{s['missing_in_new']} cases missing in new"

@@ -38,6 +38,13 @@ def test(**params: Any) -> None:
         raise typer.Exit(0)
     display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)
     started = time.monotonic()
+    if request.ab is not None:
+        from accelkit.suite import ab
+
+        with display:
+            ab_outcome = ab.run(request, display.on_event)
+        _ab_summary(console, ab_outcome, time.monotonic() - started, request)
+        raise typer.Exit(int(ab_outcome.exit_code))
     # Here or in a test image: two siblings with the same contract.
     execute = container.run if request.image is not None else runner.run
     with display:
@@ -72,8 +79,9 @@ class _PlainDisplay:
             self.total = (self.total or 0) + int(event["total"])
             self.console.print(f"collected {event['total']} cases")
         elif event.get("event") == "pass":
+            side = f" ({str(event['side']).upper()})" if event.get("side") else ""
             self.console.print(
-                f"perf pass {event['pass']}/{event['passes']}: {event.get('total')} cases"
+                f"perf pass {event['pass']}/{event['passes']}{side}: {event.get('total')} cases"
             )
         elif event.get("event") == "pass_case":
             case = event["case"]
@@ -138,6 +146,8 @@ class _LiveDisplay:
             )
         elif kind == "pass":
             description = f"perf pass {event['pass']}/{event['passes']}"
+            if event.get("side"):
+                description += f" ({str(event['side']).upper()})"
             total = event.get("total")
             self.progress.reset(self.task, total=int(total) if total else None)
             self.progress.update(self.task, description=description)
@@ -188,3 +198,30 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
             console.print(f"{label}: {path}", highlight=False)
     if outcome.log_path is not None:
         console.print(f"pytest log: {outcome.log_path}", highlight=False)
+
+
+def _ab_summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
+    """The --ab run's end: compare's table of B against A, then where things were written."""
+    from accelkit.cli.compare import _print_table
+
+    assert request.ab is not None
+    _print_table(outcome.comparison)
+    for side, results in zip(("A", "B"), outcome.results, strict=True):
+        bad = [c for c in results.cases if c.status not in ("passed", "skipped")]
+        for case in bad[:20]:
+            console.print(f"  {side}: {case.status.upper():8} {case.id}", markup=False)
+    verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
+    a, b = request.ab
+    console.print(
+        f"{verdict}: B ({b}) against A ({a}), {request.passes} interleaved passes each, "
+        f"in {wall_s:.1f} s",
+        markup=False,
+        highlight=False,
+    )
+    if outcome.paths is not None:
+        for label, path in zip(
+            ("A results", "B results", "comparison"), outcome.paths, strict=True
+        ):
+            console.print(f"{label}: {path}", markup=False, highlight=False)
+    if outcome.log_path is not None:
+        console.print(f"pytest log: {outcome.log_path}", markup=False, highlight=False)

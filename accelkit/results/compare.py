@@ -10,6 +10,20 @@
   `new_groups` give their counts; otherwise (null) the samples are taken as independent;
 - present on one side only, or with a changed unit or direction: verdict `missing`, with
   the side and the reason. Such metrics never enter the regression/improvement counts.
+- the two sides of one interleaved run (`accelkit test --ab`: `run.ab`, same start time):
+  pass g of one side ran beside pass g of the other, so the comparison is paired
+  (`stats`, "Paired mode"): per-pass ratios, not two independent sets of groups.
+- canaries (`perf/canary/...`, metrics with a `canary` key) measure the machine: where both
+  runs have them and one may have moved (its interval reaches beyond the band), a
+  `regressed` or `improved` metric of its
+  kind stays so only when the change is larger than the machine's shift could make it;
+  otherwise its verdict is `environment-shifted` (`accelkit.results.canary`; the method is
+  in `accelkit.results.stats`'s docstring). A canary judged `regressed` or `improved` is
+  itself `environment-shifted`.
+  `canary` names the canary a metric was judged against, `relative_ci` the interval with
+  the machine's largest effect taken out. Not for the two sides of one interleaved run:
+  they share the machine, so only the moved canaries themselves become
+  `environment-shifted` there.
 
 Status changes between the two runs (keyed by case id):
 `newly_failing` (now failed/error/crashed/timeout, before passed or skipped),
@@ -28,18 +42,21 @@ or software; every rendering shows them before any verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+from dataclasses import dataclass, replace
+from typing import Any, Literal, cast
 
-from accelkit.results import markdown, stats
+from accelkit.results import canary, markdown, stats
 from accelkit.results.environment import ENVIRONMENT_FIELDS, run_environment
 from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
 from accelkit.results.units import format_value
 
-MetricVerdict = Literal["regressed", "improved", "unchanged", "noisy", "missing"]
+MetricVerdict = Literal[
+    "regressed", "improved", "environment-shifted", "unchanged", "noisy", "missing"
+]
 METRIC_VERDICTS: tuple[MetricVerdict, ...] = (
     "regressed",
     "improved",
+    "environment-shifted",
     "unchanged",
     "noisy",
     "missing",
@@ -60,6 +77,9 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = (
     "missing_in_new",
     "new_case",
 )
+
+CANARY_PREFIX = "perf/canary/"
+"""Case ids of the canaries (`accelkit/suite/perf/test_canary.py`)."""
 
 _MESSAGE_CHARS = 200
 """Longest case id, metric name or message in a Markdown cell."""
@@ -85,6 +105,10 @@ class MetricComparison:
     base_groups: int | None = None
     """Groups (passes) of the base side when the grouped mode decided; None: by sample."""
     new_groups: int | None = None
+    canary: str | None = None
+    """The canary case this metric was judged against (its kind's canary had moved)."""
+    relative_ci: tuple[float, float] | None = None
+    """The interval of the ratio once the machine's largest effect is taken out."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -103,6 +127,8 @@ class MetricComparison:
             "base_groups": self.base_groups,
             "new_groups": self.new_groups,
             "missing_in": self.missing_in,
+            "canary": self.canary,
+            "relative_ci": list(self.relative_ci) if self.relative_ci is not None else None,
             "reason": self.reason,
         }
 
@@ -162,6 +188,10 @@ class Comparison:
     def changes_of(self, kind: ChangeKind) -> tuple[StatusChange, ...]:
         return tuple(c for c in self.cases if c.kind == kind)
 
+    def canaries(self) -> tuple[MetricComparison, ...]:
+        """The canaries' own comparisons (cases under `perf/canary/`)."""
+        return tuple(m for m in self.metrics if m.case.startswith(CANARY_PREFIX))
+
     @property
     def fails(self) -> bool:
         """True when something regressed or newly fails: `accelkit compare` exits 1."""
@@ -201,6 +231,7 @@ def _compare_metric(
     threshold: float,
     confidence: float,
     seed: int,
+    paired: bool = False,
 ) -> MetricComparison:
     reference = new if new is not None else base
     assert reference is not None
@@ -242,6 +273,7 @@ def _compare_metric(
         seed=seed,
         base_groups=base.sample_groups,
         new_groups=new.sample_groups,
+        paired=paired,
     )
     groups = result.groups
     return MetricComparison(
@@ -262,6 +294,48 @@ def _compare_metric(
         new_samples=result.n_new,
         base_groups=groups[0] if groups is not None else None,
         new_groups=groups[1] if groups is not None else None,
+    )
+
+
+def interleaved(base: Results, new: Results) -> bool:
+    """Whether the two files are the two sides of one `accelkit test --ab` run, whose pass g
+    of either side was measured beside the other's: then the paired mode decides."""
+    sides = (base.run.ab, new.run.ab)
+    if sides[0] is None or sides[1] is None:
+        return False
+    same_run = base.run.started == new.run.started
+    return same_run and {sides[0].get("side"), sides[1].get("side")} == {"A", "B"}
+
+
+def _against_canaries(
+    metric: MetricComparison,
+    shifts: list[canary.CanaryShift],
+    bounds: dict[str, tuple[str | None, str | None]],
+    threshold: float,
+) -> MetricComparison:
+    """`metric` judged against the canaries (module docstring); unchanged unless its verdict
+    was a confirmed change."""
+    if metric.verdict not in canary.MOVED or metric.ratio is None or metric.ci is None:
+        return metric
+    if metric.case.startswith(CANARY_PREFIX):
+        return replace(
+            metric,
+            verdict="environment-shifted",
+            reason=f"canary: the machine moved; {metric.reason}",
+        )
+    bound, scope = bounds.get(metric.case, (None, None))
+    shift = canary.reference(shifts, bound, scope)
+    if shift is None:
+        return metric
+    verdict, why, relative = canary.rejudge(
+        metric.verdict, metric.ratio, metric.ci, metric.higher_is_better, shift, threshold
+    )
+    return replace(
+        metric,
+        verdict=cast(MetricVerdict, verdict),
+        reason=f"{why}; {metric.reason}",
+        canary=shift.case,
+        relative_ci=relative,
     )
 
 
@@ -325,9 +399,11 @@ def compare(
     if not 0.0 < threshold < 1.0:
         raise ValueError(f"threshold must be in (0, 1), got {threshold}")
     base_cases, new_cases = _by_id(base), _by_id(new)
+    paired = interleaved(base, new)
     ids = list(base_cases) + [case_id for case_id in new_cases if case_id not in base_cases]
     metrics: list[MetricComparison] = []
     changes: list[StatusChange] = []
+    shifts: list[canary.CanaryShift] = []
     for case_id in ids:
         base_case, new_case = base_cases.get(case_id), new_cases.get(case_id)
         change = _status_change(base_case, new_case)
@@ -337,17 +413,28 @@ def compare(
         new_metrics = new_case.metrics if new_case is not None else {}
         names = list(base_metrics) + [n for n in new_metrics if n not in base_metrics]
         for name in names:
-            metrics.append(
-                _compare_metric(
-                    case_id,
-                    name,
-                    base_metrics.get(name),
-                    new_metrics.get(name),
-                    threshold=threshold,
-                    confidence=confidence,
-                    seed=seed,
-                )
+            result = _compare_metric(
+                case_id,
+                name,
+                base_metrics.get(name),
+                new_metrics.get(name),
+                threshold=threshold,
+                confidence=confidence,
+                seed=seed,
+                paired=paired,
             )
+            metrics.append(result)
+            kinds = [canary.canary_kind(m) for m in (base_metrics.get(name), new_metrics.get(name))]
+            if kinds[0] is not None and kinds[0] == kinds[1]:
+                shift = canary.shift_of(case_id, name, kinds[0], result, threshold)
+                if shift is not None:
+                    shifts.append(shift)
+    if any(shift.moved for shift in shifts):
+        # Interleaved sides share one machine: a canary that differs between them measures
+        # their environments (numpy, BLAS), so it is not divided out of the build's metrics.
+        relevant = [] if paired else shifts
+        bounds = {case_id: canary.case_bound(new_cases.get(case_id)) for case_id in new_cases}
+        metrics = [_against_canaries(m, relevant, bounds, threshold) for m in metrics]
     return Comparison(
         metrics=tuple(metrics),
         cases=tuple(changes),
@@ -374,7 +461,14 @@ def environment_differences(base: Results, new: Results) -> tuple[EnvironmentDif
 
 def metrics_by_severity(comparison: Comparison) -> list[MetricComparison]:
     """Regressions first, then improvements, noisy, missing, unchanged; stable within."""
-    order = {"regressed": 0, "improved": 1, "noisy": 2, "missing": 3, "unchanged": 4}
+    order = {
+        "regressed": 0,
+        "improved": 1,
+        "environment-shifted": 2,
+        "noisy": 3,
+        "missing": 4,
+        "unchanged": 5,
+    }
     return sorted(comparison.metrics, key=lambda m: order[m.verdict])
 
 
@@ -445,7 +539,8 @@ def render_markdown(
         f"{comparison.threshold:.0%}, {comparison.confidence:.0%} interval.",
         "",
         f"**{summary['regressed']}** regressed, **{summary['newly_failing']}** newly failing, "
-        f"**{summary['improved']}** improved, {summary['unchanged']} unchanged, "
+        f"**{summary['improved']}** improved, "
+        f"{summary['environment-shifted']} environment-shifted, {summary['unchanged']} unchanged, "
         f"{summary['noisy']} noisy, {summary['missing']} missing metrics; "
         f"{summary['newly_passing']} newly passing, {summary['newly_skipped']} newly skipped "
         f"({summary['skipped_after_passing']} of them passed before), "
@@ -475,6 +570,10 @@ def render_markdown(
         ("### Newly failing", _change_rows(comparison.changes_of("newly_failing"))),
         ("### Passed before, skipped now", _change_rows(skipped_after_passing)),
         ("### Improvements", _metric_rows(list(comparison.metrics_with("improved")))),
+        (
+            "### Environment-shifted (the canaries moved: the machine, not the build)",
+            _metric_rows(list(comparison.metrics_with("environment-shifted"))),
+        ),
         ("### Noisy (no verdict possible)", _metric_rows(list(comparison.metrics_with("noisy")))),
         ("### Missing metrics", _missing_rows(comparison.metrics_with("missing"))),
         (

@@ -121,6 +121,12 @@ class RunInfo(_Model):
     # failed instead of skipping), and those the run waived.
     required: list[str] | None = None
     waived: list[str] | None = None
+    # Intra-op CPU threads of the perf cases (`accelkit test --threads`; 1 on the CPU by
+    # default); None: torch's own choice, or a file written before the option existed.
+    threads: int | None = None
+    # `accelkit test --ab A B`: which side this file is ("A" or "B"), its interpreter, and the
+    # order of passes ("ABAB"); None for an ordinary run.
+    ab: dict[str, str] | None = None
 
 
 class Summary(_Model):

@@ -1,5 +1,8 @@
 """Statistics for comparing two sets of samples of one metric (`base` and `new`).
 
+Longer than 600 lines because this docstring is the documented decision rule and its
+calibration (groups, canaries), which the code below implements.
+
 What is estimated
 -----------------
 - `ratio`: median(new) / median(base), the medians of all samples of a side pooled (the
@@ -100,6 +103,102 @@ flagged in 0.2% (burst in base) and 0.1% (burst in new). A 10% slowdown with the
 the new run is still found in 100%; with the burst in the base run in 0%: 98% `noisy`, the
 rest `unchanged`. One base pass as slow as the new ones leaves the rank test of 5 vs 5
 group medians at p = 38/252 = 0.15 at best (U = 20 of 25); with 7 passes it would be 0.026.
+
+Paired mode: interleaved passes (`accelkit test --ab A B`)
+---------------------------------------------------------
+When the two sides are one interleaved run (`compare_samples(paired=True)`, set by
+`accelkit.results.compare` for the two files of one `--ab` run), pass g of base and pass g
+of new ran side by side (order A B, B A, ...), so whatever the machine did during that
+pair is shared by both. The unit is then the pair: d_g = log(median(new_g) /
+median(base_g)); the interval is exp(mean(d) +- t(n-1) * sd(d) / sqrt(n)) at the same
+confidence, and the confirming test is the one-sample t-test of mean(d) = 0 (two-sided,
+`alpha`), in place of the bootstrap and the rank test (a sign-flip or signed-rank test
+cannot reach p < 0.05 with 5 pairs: its smallest p is 2/32). The decision rule is the same.
+It needs at least `MIN_PAIRS` pairs with the same labels on both sides. The reported
+`ratio` stays the ratio of pooled medians.
+
+Calibration (300 trials per row; tests/test_stats.py checks the third row): 5 pass
+pairs of 20 samples, within-pass noise 2% (lognormal sigma), a drift per pair shared by
+both sides ("shared") and each pass's own offset ("own"):
+
+    shared  own   A/A flagged  CI half-width median (<= 5%)  10% found  grouped mode
+    0%      1%    0.0%         1.4% (100%)                   100%       100%
+    10%     1%    0.0%         1.4% (100%)                   100%         7%
+    10%     2%    0.0%         2.5% (99%)                    98%          8%
+    30%     2%    0.0%         2.5% (99%)                    98%          1%
+    10%     3%    0.0%         3.7% (82%)                    86%          9%
+
+The last column is the unpaired grouped mode on the same data: a drift shared by a pair
+is noise to it. With 6 pairs the 3% row finds 93% (half-width <= 5% in 94%).
+
+Pairing pays only where the machine's state outlasts a pair. Measured on the shared 2-core
+machine (5 helpers, load average 9-15; benchmarks/bench_ab_noise.py, 5 interleaved passes
+of 12 metrics, A B A B order): CI half-width median 34% paired against 15% for the same
+two files compared unpaired (quiet A/A), 22% against 15% (A/A with stress-ng from pass 2,
+where one metric read as `improved`, p = 0.044, B faster in every pair: the order effect
+that A B, B A counterbalancing now removes), and a planted 10% GEMM slowdown was `noisy` in
+every mode. There, other jobs changed their load within a pass (~40 s), so a pair shared
+little, and with 5 pairs the paired interval has 4 degrees of freedom (t = 2.13), while the
+grouped interval is known to be slightly narrow (above). Neither resolves 10% on such a
+machine; more, shorter passes would (the half-width falls with the square root of the
+pairs).
+
+Canaries: a machine that moved (`accelkit.results.canary`)
+---------------------------------------------------------
+Groups guard against noise that differs between passes; they cannot see a shift that holds
+for a whole run. Measured here (issue 17): two runs of the same build, the second with the
+machine's memory system slower for its whole duration, gave memory-bound cases 1.4-1.6x
+slower in all 5 passes, a confident copy-bandwidth ratio of 0.71 [0.68, 0.80], and 14 of 45
+metrics `regressed`. So every perf pass first measures a fixed calibration set (canaries,
+`suite/perf/test_canary.py`): a host memory copy (1 MiB, B/s) and a host GEMM (128^3
+float32, FLOP/s), through numpy so the torch build under test cannot move them, and on a
+device with its own memory a device copy and GEMM (through torch: see the limits below).
+They use the same timer, passes and groups as every case, and each canary is compared with
+the rule above like any metric. A canary "may have moved" when its interval reaches beyond
+the band on either side: a confirmed change, but also a `noisy` canary (its noise cannot
+rule out a shift larger than the threshold; measured here, a run under `stress-ng` load
+left the canaries `noisy` while one GEMM loop read as `regressed` by 1.4x).
+
+When a canary may have moved, every metric whose verdict is `regressed` or `improved` is
+judged again against its reference canary: the canary of its kind (`bound`: "memory" for
+bandwidth cases, "compute" for FLOP/s cases, a case's latency with them) and scope (host or
+device) when that one may have moved, else the one of its scope whose band below reaches
+farthest. With the
+canary's interval as a slowdown [c_lo, c_hi], the machine alone is taken to slow a kernel
+of that kind by anything in the environment band [c_lo^max(0, 1-s), c_hi^(1+s)]
+(exponents for a slowdown; mirrored for a speed-up), s = `ENV_SPREAD` = 1.25. The metric
+keeps its verdict
+only when its own interval, divided by the far end of that band, is still wholly beyond the
+threshold band on the same side (`relative_ci` in the comparison); otherwise its verdict is
+`environment-shifted`: shown, never counted as a regression (compare does not fail on it).
+A canary judged `regressed` or `improved` is itself `environment-shifted`. Metrics whose
+verdict was `unchanged` or `noisy` keep it, and nothing changes while every canary's
+interval lies within the band, so the rule above and its calibration hold as they are on a
+steady machine. (For an interval across 1, the band widens on both sides.)
+
+Calibration of s, from two measurements. In the drifted run above, the memory-bound
+kernels moved by 1.4-1.6x while copy bandwidth moved by 1/0.71 = 1.41x: in log space
+0.97-1.37 times the canary's shift, so s >= 0.37. Under `stress-ng` load (one CPU and one
+memory worker, benchmarks/bench_ab_noise.py on the shared 2-core machine, A/A): the
+host-GEMM canary's slowdown interval reached 1.076, while the planted 64^3-GEMM loop slowed
+by 1.40x [1.18, 1.53]: contention hits a 250 us call harder than a 40 us one, and its low
+end needs s >= 1.2 (log 1.18 / log 1.076). s = 1.25 covers both; a 3x build slowdown inside
+a 1.5x machine shift is still red (the band's far end is 1.5^2.25 = 2.5x). The price: in
+two runs taken apart, a build change is red only when it is clearly larger than what the
+canaries allow the machine; on a machine as noisy as this one that hides 10% changes, which
+the interleaved mode below is for. tests/test_canary.py checks the synthetic cases: a
+machine-wide 1.5x slowdown of every memory-bound metric with the canary moved gives no
+`regressed`; a 3x slowdown of one build's GEMM with steady canaries, with a 1.5x memory
+shift, and with a `noisy` canary under load, is `regressed`.
+
+The limits, by design: two runs taken apart cannot tell a build change smaller than the
+machine's shift from the shift (it is `environment-shifted`, not red); measure both builds
+interleaved (`accelkit test --ab`) to judge such a change, since both then see the same
+machine. The device canaries run through the torch under test: a build that changes its
+device copy or float32 GEMM moves them, and that kind's metrics become
+`environment-shifted` rather than `regressed`. A canary measured first in each pass sees
+the conditions of the pass's start; a shift that comes and goes within a pass shows as
+group noise, as before.
 """
 
 from __future__ import annotations
@@ -130,6 +229,8 @@ MIN_GROUPS = 4
 """Both sides need at least this many groups (passes) for the grouped mode; otherwise the
 samples are compared as independent. 4 vs 4 is the smallest balanced size at which the
 exact two-sided rank test of group medians can reach p < 0.05 (min p = 2/70)."""
+MIN_PAIRS = 4
+"""Pass pairs the paired mode needs (3 degrees of freedom: t quantile 2.35 at 90%)."""
 EXACT_MAX_PAIRS = 400
 """The rank test's p-value is exact (no ties, `method` "auto") while n_base * n_new is at
 most this (e.g. 20 vs 20); from there on the normal approximation is within ~0.005."""
@@ -408,6 +509,79 @@ def mann_whitney_u(base: Samples, new: Samples, *, method: RankMethod = "normal"
     return RankTest(u=u_new, z=z, p_value=p_value)
 
 
+def _betainc(a: float, b: float, x: float) -> float:
+    """The regularised incomplete beta function I_x(a, b) (Lentz's continued fraction)."""
+    if x <= 0.0:
+        return 0.0
+    if x >= 1.0:
+        return 1.0
+    if x > (a + 1.0) / (a + b + 2.0):  # the fraction converges fast below this point
+        return 1.0 - _betainc(b, a, 1.0 - x)
+    log_front = math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b)
+    front = math.exp(log_front + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1.0)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    f = d
+    for m in range(1, 300):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            f *= c * d
+        if abs(c * d - 1.0) < 1e-14:
+            break
+    return front * f
+
+
+def t_two_sided_p(t: float, df: int) -> float:
+    """Two-sided p-value of Student's t with `df` degrees of freedom."""
+    if not math.isfinite(t):
+        return 0.0
+    return min(1.0, _betainc(df / 2.0, 0.5, df / (df + t * t)))
+
+
+def t_quantile(confidence: float, df: int) -> float:
+    """The t value whose two-sided p is 1 - confidence (bisection on `t_two_sided_p`)."""
+    low, high = 0.0, 1e4
+    for _ in range(200):
+        middle = (low + high) / 2.0
+        if t_two_sided_p(middle, df) > 1.0 - confidence:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2.0
+
+
+def paired_ratio_test(
+    base_split: Sequence[FloatArray], new_split: Sequence[FloatArray], confidence: float
+) -> tuple[tuple[float, float], RankTest]:
+    """The paired mode of the module docstring: per pass pair k, the log of
+    median(new_k) / median(base_k); a t interval (exponentiated) of their mean and a
+    one-sample t-test of it against 0 (returned as a `RankTest` whose `z` is t)."""
+    if len(base_split) != len(new_split) or len(base_split) < 2:
+        raise ValueError("the paired mode needs the same number (>= 2) of groups on each side")
+    logs = np.log(
+        np.array([np.median(n) for n in new_split]) / np.array([np.median(b) for b in base_split])
+    )
+    count = logs.size
+    mean = float(logs.mean())
+    spread = float(logs.std(ddof=1))
+    if spread == 0.0:
+        t = math.copysign(math.inf, mean) if mean else 0.0
+        p = 0.0 if mean else 1.0
+        return (math.exp(mean), math.exp(mean)), RankTest(u=math.nan, z=t, p_value=p)
+    error = spread / math.sqrt(count)
+    t = mean / error
+    half = t_quantile(confidence, count - 1) * error
+    ci = (math.exp(mean - half), math.exp(mean + half))
+    return ci, RankTest(u=math.nan, z=t, p_value=t_two_sided_p(t, count - 1))
+
+
 def decide(
     ci: tuple[float, float],
     rank_test: RankTest,
@@ -453,8 +627,10 @@ class SampleComparison:
     n_base: int
     n_new: int
     groups: tuple[int, int] | None = None
-    """(base, new) group counts when the grouped mode decided; None: by sample, or no
-    statistics at all (too few samples)."""
+    """(base, new) group counts when the grouped or paired mode decided; None: by sample, or
+    no statistics at all (too few samples)."""
+    paired: bool = False
+    """True when the paired mode (interleaved passes) decided."""
 
 
 def _group_count(labels: IntArray | None) -> int:
@@ -473,8 +649,13 @@ def compare_samples(
     seed: int = DEFAULT_SEED,
     base_groups: Groups | None = None,
     new_groups: Groups | None = None,
+    paired: bool = False,
 ) -> SampleComparison:
     """Compare two sample sets of one metric with the rule of the module docstring.
+
+    `paired`: group g of base and group g of new were measured side by side (interleaved
+    passes, `accelkit test --ab`); with the same group labels on both sides, at least
+    `MIN_PAIRS` of them, the paired mode decides.
 
     `base_groups` / `new_groups`: the group (pass) of each sample, parallel to the samples
     (ValueError on a length mismatch); None: one group. With at least `MIN_GROUPS` groups
@@ -513,7 +694,20 @@ def compare_samples(
         return undecided("samples must be positive to compare ratios")
     group_counts = (_group_count(base_labels), _group_count(new_labels))
     grouped = min(group_counts) >= MIN_GROUPS
-    if grouped:
+    pairs = (
+        paired
+        and base_labels is not None
+        and new_labels is not None
+        and min(group_counts) >= MIN_PAIRS
+        and np.array_equal(np.unique(base_labels), np.unique(new_labels))
+    )
+    if pairs:
+        assert base_labels is not None and new_labels is not None
+        ci, rank_test = paired_ratio_test(
+            split_groups(base_array, base_labels), split_groups(new_array, new_labels), confidence
+        )
+        mode = f"paired: {group_counts[0]} interleaved pass pairs, t-test of log ratios"
+    elif grouped:
         assert base_labels is not None and new_labels is not None
         base_split = split_groups(base_array, base_labels)
         new_split = split_groups(new_array, new_labels)
@@ -554,5 +748,6 @@ def compare_samples(
         p_value=rank_test.p_value,
         n_base=n_base,
         n_new=n_new,
-        groups=group_counts if grouped else None,
+        groups=group_counts if grouped or pairs else None,
+        paired=bool(pairs),
     )

@@ -28,6 +28,20 @@ def child_env(device: str, environ: Mapping[str, str] | None = None) -> dict[str
     return env
 
 
+PERF_THREADS_ENV = "ACCELKIT_PERF_THREADS"
+"""Read by the perf harness (`accelkit.suite.perf.harness.configure_threads`)."""
+
+
+def perf_env(threads: int | None) -> dict[str, str]:
+    """The variables that give the perf cases `threads` intra-op threads (None: torch's
+    own choice): accelkit's own, and OpenBLAS's for numpy's host canaries, which must be
+    set before numpy loads. Always set, so a value in the caller's environment cannot
+    silently change what `run.threads` in the results file says."""
+    if threads is None:
+        return {PERF_THREADS_ENV: "0"}
+    return {PERF_THREADS_ENV: str(threads), "OPENBLAS_NUM_THREADS": str(threads)}
+
+
 def container_env(
     device: str, device_env: Mapping[str, str], environ: Mapping[str, str]
 ) -> dict[str, str]:

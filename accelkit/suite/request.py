@@ -45,6 +45,11 @@ Samples taken in one process share its conditions (memory layout, a burst of loa
 another job) and are not independent; five groups are the fewest with which
 `accelkit compare`'s rank test on per-group medians can confirm a change at the 1% level."""
 
+DEFAULT_CPU_THREADS = 1
+"""Intra-op threads of the perf cases when the device is the host CPU and `--threads` is not
+given. With more, every OpenMP barrier waits for whichever core another process holds: on
+a loaded 2-core machine a 128^3 GEMM took 16 ms per call with 2 threads, 45 us with 1."""
+
 RUN_OPTIONS: tuple[Opt, ...] = (
     Opt("device", ("--device", "-d"), str, "cpu", "Backend to test: cpu, cuda, rocm, xpu or mps."),
     Opt(
@@ -98,6 +103,18 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         DEFAULT_PASSES,
         "perf: measure in this many separate processes and pool their samples, so compare "
         "sees run-to-run noise (the compile-latency case runs once).",
+    ),
+    Opt(
+        "threads",
+        ("--threads",),
+        int,
+        None,
+        "perf: intra-op CPU threads (torch.set_num_threads, and numpy's BLAS for the host "
+        f"canaries) the perf cases run with; default {DEFAULT_CPU_THREADS} when the device is "
+        "the CPU, torch's own choice on an accelerator; 0: torch's own choice. Recorded in the "
+        "results file (run.threads).",
+        optional=True,
+        show_default=False,
     ),
     Opt(
         "measure_ceilings",
@@ -159,6 +176,22 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         "Required capabilities this run does without, comma-separated: cases needing them "
         "skip again (a matrix leg's `waive` says why).",
         True,
+    ),
+    Opt(
+        "ab",
+        ("--ab",),
+        str,
+        None,
+        "perf: interleaved A/B: measure two torch builds in alternating passes (A B, B A, ...) "
+        "and compare them pair by pair; A and B are python interpreters or venv folders "
+        "whose environment has torch, pytest, pytest-xdist, pytest-timeout, numpy and "
+        "pydantic. Writes both results files "
+        "(--json R.json: R.a.json, R.b.json, and compare's JSON in R.compare.json) and prints "
+        "compare's verdict of B against A; exits 1 when B regressed. With --suite perf only, "
+        "not with --image.",
+        optional=True,
+        show_default=False,
+        nargs=2,
     ),
     Opt(
         "image",
@@ -248,6 +281,8 @@ class RunRequest:
     seed: int = 0
     breadth: Breadth = "quick"
     passes: int = DEFAULT_PASSES
+    threads: int | None = None
+    """None: `DEFAULT_CPU_THREADS` on the CPU, torch's default elsewhere (`perf_threads`)."""
     measure_ceilings: bool = False
     expectations: Path | None = None
     cases_dir: Path | None = None
@@ -257,6 +292,8 @@ class RunRequest:
     compile_only: bool = False
     require: str | None = None
     waive: str | None = None
+    ab: tuple[str, str] | None = None
+    """Two python interpreters (or venv folders), measured interleaved (`accelkit.suite.ab`)."""
     image: str | None = None
     shard: str | None = None
     """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
@@ -277,6 +314,8 @@ class RunRequest:
         unknown = sorted(set(values) - known)
         if unknown:
             raise ValueError(f"not options of accelkit test: {', '.join(unknown)}")
+        if values.get("ab") is not None:
+            values["ab"] = tuple(str(v) for v in values["ab"])
         floats = {key: float(values[key]) for key in ("timeout_s", "join_timeout_s")}
         return cls(**{**values, **floats}, argv=tuple(argv))
 
@@ -311,6 +350,15 @@ class RunRequest:
     def waived(self) -> tuple[str, ...]:
         """The capabilities --waive takes off the required list."""
         return capability_list(self.waive)
+
+    @property
+    def perf_threads(self) -> int | None:
+        """The intra-op threads the perf cases run with; None: torch's own choice."""
+        if self.threads is not None:
+            return self.threads or None
+        from accelkit import backends
+
+        return DEFAULT_CPU_THREADS if backends.get(self.device).host_memory else None
 
     @property
     def worker_count(self) -> int:
@@ -371,6 +419,8 @@ def validate(request: RunRequest) -> None:
         raise BadInput(f"--workers: must be >= 0, got {request.workers}")
     if request.passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {request.passes}")
+    if request.threads is not None and request.threads < 0:
+        raise BadInput(f"--threads: must be >= 0 (0: torch's own choice), got {request.threads}")
     for flag, path in (
         ("--json", request.json_path),
         ("--junit", request.junit_path),
@@ -385,6 +435,17 @@ def validate(request: RunRequest) -> None:
         raise BadInput(f"--cases {request.cases_dir}: not a directory")
     if request.keyword is not None and not request.keyword.strip():
         raise BadInput("-k: empty expression")
+    if request.ab is not None:
+        if request.suite != "perf":
+            raise BadInput("--ab: measures perf cases only; add --suite perf")
+        if request.image is not None:
+            raise BadInput("--ab: compares two interpreters on this host, not with --image")
+        if request.junit_path is not None:
+            raise BadInput("--ab: writes two results files; --junit is not supported with it")
+        from accelkit.suite.interpreters import interpreter
+
+        for spec in request.ab:
+            interpreter(spec)  # BadInput when it names no interpreter
     if request.image is not None:
         from accelkit.inputs import check_image
 

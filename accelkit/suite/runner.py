@@ -25,7 +25,7 @@ from typing import Any
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
 from accelkit.suite import outcome
-from accelkit.suite.environment import child_env
+from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
 from accelkit.suite.request import (
     COMPILE_ONLY_CASES,
@@ -174,14 +174,15 @@ def pytest_argv(
     suites: tuple[str, ...] | None = None,
     workers: int | None = None,
     context: RunContext | None = None,
+    python: str | None = None,
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
-    workers (default: the request's)."""
+    workers (default: the request's), run by `python` (default: this interpreter)."""
     context = context or RunContext()
     root = cases_root(request)
     suites = request.suites if suites is None else suites
     workers = request.worker_count if workers is None else workers
-    argv = [sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
+    argv = [python or sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
     argv += ["--rootdir", str(root)]
     argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
     argv += ["--accelkit-device", request.device, "--accelkit-seed", str(request.seed)]
@@ -237,6 +238,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         first = header(request, context)
         if "perf" in request.suites:
             first.run.passes = 1
+            first.run.threads = request.perf_threads
         ResultsWriter(results_path, first).write(durable=True)
         emit = on_event or (lambda e: None)
         pytest_exit = NO_TESTS
@@ -487,7 +489,13 @@ def _run_pytest(
     workers: int | None = None,
     append_log: bool = False,
     context: RunContext | None = None,
+    python: str | None = None,
+    env: dict[str, str] | None = None,
+    label: str = "",
 ) -> int:
+    """One pytest process; `python` and `env` (default: this interpreter, `child_env` with
+    the run context's variables and the perf threads) for the interleaved A/B mode, `label`
+    names it in the log."""
     context = context or RunContext()
     read_fd, write_fd = os.pipe()
     argv = pytest_argv(
@@ -498,11 +506,18 @@ def _run_pytest(
         suites=suites,
         workers=workers,
         context=context,
+        python=python,
     )
+    if env is None:
+        env = {
+            **child_env(request.device),
+            **context.environment,
+            **perf_env(request.perf_threads),
+        }
     with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
-            log.write(f"\n===== accelkit: {what}, pass {pass_number} =====\n".encode())
+            log.write(f"\n===== accelkit: {what}, pass {pass_number}{label} =====\n".encode())
             log.flush()
         try:
             proc = subprocess.Popen(
@@ -510,7 +525,7 @@ def _run_pytest(
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                env={**child_env(request.device), **context.environment},
+                env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
                 preexec_fn=_die_with_parent(),

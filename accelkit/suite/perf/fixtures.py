@@ -11,6 +11,12 @@ import pytest
 from accelkit.suite.perf.harness import PerfContext, SizeTier, tier_for_backend
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The canaries (`test_canary.py`) run first in every pass, before any other perf case,
+    so each pass's canaries see the conditions its cases start in."""
+    items.sort(key=lambda item: 0 if item.nodeid.split("::")[0].endswith("test_canary.py") else 1)
+
+
 def backend_of(config: pytest.Config) -> str:
     return str(config.getoption("--accelkit-device"))
 

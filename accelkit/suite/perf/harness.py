@@ -24,14 +24,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelkit.suite.environment import PERF_THREADS_ENV
 from accelkit.suite.peaks import Ceilings, table_ceilings
+from accelkit.suite.request import DEFAULT_CPU_THREADS
 from accelkit.suite.timing import Measurement, Timer
 
-THREADS_ENV = "ACCELKIT_PERF_THREADS"
-"""Intra-op threads for the perf cases: overrides the tier's default (`SizeTier.threads`);
-0 means torch's own choice. On the CPU tier the default is 1: with more, every OpenMP
-barrier waits for whichever core another process holds, and on a loaded 2-core machine a
-128^3 GEMM was measured at 16 ms per call with 2 threads against 45 us with 1."""
+THREADS_ENV = PERF_THREADS_ENV
+"""Intra-op threads for the perf cases, set by the runner from `accelkit test --threads`
+(`RunRequest.perf_threads`): overrides the tier's default (`SizeTier.threads`, used when
+pytest runs the cases directly); 0 means torch's own choice. On the CPU tier the default
+is `DEFAULT_CPU_THREADS` (1; why: its docstring)."""
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -106,7 +108,7 @@ SIZE_TIERS: dict[str, SizeTier] = {
         sdpa=(1, 4, 128, 32),
         block=(1, 32, 128, 4),
         compile_graphs=3,
-        threads=1,
+        threads=DEFAULT_CPU_THREADS,
         compile_threads=1,
         graph_chain=(32, 1024),
         transfer_bytes=64 * MIB,
@@ -274,8 +276,11 @@ class PerfContext:
         *,
         args: Sequence[Any] = (),
         arg_sets: Sequence[Sequence[Any]] | None = None,
+        on_host: bool = False,
     ) -> Timer:
-        device = None if self.spec.host_memory else self.device_type
+        """A timer for `fn` on this device; `on_host`: work that runs on the host (the host
+        canaries of `test_canary.py`), timed with the host clock on any device."""
+        device = None if self.spec.host_memory or on_host else self.device_type
         return Timer(fn, args=args, arg_sets=arg_sets, device=device)
 
     def measure(
@@ -284,6 +289,7 @@ class PerfContext:
         *,
         args: Sequence[Any] = (),
         arg_sets: Sequence[Sequence[Any]] | None = None,
+        on_host: bool = False,
         **overrides: Any,
     ) -> Measurement:
         options = self.tier.timing
@@ -295,7 +301,15 @@ class PerfContext:
             "min_block_time": options.min_block_time,
         }
         kwargs.update(overrides)
-        return self.timer(fn, args=args, arg_sets=arg_sets).blocked_autorange(**kwargs)
+        timer = self.timer(fn, args=args, arg_sets=arg_sets, on_host=on_host)
+        return timer.blocked_autorange(**kwargs)
+
+    @property
+    def scope(self) -> str:
+        """Where the cases' work runs: "host" (a device in host memory) or "device"; recorded
+        on throughput metrics with their `bound`, so `accelkit compare` can pick the canary
+        of the same kind (`accelkit.results.canary`)."""
+        return "host" if self.spec.host_memory else "device"
 
     def synchronize(self) -> None:
         from accelkit.suite.timing import device_synchronize
@@ -331,7 +345,7 @@ class PerfContext:
         return self._table
 
     # recording --------------------------------------------------------------------------
-    def _emit(
+    def emit(
         self,
         record_metric: Callable[..., None],
         name: str,
@@ -339,6 +353,8 @@ class PerfContext:
         measurement: Measurement,
         **extra: Any,
     ) -> None:
+        """Record one `Measurement.*_metric()` dict with the timer, thread count, noise
+        warning and `extra` keys."""
         value, unit, higher, samples, rest = metric_fields(metric)
         rest["timer"] = measurement.timer
         if self.threads is not None:
@@ -351,7 +367,7 @@ class PerfContext:
     def record_latency(
         self, record_metric: Callable[..., None], name: str, measurement: Measurement, **extra: Any
     ) -> None:
-        self._emit(record_metric, name, measurement.latency_metric(), measurement, **extra)
+        self.emit(record_metric, name, measurement.latency_metric(), measurement, **extra)
 
     def record_flops(
         self,
@@ -367,7 +383,8 @@ class PerfContext:
         metric = measurement.flops_metric(flop_per_call, peak=peak)
         if peak is not None:
             extra = {**keys, **extra}
-        self._emit(record_metric, name, metric, measurement, **extra)
+        extra = {"bound": "compute", "scope": self.scope, **extra}
+        self.emit(record_metric, name, metric, measurement, **extra)
 
     def record_ratio(
         self,
@@ -401,7 +418,9 @@ class PerfContext:
         metric = measurement.bandwidth_metric(bytes_per_call, peak=peak)
         if peak is not None:
             extra = {**keys, **extra}
-        self._emit(record_metric, name, metric, measurement, **extra)
+        if against_memory_peak:  # a transfer or a collective is not bound by this memory
+            extra = {"bound": "memory", "scope": self.scope, **extra}
+        self.emit(record_metric, name, metric, measurement, **extra)
 
 
 # ---------------------------------------------------------------------------------------

@@ -3,6 +3,6 @@
 Uses the shipped suite's fixtures. Nothing here is part of the shipped suite.
 """
 
-from accelkit.suite.perf.fixtures import perf
+from accelkit.suite.perf.fixtures import perf, pytest_collection_modifyitems
 
-__all__ = ["perf"]
+__all__ = ["perf", "pytest_collection_modifyitems"]

@@ -1,0 +1,224 @@
+"""`accelkit test --suite perf --ab A B`: two torch builds measured in alternating passes.
+
+Two runs taken apart see two machines: a shift in between (another job's load, a memory
+system that got slower for a while) reads as a change of the build, and the canaries can
+only turn such a change into `environment-shifted` (`accelkit.results.stats`, "Canaries").
+Measured interleaved, both builds see the same machine: pass k of A and pass k of B side
+by side, for k = 1 .. --passes, in the order A B, B A, A B, ... (alternating as Chromium's
+pinpoint does, and counterbalanced, so a steady drift favours neither side), each pass its
+own pytest process run by that side's interpreter. A shift that lasts part of the run
+lands on both passes of a pair alike, and compare's paired mode (`accelkit.results.stats`,
+"Paired mode": per-pair ratios) takes it out instead of reading it as a change.
+
+A and B are python interpreters, or venv folders (their `bin/python`). Each must import
+torch, numpy, pydantic, pytest, pytest-xdist and pytest-timeout; accelkit itself comes from
+this installation (its folder is put first on the side's PYTHONPATH), so both sides run the
+very same cases and plugin. Each side's results file is an ordinary results file (its `env`
+is that interpreter's fingerprint, `run.ab` names the side), pooled pass by pass as
+`--passes` pools them; `accelkit compare A B` on the two gives the verdict printed, which
+is also written as JSON. The paired comparison needs at least 4 passes
+(`stats.MIN_PAIRS`; the default is 5); with fewer, compare falls back to treating the
+samples as independent, which is only good for a smoke run. Container images (an image per
+side) are not supported yet.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import accelkit
+from accelkit.errors import BadInput, ExitCode, Unavailable
+from accelkit.events import Event, EventCallback
+from accelkit.suite import outcome
+from accelkit.suite.environment import child_env, perf_env
+from accelkit.suite.interpreters import interpreter
+from accelkit.suite.outcome import NO_TESTS
+from accelkit.suite.request import RunRequest, validate
+
+SIDES = ("a", "b")
+PROBE_TIMEOUT_S = 300.0
+_PROBE = (
+    "import json, numpy, pydantic, pytest, xdist, pytest_timeout, torch\n"
+    "import accelkit.suite.plugin\n"
+    "from accelkit.probe.fingerprint import fingerprint\n"
+    "print(json.dumps(fingerprint(include_docker=False)))\n"
+)
+
+
+@dataclass(frozen=True)
+class AbOutcome:
+    """Both sides' results (a, b), compare's verdict of b against a, where they were written."""
+
+    results: tuple[Any, Any]
+    comparison: Any  # accelkit.results.compare.Comparison
+    paths: tuple[Path, Path, Path] | None
+    """(a, b, comparison JSON) when --json was given."""
+    exit_code: ExitCode
+    log_path: Path | None
+
+
+def side_paths(json_path: Path) -> tuple[Path, Path, Path]:
+    """`R.json` -> (`R.a.json`, `R.b.json`, `R.compare.json`)."""
+    stem = json_path.name.removesuffix(".json")
+    return tuple(json_path.with_name(f"{stem}.{part}.json") for part in (*SIDES, "compare"))  # type: ignore[return-value]
+
+
+def side_env(request: RunRequest) -> dict[str, str]:
+    """A side's pytest environment: the suite's, with this accelkit first on PYTHONPATH."""
+    env = {**child_env(request.device), **perf_env(request.perf_threads)}
+    source = str(Path(accelkit.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def probe(python: str, label: str, env: dict[str, str]) -> dict[str, Any]:
+    """The side's environment fingerprint; Unavailable (exit 3) when it cannot run the suite."""
+    try:
+        proc = subprocess.run(
+            [python, "-c", _PROBE],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=PROBE_TIMEOUT_S,
+            check=False,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"--ab {label} ({python}): cannot start it: {exc}") from None
+    if proc.returncode != 0:
+        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no output"]
+        raise Unavailable(f"--ab {label} ({python}): cannot run the suite: {lines[-1][:300]}")
+    try:
+        data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        raise Unavailable(f"--ab {label} ({python}): no fingerprint printed") from None
+    return data
+
+
+def _side_events(side: str, number: int, passes: int, on_event: EventCallback) -> EventCallback:
+    """Side A's first pass reports like a plain run; every other pass like a later pass."""
+
+    def forward(event: Event) -> None:
+        kind = event.get("event")
+        if side == "a" and number == 1:
+            on_event(event)
+        elif kind == "collected":
+            total = event.get("total")
+            on_event(
+                {"event": "pass", "pass": number, "passes": passes, "total": total, "side": side}
+            )
+        elif kind == "case":
+            on_event({"event": "pass_case", "pass": number, "case": event.get("case")})
+        elif kind == "start":
+            on_event(event)
+
+    return forward
+
+
+def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome:
+    """Measure both sides in alternating passes and compare them (module docstring)."""
+    from accelkit.results.compare import compare
+    from accelkit.results.io import atomic_write_text, load_results, write_results
+    from accelkit.results.merge import pool
+    from accelkit.results.writer import ResultsWriter
+    from accelkit.suite import runner
+
+    validate(request)
+    if request.ab is None:
+        raise ValueError("not an --ab request")
+    runner.check_device(request)
+    pythons = tuple(interpreter(spec) for spec in request.ab)
+    env = side_env(request)
+    fingerprints = [probe(p, spec, env) for p, spec in zip(pythons, request.ab, strict=True)]
+    emit = on_event or (lambda e: None)
+    pooled: list[Any] = [None, None]
+    exits = [NO_TESTS, NO_TESTS]
+    with tempfile.TemporaryDirectory(prefix="accelkit-ab-") as tmp:
+        log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
+        log_path.write_bytes(b"")
+        common = runner.header(request)
+        headers = [
+            _header(common, fingerprints[i], SIDES[i], pythons[i], request) for i in range(2)
+        ]
+        for number in range(1, request.passes + 1):
+            order = (0, 1) if number % 2 else (1, 0)  # A B, B A, A B, ...: drift cancels
+            for index in order:
+                side = SIDES[index]
+                part = Path(tmp) / f"{side}.pass{number}.json"
+                ResultsWriter(part, headers[index]).write()
+                status = runner._run_pytest(
+                    request,
+                    part,
+                    log_path,
+                    _side_events(side, number, request.passes, emit),
+                    pass_number=number,
+                    suites=("perf",),
+                    workers=min(request.worker_count, 1),
+                    append_log=True,
+                    python=pythons[index],
+                    env=env,
+                    label=f", side {side.upper()} ({pythons[index]})",
+                )
+                exits[index] = runner._combined_exit(exits[index], status)
+                if status not in (0, 1, NO_TESTS):
+                    raise _stopped(side, status, log_path)
+                if status == NO_TESTS:
+                    if number == 1:
+                        what = f"-k {request.keyword!r}" if request.keyword else "the selection"
+                        raise BadInput(f"{what} matched no case")
+                    continue
+                part_results = load_results(part)
+                labels = (f"passes 1-{number - 1}", f"pass {number}")
+                pooled[index] = (
+                    part_results
+                    if pooled[index] is None
+                    else pool([pooled[index], part_results], labels)
+                )
+                pooled[index].run.passes = number
+        comparison = compare(pooled[0], pooled[1])
+        paths = side_paths(request.json_path) if request.json_path is not None else None
+        if paths is not None:
+            for index in range(2):
+                write_results(pooled[index], paths[index])
+            atomic_write_text(paths[2], json.dumps(comparison.to_json_dict(), indent=2))
+        codes = [outcome.exit_code(pooled[i], exits[i]) for i in range(2)]
+        failed = comparison.fails or any(code != ExitCode.OK for code in codes)
+        kept_log = request.log_path
+        if kept_log is None and failed:
+            kept_log = runner._keep(log_path)
+        return AbOutcome(
+            results=(pooled[0], pooled[1]),
+            comparison=comparison,
+            paths=paths,
+            exit_code=ExitCode.FAILED if failed else ExitCode.OK,
+            log_path=kept_log,
+        )
+
+
+def _header(common: Any, env: dict[str, Any], side: str, python: str, request: RunRequest) -> Any:
+    """A side's results header: the run's, with that interpreter's fingerprint."""
+    run = common.run.model_copy(
+        update={
+            "passes": 1,
+            "threads": request.perf_threads,
+            "ab": {"side": side.upper(), "python": python, "order": "ABBA"},
+        }
+    )
+    return common.model_copy(update={"run": run, "env": env})
+
+
+def _stopped(side: str, status: int, log_path: Path) -> Exception:
+    from accelkit.errors import Failed
+    from accelkit.suite.runner import _keep, _last_error_line
+
+    kept = _keep(log_path)
+    return Failed(
+        f"--ab side {side.upper()}: pytest ended with status {status}: "
+        f"{_last_error_line(log_path)} (log: {kept})"
+    )

@@ -1,0 +1,140 @@
+"""`accelkit test --ab A B`: interleaved A/B runs (accelkit/suite/ab.py), their paired
+comparison, and the noise benchmark's smoke run."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from accelkit.errors import BadInput
+from accelkit.results.compare import compare, interleaved
+from accelkit.results.model import Metric, Results
+from accelkit.suite import ab
+from accelkit.suite.request import RunRequest, validate
+from tests.factories import case, grouped_metric, results
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _executable(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\nexit 0\n", encoding="utf-8")
+    path.chmod(0o755)
+    return path
+
+
+def test_interpreter_accepts_an_executable_or_a_venv_folder(tmp_path: Path) -> None:
+    python = _executable(tmp_path / "py")
+    assert ab.interpreter(str(python)) == str(python)
+    venv_python = _executable(tmp_path / "venv" / "bin" / "python")
+    assert ab.interpreter(str(tmp_path / "venv")) == str(venv_python)
+
+
+@pytest.mark.parametrize("what", ["missing", "folder", "not-executable"])
+def test_interpreter_refuses_what_is_no_python(tmp_path: Path, what: str) -> None:
+    target = tmp_path / "x"
+    if what == "folder":
+        target.mkdir()
+    elif what == "not-executable":
+        target.write_text("", encoding="utf-8")
+    with pytest.raises(BadInput, match="--ab"):
+        ab.interpreter(str(target))
+
+
+def test_side_paths_sit_beside_the_json_path(tmp_path: Path) -> None:
+    a, b, comparison = ab.side_paths(tmp_path / "r.json")
+    assert (a.name, b.name, comparison.name) == ("r.a.json", "r.b.json", "r.compare.json")
+
+
+def test_ab_is_validated_before_anything_runs(tmp_path: Path) -> None:
+    python = str(_executable(tmp_path / "py"))
+    with pytest.raises(BadInput, match="--suite perf"):
+        validate(RunRequest(ab=(python, python)))
+    with pytest.raises(BadInput, match="--image"):
+        validate(RunRequest(suite="perf", ab=(python, python), image="accelkit-test-cpu:1"))
+    with pytest.raises(BadInput, match="not an executable"):
+        validate(RunRequest(suite="perf", ab=(python, str(tmp_path / "none"))))
+    validate(RunRequest(suite="perf", ab=(python, python)))
+
+
+def test_ab_round_trips_through_the_command_line(tmp_path: Path) -> None:
+    request = RunRequest(suite="perf", ab=("/opt/a/bin/python", str(tmp_path / "venv-b")))
+    argv = request.to_argv()
+    assert argv[-3:] == ["--ab", "/opt/a/bin/python", str(tmp_path / "venv-b")]
+    assert RunRequest.from_argv(argv) == request
+
+
+def _side(side: str, factor: float, started: str = "2026-01-01T00:00:00+00:00") -> Results:
+    cases = [
+        case("perf/gemm", metrics={"latency": grouped_metric(1e-3 * factor, between=0.0)}),
+    ]
+    return results(cases, started=started, ab={"side": side, "python": "py", "order": "ABBA"})
+
+
+def test_the_two_sides_of_one_run_are_compared_paired() -> None:
+    a, b = _side("A", 1.0), _side("B", 1.2)
+    assert interleaved(a, b)
+    comparison = compare(a, b)
+    (metric,) = comparison.metrics
+    assert "paired" in metric.reason and metric.verdict == "regressed"
+    other_run = _side("B", 1.0, started="2026-01-02T00:00:00+00:00")
+    assert not interleaved(a, other_run)
+    assert not interleaved(results([]), results([]))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_bench_ab_noise_smoke(tmp_path: Path) -> None:
+    """The benchmark's interleaved A/A row, two passes of one canary: it runs end to end
+    and prints its table (no timing is asserted)."""
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    argv = [sys.executable, str(REPO / "benchmarks" / "bench_ab_noise.py")]
+    argv += ["--modes", "interleaved", "--rows", "aa", "--passes", "2"]
+    argv += ["-k", "canary and copy", "--keep", str(tmp_path)]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=850, check=False)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "interleaved A/A quiet" in proc.stdout
+    assert (tmp_path / "ab-aa.a.json").is_file() and (tmp_path / "ab-aa.b.json").is_file()
+
+
+def test_canaries_of_interleaved_sides_are_not_divided_out() -> None:
+    """Both sides of an --ab run share the machine: a canary that differs between them (a
+    different numpy) is environment-shifted itself, and the build's metrics keep their
+    verdicts."""
+
+    def side(name: str, canary_factor: float, gemm_factor: float) -> Results:
+        def timed(median: float, seed: int, **tags: str) -> Metric:
+            return grouped_metric(median, seed=seed, between=0.0, **tags)
+
+        cases = [
+            case(
+                "perf/canary/host/copy",
+                metrics={"time": timed(1e-5 * canary_factor, 1, canary="memory", scope="host")},
+            ),
+            case(
+                "perf/gemm",
+                metrics={"time": timed(1e-3 * gemm_factor, 2, bound="memory", scope="host")},
+            ),
+        ]
+        return results(cases, ab={"side": name, "python": "py", "order": "ABBA"})
+
+    comparison = compare(side("A", 1.0, 1.0), side("B", 1.5, 1.5))
+    verdicts = {m.case: m.verdict for m in comparison.metrics}
+    assert verdicts == {"perf/canary/host/copy": "environment-shifted", "perf/gemm": "regressed"}
+
+
+def test_an_interpreter_that_cannot_run_the_suite_is_unavailable(tmp_path: Path) -> None:
+    from accelkit.errors import Unavailable
+
+    broken = tmp_path / "py"
+    broken.write_text(
+        "#!/bin/sh\necho \"ModuleNotFoundError: No module named 'torch'\" >&2\nexit 1\n",
+        encoding="utf-8",
+    )
+    broken.chmod(0o755)
+    with pytest.raises(Unavailable, match="cannot run the suite: ModuleNotFoundError"):
+        ab.probe(str(broken), "A", dict(os.environ))
