@@ -46,7 +46,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
 from accelkit.results import canary, markdown, stats
-from accelkit.results.environment import ENVIRONMENT_FIELDS, run_environment
+from accelkit.results.environment import EnvironmentDifference, environment_differences
 from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
 from accelkit.results.units import format_value
 
@@ -152,20 +152,6 @@ class StatusChange:
             "new_status": self.new_status,
             "message": self.message,
         }
-
-
-@dataclass(frozen=True)
-class EnvironmentDifference:
-    field: str
-    label: str
-    base: str | None
-    new: str | None
-
-    def to_json_dict(self) -> dict[str, Any]:
-        return {"field": self.field, "label": self.label, "base": self.base, "new": self.new}
-
-    def describe(self) -> str:
-        return f"{self.label}: {self.base or 'not recorded'} -> {self.new or 'not recorded'}"
 
 
 @dataclass(frozen=True)
@@ -441,16 +427,6 @@ def compare(
         threshold=threshold,
         confidence=confidence,
         environment=environment_differences(base, new),
-    )
-
-
-def environment_differences(base: Results, new: Results) -> tuple[EnvironmentDifference, ...]:
-    """The environment facts that differ between two runs, in ENVIRONMENT_FIELDS order."""
-    before, after = run_environment(base), run_environment(new)
-    return tuple(
-        EnvironmentDifference(field, label, before[field], after[field])
-        for field, label in ENVIRONMENT_FIELDS
-        if before[field] != after[field]
     )
 
 

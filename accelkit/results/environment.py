@@ -8,6 +8,7 @@ CPU's is its model. A fact the file does not record is None.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from accelkit.results.model import Results
@@ -51,3 +52,27 @@ def _first_device(results: Results) -> dict[str, Any]:
 
 def _text(value: object) -> str | None:
     return str(value) if value not in (None, "") else None
+
+
+@dataclass(frozen=True)
+class EnvironmentDifference:
+    field: str
+    label: str
+    base: str | None
+    new: str | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"field": self.field, "label": self.label, "base": self.base, "new": self.new}
+
+    def describe(self) -> str:
+        return f"{self.label}: {self.base or 'not recorded'} -> {self.new or 'not recorded'}"
+
+
+def environment_differences(base: Results, new: Results) -> tuple[EnvironmentDifference, ...]:
+    """The environment facts that differ between two runs, in ENVIRONMENT_FIELDS order."""
+    before, after = run_environment(base), run_environment(new)
+    return tuple(
+        EnvironmentDifference(field, label, before[field], after[field])
+        for field, label in ENVIRONMENT_FIELDS
+        if before[field] != after[field]
+    )
