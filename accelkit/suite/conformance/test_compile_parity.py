@@ -175,7 +175,7 @@ class GraphCount:
 
 @pytest.mark.parametrize("model", list(ZOO))
 def test_compile_parity(model: str, device: str) -> None:
-    factory, make_inputs, terms = ZOO[model]
+    factory, make_inputs, length = ZOO[model]
     torch._dynamo.reset()
     module = factory().to(device)
     reference = _reference_module(module)
@@ -190,15 +190,28 @@ def test_compile_parity(model: str, device: str) -> None:
         want = reference(*_reference_inputs(inputs))
         want.square().sum().backward()
         what = f"{model} call {call}"
-        assert_matches_reference(out, want, torch.float32, count=terms, what=f"{what} forward")
+        assert_matches_reference(out, want, torch.float32, count=length, what=f"{what} forward")
+        # A gradient sums terms as large as the largest gradient of the model, even where it
+        # cancels to ~0 (the bias of a convolution followed by a batch norm): its terms are
+        # the largest magnitude among all the reference's gradients, not its own.
+        terms = max(_largest(p.grad) for p in reference.parameters() if p.grad is not None)
         for (name, param), ref_param in zip(
             module.named_parameters(), reference.parameters(), strict=True
         ):
             assert param.grad is not None, f"{what}: no gradient for {name}"
             assert_matches_reference(
-                param.grad, ref_param.grad, torch.float32, count=terms, what=f"{what} grad {name}"
+                param.grad,
+                ref_param.grad,
+                torch.float32,
+                terms=terms,
+                count=length,
+                what=f"{what} grad {name}",
             )
     count.assert_one_graph(model)
+
+
+def _largest(x: torch.Tensor) -> float:
+    return float(x.detach().abs().max()) if x.numel() else 0.0
 
 
 def test_decode_step(device: str) -> None:
