@@ -699,6 +699,9 @@ def test_cuda_update_releases_are_valid_for_validate_and_build(tmp_path: Path) -
     (leg,) = load_legs(str(write(tmp_path, body)))
     assert leg.name == "cuda13.4.1-sm_107-py3.12"
     assert "--cuda-version=13.4.1" in leg.build_args
+    # The test image is that toolkit's, like the builder's.
+    assert leg.base_image == "nvidia/cuda:13.4.1-devel-ubuntu24.04"
+    assert "--base-image=nvidia/cuda:13.4.1-devel-ubuntu24.04" in leg.setup_args
 
 
 @pytest.mark.parametrize(
@@ -717,6 +720,13 @@ def test_cuda_update_releases_are_valid_for_validate_and_build(tmp_path: Path) -
             + "    build_args: ['--cuda-version={backend_version}', '--arch=sm_107']\n",
             "backend: cuda",
             ("accelkit build", "sm_107 needs CUDA version >= 13.4, got 13.3"),
+        ),
+        (
+            CUDA
+            + "    torch: {ref: main}\n    build: true\n"
+            + "    build_args: ['--cuda-version={backend_version}', '--family=gfx94X-dcgpu']\n",
+            "backend: cuda",
+            ("accelkit build", "--family does not apply to accelkit build cuda"),
         ),
         # What the leg's own keys set is never written by hand.
         (

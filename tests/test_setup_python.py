@@ -151,8 +151,8 @@ def test_install_python_on_bookworm_and_trixie(
     # here trixie's 3.13, and a bookworm asked for 3.13.
     tag = f"accelkit-test-python:313-{uuid.uuid4().hex[:8]}"
     try:
-        lines = _system_stage(docker_client, python_images["3.13"], "3.13", tag, tmp_path)
-        assert any("install-python.sh: Python 3.13." in line for line in lines), lines[-5:]
+        # (Its log says "install-python.sh: Python 3.13.x" unless the engine cached the step.)
+        _system_stage(docker_client, python_images["3.13"], "3.13", tag, tmp_path)
         command = ["/opt/venv/bin/python", "-c", "import sys; print(sys.version)"]
         result = run_container(docker_client, tag, command)
         assert result.output_tail[-1].startswith("3.13."), result.output_tail

@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from accelkit.backends.base import GraphCapture, VersionRule, release_tuple
+from accelkit.backends.base import GraphCapture, TestImageSpec, VersionRule, release_tuple
 from accelkit.errors import BadInput
 
 #: PyTorch's wheel indexes: https://download.pytorch.org/whl/[nightly/|test/]<variant>.
@@ -70,6 +70,12 @@ class BackendDefaults:
                 f"{prefix}target {target} needs {what} >= {needed[0]}.{needed[1]}, got {version}"
             )
         return target
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        raise NotImplementedError
+
+    def test_base_image(self, version: str | None = None) -> str:
+        return self.test_image().default_base_image
 
     def wheel_variant(self, version: str | None) -> str | None:
         """The index folder for toolkit `version`; most backends have one for every version."""

@@ -175,6 +175,11 @@ class Backend(Protocol):
         toolkit) is too old to compile for it."""
         ...
 
+    def test_base_image(self, version: str | None = None) -> str:
+        """The default base of this backend's test image for toolkit `version` (None: its
+        default toolkit): a leg's image tests the toolkit its name says."""
+        ...
+
     def torch_index(self, channel: str, version: str | None = None) -> str | None:
         """PyTorch's wheel index serving this backend's torch on `channel` (nightly, test,
         release) for toolkit `version` (None: the one its test image has); None when PyTorch

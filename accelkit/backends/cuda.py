@@ -116,6 +116,10 @@ class CudaBackend(BackendDefaults):
     def wheel_variant(self, version: str | None) -> str | None:
         return wheel_variant_for(version or DEFAULT_CUDA_VERSION)
 
+    def test_base_image(self, version: str | None = None) -> str:
+        # The devel image of the leg's toolkit: its ptxas is what sm_107 needs.
+        return f"nvidia/cuda:{image_version(version or DEFAULT_CUDA_VERSION)}-devel-ubuntu24.04"
+
     def availability(self) -> Availability:
         torch = torch_or_none()
         if torch is None:

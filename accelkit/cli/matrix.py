@@ -388,7 +388,10 @@ def compare_command(
     if baseline_run is not None:
         run = _baseline_run(baseline_run)
     legs = [leg.name for leg in _legs(file, filters, allow_empty=False)]
+    # An empty folder is what the workflow leaves when no previous nightly had results.
     present = baseline if baseline is not None and baseline.is_dir() else None
+    if present is not None and not any(present.iterdir()):
+        present = None
     verdict = _write_verdict(
         legs, results, present, run, markdown, max_age_hours=max_age, threshold=threshold
     )

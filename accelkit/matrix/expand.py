@@ -196,7 +196,7 @@ def _leg(
         build_extra = [f"--python={python}", f"--torch-ref={settings.torch.ref}"]
     if settings.container and settings.image is None:
         # The setup's own --arch (from setup_args) is checked with the rest of its arguments.
-        base_image = settings.base_image or backend.test_image().default_base_image
+        base_image = settings.base_image or backend.test_base_image(version)
         setup_extra = [f"--python={python}", f"--base-image={base_image}"]
         if settings.build:
             setup_extra.append(f"--torch-wheel={rules.WHEELHOUSE}")

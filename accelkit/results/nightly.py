@@ -103,6 +103,8 @@ class NightlyVerdict:
     max_age_hours: float
     baseline_run: Mapping[str, Any] | None = None
     """The workflow run the baseline came from, as `gh run list --json` describes it."""
+    baseline_dir: str | None = None
+    """Where the baseline's results were (None: there was no baseline at all)."""
 
     @property
     def red(self) -> bool:
@@ -113,6 +115,7 @@ class NightlyVerdict:
             "red": self.red,
             "max_baseline_age_hours": self.max_age_hours,
             "baseline_run": dict(self.baseline_run) if self.baseline_run is not None else None,
+            "baseline_dir": self.baseline_dir,
             "legs": [leg.to_json_dict() for leg in self.legs],
         }
 
@@ -238,7 +241,8 @@ def judge_nightly(
         )
         for name in legs
     )
-    return NightlyVerdict(verdicts, max_age_hours, baseline_run)
+    shown = str(baseline_dir) if baseline_dir is not None else None
+    return NightlyVerdict(verdicts, max_age_hours, baseline_run, shown)
 
 
 _STATE_MARK = {
@@ -249,7 +253,9 @@ _STATE_MARK = {
 }
 
 
-def _baseline_line(run: Mapping[str, Any] | None) -> str:
+def _baseline_line(run: Mapping[str, Any] | None, directory: str | None) -> str:
+    if run is None and directory is not None:
+        return f"Baseline: the results in `{markdown.cell(directory, 200)}`."
     if run is None:
         return "Baseline: no completed nightly before this one; every leg is named below."
     number = run.get("number")
@@ -268,15 +274,18 @@ def render_markdown(verdict: NightlyVerdict, *, max_bytes: int = markdown.DEFAUL
     red = [leg for leg in verdict.legs if leg.red]
     named = [leg for leg in verdict.legs if leg.state in ("no-baseline", "stale-baseline")]
     title = f"❌ {len(red)} of {len(verdict.legs)} legs red" if red else "✅ every leg green"
+    if not verdict.legs:
+        title = "no legs"
     lines = [
         f"## Nightly against the previous nightly: {title}",
         "",
-        _baseline_line(verdict.baseline_run),
+        _baseline_line(verdict.baseline_run, verdict.baseline_dir),
         "",
     ]
     if named:
         lines.append(
-            f"**{len(named)} legs without a usable baseline** (missing, or older than "
+            f"**{len(named)} {'leg' if len(named) == 1 else 'legs'} without a usable baseline** "
+            "(missing, or older than "
             f"{verdict.max_age_hours:g} h): "
             + ", ".join(f"`{markdown.cell(leg.name, 80)}` ({leg.state})" for leg in named)
         )
