@@ -59,7 +59,7 @@ def _run(
 
 
 def _opinfo_keyword(*params: str) -> str:
-    return "opinfo and (" + " or ".join(f"[{p}]" for p in params) + ")"
+    return "opinfo and not opinfo_compiled and (" + " or ".join(f"[{p}]" for p in params) + ")"
 
 
 EXP_FAULT = {"ACCELKIT_FAULT_OP": "aten.exp.default"}
