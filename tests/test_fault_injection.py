@@ -89,7 +89,7 @@ def test_a_perturbed_operator_fails_its_cases_and_only_those(exp_run: RunOutcome
 # each fault on its own op and dtype (tests/fixtures/faults/faults.py), so the same op in
 # another dtype is a control inside the run: {case id: must fail}.
 MATRIX_FAULTS = (
-    "bmm:bfloat16:scale,layer_norm:float16:element,sum:float32:tail,softmax:float16:tail"
+    "bmm:bfloat16:scale,layer_norm:float16:element,sum:float32:tail,softmax:float32:tail"
 )
 MATRIX_CASES = {
     "bmm/bfloat16": True,
@@ -98,8 +98,8 @@ MATRIX_CASES = {
     "layer_norm/bfloat16": False,
     "sum/float32": True,
     "sum/float16": False,
-    "softmax/float16": True,
-    "softmax/float32": False,
+    "softmax/float32": True,  # its last tile is one element of 257: float32 sees any
+    "softmax/float16": False,
 }
 
 
