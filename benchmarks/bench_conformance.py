@@ -3,7 +3,8 @@
 Cold: TORCHINDUCTOR_CACHE_DIR points at a fresh, empty directory (nothing compiled yet).
 Warm: a second run with the same directory. Targets (issue 3): quick conformance under
 120 s cold and under 60 s warm on the development machine's CPU. Each run's own counts
-(passed, failed, skipped, opinfo cases) are printed next to its time.
+(passed, failed, skipped, opinfo cases, and the compiled OpInfo cases with the seconds they
+took, mostly Inductor compile time) are printed next to its time.
 
 Usage: python benchmarks/bench_conformance.py [--workers N] [--breadth quick|full]
        [-k EXPR] [--keep DIR]
@@ -38,12 +39,28 @@ def _run(args: argparse.Namespace, cache_dir: Path, results: Path) -> dict[str, 
     wall = time.monotonic() - started
     summary: dict[str, Any] = {}
     opinfo = 0
+    compiled: list[float] = []
     if results.exists():
         data = json.loads(results.read_text())
         summary = data.get("summary", {})
-        opinfo = sum(1 for c in data.get("cases", []) if c["id"].startswith("conformance/opinfo/"))
-    return {"wall_s": wall, "exit": proc.returncode, "summary": summary, "opinfo": opinfo,
-            "tail": (proc.stdout + proc.stderr)[-1500:]}  # fmt: skip
+        cases = data.get("cases", [])
+        opinfo = sum(1 for c in cases if c["id"].startswith("conformance/opinfo/"))
+        compiled = [
+            float(c.get("duration_s") or 0.0)
+            for c in cases
+            if c["id"].startswith("conformance/opinfo_compiled/")
+        ]
+    return {
+        "wall_s": wall,
+        "exit": proc.returncode,
+        "summary": summary,
+        "opinfo": opinfo,
+        # compiled OpInfo: how many cases, and the case seconds they took together (the
+        # first case of a worker compiles the quick batch, so this is mostly compile time)
+        "compiled": len(compiled),
+        "compiled_s": sum(compiled),
+        "tail": (proc.stdout + proc.stderr)[-1500:],
+    }
 
 
 def main() -> int:
@@ -64,10 +81,13 @@ def main() -> int:
             row = _run(args, cache, out / f"{label}.json")
             rows.append((label, row))
             s = row["summary"]
-            print(f"{label:5} {row['wall_s']:7.1f} s  exit {row['exit']}  "
-                  f"passed {s.get('passed', '?')} failed {s.get('failed', '?')} "
-                  f"skipped {s.get('skipped', '?')} error {s.get('error', '?')}  "
-                  f"(opinfo cases {row['opinfo']})", flush=True)  # fmt: skip
+            counts = " ".join(f"{k} {s.get(k, '?')}" for k in ("passed", "failed", "skipped"))
+            print(
+                f"{label:5} {row['wall_s']:7.1f} s  exit {row['exit']}  {counts} "
+                f"error {s.get('error', '?')}  (opinfo cases {row['opinfo']}; compiled "
+                f"opinfo cases {row['compiled']} in {row['compiled_s']:.1f} case-s)",
+                flush=True,
+            )
             if row["exit"] != 0:
                 print(row["tail"], file=sys.stderr)
     worst = max(row["exit"] for _, row in rows)

@@ -59,10 +59,11 @@ def _run(
 
 
 def _opinfo_keyword(*params: str) -> str:
-    return "opinfo and (" + " or ".join(f"[{p}]" for p in params) + ")"
+    return "opinfo and not opinfo_compiled and (" + " or ".join(f"[{p}]" for p in params) + ")"
 
 
 EXP_FAULT = {"ACCELKIT_FAULT_OP": "aten.exp.default"}
+COMPILED_KEYWORD = "opinfo and [nn.functional.hardswish/float32]"
 
 
 @pytest.fixture(scope="module")
@@ -84,9 +85,45 @@ def test_a_perturbed_operator_fails_its_cases_and_only_those(exp_run: RunOutcome
         assert cases[f"conformance/opinfo/{param}"][0] == "passed", (param, cases)
 
 
+# A subset of the fault matrix (benchmarks/bench_detection.py runs all of it), in one run:
+# each fault on its own op and dtype (tests/fixtures/faults/faults.py), so the same op in
+# another dtype is a control inside the run: {case id: must fail}.
+MATRIX_FAULTS = (
+    "bmm:bfloat16:scale,layer_norm:float16:element,sum:float32:tail,softmax:float32:tail"
+)
+MATRIX_CASES = {
+    "bmm/bfloat16": True,
+    "bmm/float32": False,
+    "layer_norm/float16": True,
+    "layer_norm/bfloat16": False,
+    "sum/float32": True,
+    "sum/float16": False,
+    "softmax/float32": True,  # its last tile is one element of 257: float32 sees any
+    "softmax/float16": False,
+}
+
+
+def _ops_keyword(*params: str) -> str:
+    return "test_ops and (" + " or ".join(f"[{p}]" for p in params) + ")"
+
+
+def test_a_subset_of_the_fault_matrix_is_caught(tmp_path: Path) -> None:
+    """Relative (1e-2 in 16-bit), single-element and last-partial-tile faults in one run."""
+    keyword = _ops_keyword(*MATRIX_CASES)
+    code, cases, _ = _run(tmp_path, "matrix", keyword, ACCELKIT_FAULTS=MATRIX_FAULTS)
+    assert code == 1, cases
+    for param, caught in MATRIX_CASES.items():
+        status, message = cases[f"conformance/ops/{param}"]
+        assert status == ("failed" if caught else "passed"), (param, message)
+
+
 def test_the_same_run_without_a_fault_passes(tmp_path: Path) -> None:
-    """The control: the plugin loaded, no fault configured, the same cases pass."""
-    keyword = _opinfo_keyword(*EXP_CASES, *UNRELATED_CASES)
+    """The control: the plugin loaded, no fault configured, the same cases pass (those of
+    every fault above: op_db's, test_ops' and the compiled ones)."""
+    keyword = (
+        f"{_opinfo_keyword(*EXP_CASES, *UNRELATED_CASES)} or {_ops_keyword(*MATRIX_CASES)}"
+        f" or {_ops_keyword('exp/float32')} or ({COMPILED_KEYWORD})"
+    )
     code, cases, _ = _run(tmp_path, "clean", keyword)
     assert code == 0, cases
     assert all(status == "passed" for status, _ in cases.values()), cases
@@ -107,10 +144,21 @@ def test_a_perturbed_operator_fails_its_gradient_case(tmp_path: Path) -> None:
     ("decomp", "keyword", "compiled_case", "eager_case"),
     [
         ("gelu", "mark_dynamic", "conformance/dynamic_shapes/mark_dynamic", None),
-        ("softmax", "test_switch and not clamps",
-         "conformance/control_flow/switch/compiled", "conformance/control_flow/switch/eager"),
+        (
+            "softmax",
+            "test_switch and not clamps",
+            "conformance/control_flow/switch/compiled",
+            "conformance/control_flow/switch/eager",
+        ),
+        # an op outside the compile zoo: its compiled OpInfo case fails, its eager one passes
+        (
+            "hardswish",
+            COMPILED_KEYWORD,
+            "conformance/opinfo_compiled/nn.functional.hardswish/float32",
+            "conformance/opinfo/nn.functional.hardswish/float32",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_wrong_inductor_decomposition_fails_compiled_cases(
     tmp_path: Path, decomp: str, keyword: str, compiled_case: str, eager_case: str | None
 ) -> None:

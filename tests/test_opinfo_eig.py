@@ -210,7 +210,8 @@ def _run_with_fault(tmp_path: Path, fault: str) -> tuple[int, dict[str, tuple[st
     plugins.mkdir(exist_ok=True)
     (plugins / "eig_fault_plugin.py").write_text(FAULT_PLUGIN, encoding="utf-8")
     results = tmp_path / f"{fault}.json"
-    keyword = "opinfo and (" + " or ".join(f"[{p}]" for p in EIG_PARAMS) + ")"
+    params = " or ".join(f"[{p}]" for p in EIG_PARAMS)
+    keyword = f"opinfo and not opinfo_compiled and ({params})"
     env = {
         "PYTHONPATH": os.pathsep.join(
             p for p in (str(plugins), str(REPO), os.environ.get("PYTHONPATH", "")) if p

@@ -72,19 +72,31 @@ class GRU(nn.Module):
         return h
 
 
-# name -> (model factory, input factory(device), tolerance scale)
-ZOO: dict[str, tuple[Callable[[], nn.Module], Callable[[str], tuple[Any, ...]], float]] = {
-    "mlp": (MLP, lambda dev: (make_input((4, 16), torch.float32, dev),), 16.0),
-    "conv_block": (ConvBlock, lambda dev: (make_input((2, 3, 8, 8), torch.float32, dev),), 64.0),
+# name -> (model factory, input factory(device), count): the most terms any output or
+# gradient element accumulates along its longest chain of sums (a layer's fan-in, a norm's
+# or a batch reduction's length, summed over the layers and steps it passes through), so
+# its bound is sqrt(count) * eps times the reference's largest magnitude.
+ZOO: dict[str, tuple[Callable[[], nn.Module], Callable[[str], tuple[Any, ...]], int]] = {
+    # fc1 (16) + fc2 (32), gradients summed over the batch of 4 at each layer
+    "mlp": (MLP, lambda dev: (make_input((4, 16), torch.float32, dev),), 16 + 32 + 2 * 4),
+    # conv fan-in 27, batch statistics over 2 * 8 * 8 = 128, weight gradients over 128 pixels
+    "conv_block": (
+        ConvBlock,
+        lambda dev: (make_input((2, 3, 8, 8), torch.float32, dev),),
+        27 + 128 + 128,
+    ),
+    # qkv (32), attention over 6 positions, out (32), weight gradients over 12 tokens
     "attention_sdpa": (
         AttentionBlock,
         lambda dev: (make_input((2, 6, 32), torch.float32, dev),),
-        32.0,
+        32 + 6 + 32 + 12,
     ),
+    # layer norm (16), head (16), gradients over 21 tokens and 50 classes
     "layernorm_embedding": (
         EmbeddingNorm,
         lambda dev: (torch.randint(0, 50, (3, 7)).to(dev),),
-        32.0,
+        16 + 16 + 21 + 50,
     ),
-    "gru": (GRU, lambda dev: (make_input((3, 4, 8), torch.float32, dev),), 32.0),
+    # 4 steps of a GRU cell (fan-in 8 + 16 per step), gradients over the batch and steps
+    "gru": (GRU, lambda dev: (make_input((3, 4, 8), torch.float32, dev),), 4 * 24 + 3 * 4),
 }

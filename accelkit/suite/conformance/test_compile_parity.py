@@ -90,7 +90,7 @@ class GraphCount:
 
 @pytest.mark.parametrize("model", list(ZOO))
 def test_compile_parity(model: str, device: str) -> None:
-    factory, make_inputs, scale = ZOO[model]
+    factory, make_inputs, length = ZOO[model]
     torch._dynamo.reset()
     module = factory().to(device)
     reference = _reference_module(module)
@@ -105,15 +105,28 @@ def test_compile_parity(model: str, device: str) -> None:
         want = reference(*_reference_inputs(inputs))
         want.square().sum().backward()
         what = f"{model} call {call}"
-        assert_matches_reference(out, want, torch.float32, scale=scale, what=f"{what} forward")
+        assert_matches_reference(out, want, torch.float32, count=length, what=f"{what} forward")
+        # A gradient sums terms as large as the largest gradient of the model, even where it
+        # cancels to ~0 (the bias of a convolution followed by a batch norm): its terms are
+        # the largest magnitude among all the reference's gradients, not its own.
+        terms = max(_largest(p.grad) for p in reference.parameters() if p.grad is not None)
         for (name, param), ref_param in zip(
             module.named_parameters(), reference.parameters(), strict=True
         ):
             assert param.grad is not None, f"{what}: no gradient for {name}"
             assert_matches_reference(
-                param.grad, ref_param.grad, torch.float32, scale=scale, what=f"{what} grad {name}"
+                param.grad,
+                ref_param.grad,
+                torch.float32,
+                terms=terms,
+                count=length,
+                what=f"{what} grad {name}",
             )
     count.assert_one_graph(model)
+
+
+def _largest(x: torch.Tensor) -> float:
+    return float(x.detach().abs().max()) if x.numel() else 0.0
 
 
 def test_decode_step(device: str) -> None:
@@ -134,9 +147,10 @@ def test_decode_step(device: str) -> None:
             out = compiled(x, *caches, pos)
             want = reference(*_reference_inputs((x,)), *ref_caches, pos.cpu())
             what = f"decode position {step}"
-            assert_matches_reference(out, want, torch.float32, scale=32.0, what=what)
+            # qkv and out (32 each), attention over 8 cached positions, the MLP (32)
+            assert_matches_reference(out, want, torch.float32, count=104, what=what)
             for name, cache, ref_cache in zip(("k", "v"), caches, ref_caches, strict=True):
                 assert_matches_reference(
-                    cache, ref_cache, torch.float32, scale=32.0, what=f"{what} {name}_cache"
+                    cache, ref_cache, torch.float32, count=48, what=f"{what} {name}_cache"
                 )
     count.assert_one_graph("decode_step")

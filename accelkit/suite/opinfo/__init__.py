@@ -4,9 +4,10 @@ Every OpInfo becomes cases per dtype (`conformance/opinfo/<op>/<dtype>`, plus
 `.../<dtype>/grad` for gradients). A case runs the op's sample inputs on the device and
 compares each output with the same sample evaluated in float64 (complex128) on the CPU, from
 the same rounded inputs (`accelkit.suite.reference._to_reference`). Tolerances come from
-`accelkit.suite.reference` (torch.testing's defaults per dtype), widened only by the op's own
-`toleranceOverride` metadata that PyTorch's maintainers recorded in `op_db`, by a documented
-rule, or by a bound that the sample itself decides.
+`accelkit.suite.reference` (a few units of the dtype's rounding), widened only by the op's own
+`toleranceOverride` metadata in `op_db` where its test class, device type and dtype apply, by
+a documented rule, or by a bound that the sample itself decides (docs/design.md,
+"Tolerances").
 
 The modules, in the order a case meets them:
 
@@ -18,11 +19,13 @@ The modules, in the order a case meets them:
   (`SAMPLE_TERMS`, `SAMPLE_CONDITION`, `BACKWARD_OVERFLOW`, `SQUARED`) and the measures in
   `sample_measures`;
 - `tolerances`: the tolerance model (`case_tolerance`, with `scales`' `TOLERANCE_SCALE`,
-  `NORMWISE_SCALE`, `LINALG_SCALE`);
+  `NORMWISE_SCALE` and linear algebra's per-sample condition);
 - `comparison`: an answer against the reference under those tolerances (`Mismatch`);
 - `discontinuity`: step functions (`DISCONTINUOUS`), accepted within the reference's range
   over the inputs' rounding;
 - `eigen`: eig and eigvals (`EIGEN_OPS`), matched as eigen-decompositions;
+- `compiled`: the same samples through `torch.compile(backend="inductor")`
+  (`conformance/opinfo_compiled/...`);
 - `records`: the typed, frozen records that every rule table is made of, each with its
   reason, and how a case finds its entry.
 

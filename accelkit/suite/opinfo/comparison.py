@@ -23,6 +23,7 @@ from accelkit.suite.opinfo.tolerances import (
     Rules,
     case_tolerance,
     overflow_threshold,
+    overrides,
     scalar_tolerance,
 )
 
@@ -138,14 +139,22 @@ def _compare_tensors(
         op_name, case_dtype, actual.dtype, want, magnitude, rules.inputs_dtype, rules
     )
     if rules.bracket is not None and isinstance(rules.bracket[0], torch.Tensor):
-        # Where the reference jumps within the inputs' rounding, the answer is compared
-        # with the nearest value that the reference takes there.
+        # Where the reference jumps within the inputs' rounding (or, for an elementwise op,
+        # moves with it), the answer is compared with the nearest value that the reference
+        # takes there.
         low, high = (b.detach().to(target) for b in rules.bracket)
-        if low.shape == want.shape and not want.is_complex():
+        if low.shape == want.shape:
             low, high = low.masked_fill(overflow, 0), high.masked_fill(overflow, 0)
-            want = torch.where(
-                torch.isfinite(got), torch.minimum(torch.maximum(got, low), high), want
-            )
+            want = torch.where(torch.isfinite(got), _nearest(got, low, high), want)
+    notes = "".join(
+        f"; {o.describe()}"
+        for o in overrides(
+            op_name.partition("/")[0],
+            case_dtype,
+            rules.device_type,
+            "grad" if op_name.endswith("/grad") else rules.kind,
+        )
+    )
     torch.testing.assert_close(
         got,
         want,
@@ -155,5 +164,16 @@ def _compare_tensors(
         check_device=False,
         check_dtype=False,
         check_stride=False,
-        msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
+        msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}): {m}",
     )
+
+
+def _nearest(got: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
+    """The point of [low, high] nearest to `got` (for complex values, of the box of their
+    real and imaginary parts)."""
+    if got.is_complex():
+        return torch.complex(
+            torch.minimum(torch.maximum(got.real, low.real), high.real),
+            torch.minimum(torch.maximum(got.imag, low.imag), high.imag),
+        )
+    return torch.minimum(torch.maximum(got, low), high)

@@ -32,11 +32,15 @@ def perturbed(
     mode: DiscontinuityMode,
     pin_range: bool = False,
     op_name: str = "",
+    *,
+    numbers: bool = False,
+    factor: float = PERTURB_EPS,
 ) -> list[Any]:
-    """Copies of the reference sample with every floating input moved by PERTURB_EPS units of
+    """Copies of the reference sample with every floating input moved by `factor` units of
     `dtype`'s rounding, in every combination of directions (the two uniform ones beyond three
-    inputs), or for mode "exponent" the one copy whose exponent is fl(e - 1) + 1. Inputs that
-    need a gradient stay leaves that need one."""
+    inputs), or for mode "exponent" the one copy whose exponent is fl(e - 1) + 1. With
+    `numbers`, Python floats among the arguments move too (mode "relative"). Inputs that need
+    a gradient stay leaves that need one."""
     if mode == "exponent":
         return rounded_exponent(ref, dtype, op_name)
     if mode == "clamp":
@@ -47,11 +51,12 @@ def perturbed(
     floating = [
         i
         for i, x in enumerate(leaves)
-        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+        if (isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()))
+        or (numbers and isinstance(x, float))
     ]
-    numbers = [abs(x) for x in leaves if isinstance(x, (int, float)) and not isinstance(x, bool)]
-    largest = max([max_magnitude(parts), *numbers])
-    delta = PERTURB_EPS * torch.finfo(dtype).eps
+    scalars = [abs(x) for x in leaves if isinstance(x, (int, float)) and not isinstance(x, bool)]
+    largest = max([max_magnitude(parts), *scalars])
+    delta = factor * torch.finfo(dtype).eps
     if len(floating) <= 3:
         signs = list(itertools.product((-1.0, 1.0), repeat=len(floating)))
     else:
@@ -60,6 +65,9 @@ def perturbed(
     for pattern in signs:
         moved = list(leaves)
         for i, sign in zip(floating, pattern, strict=True):
+            if isinstance(leaves[i], float):
+                moved[i] = leaves[i] + sign * delta * abs(leaves[i])
+                continue
             x = leaves[i].detach()
             step = x.abs() if mode == "relative" else largest
             y = x + sign * delta * step
@@ -154,18 +162,26 @@ def cumsum(value: Any) -> Any:
 
 
 def reference_bracket(expected: Any, variants: list[Any]) -> tuple[Any, Any]:
-    """Elementwise (low, high) of the reference and its perturbed evaluations (NaN ignored)."""
+    """Elementwise (low, high) of the reference and its perturbed evaluations (NaN ignored);
+    for complex values the box of their real and imaginary parts (low and high complex)."""
     leaves, spec = pytree.tree_flatten(expected)
     lows, highs = list(leaves), list(leaves)
     for variant in variants:
         other = pytree.tree_leaves(variant)
         for i, (x, y) in enumerate(zip(leaves, other, strict=False)):
-            if (
-                isinstance(x, torch.Tensor)
-                and isinstance(y, torch.Tensor)
-                and x.shape == y.shape
-                and x.is_floating_point()
-            ):
+            if not (isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)):
+                continue
+            if x.shape != y.shape or x.layout != torch.strided or y.layout != torch.strided:
+                continue
+            if x.is_floating_point() and y.is_floating_point():
                 y = y.detach().to(x.dtype)
                 lows[i], highs[i] = torch.fmin(lows[i], y), torch.fmax(highs[i], y)
+            elif x.is_complex() and y.is_complex():
+                y = y.detach().to(x.dtype)
+                lows[i] = torch.complex(
+                    torch.fmin(lows[i].real, y.real), torch.fmin(lows[i].imag, y.imag)
+                )
+                highs[i] = torch.complex(
+                    torch.fmax(highs[i].real, y.real), torch.fmax(highs[i].imag, y.imag)
+                )
     return pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)

@@ -113,7 +113,8 @@ def run_forward(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: i
         magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
         what = f"{op_name} {label}"
         try:
-            rules = sample_rules(op, op_name, dtype, ref, Rules(inputs_dtype=_inputs_dtype(sample)))
+            base = Rules(inputs_dtype=_inputs_dtype(sample), device_type=_device_type(device))
+            rules = sample_rules(op, op_name, dtype, ref, base)
         except NoDigits:
             continue
         squared = squared_rules(op_name, ref, rules)
@@ -150,6 +151,11 @@ def run_forward(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: i
             _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
         count += 1
     return count
+
+
+def _device_type(device: str) -> str:
+    """The torch device type of a device ("cuda:1" -> "cuda")."""
+    return torch.device(device).type
 
 
 def _inputs_dtype(sample: Any) -> torch.dtype | None:
@@ -266,6 +272,7 @@ def run_grad(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: int 
         rules = Rules(
             inputs_dtype=_inputs_dtype(sample),
             may_overflow=any(reaches(o, threshold) for o in ref_outputs),
+            device_type=_device_type(device),
         )
         variants: list[tuple[Any, ...]] | None = None
         grad_name = f"{op_name}/grad"

@@ -273,6 +273,34 @@ def euclid_mm_terms(ref: Any) -> float | None:
     return _rows_norm(x) ** 2 + _rows_norm(y) ** 2
 
 
+def _matrix_conditions(ref: Any) -> list[tuple[int, float]]:
+    """(n, kappa_2) of each floating tensor of two or more dimensions in the sample: its
+    largest matrix dimension and the largest sigma_max / sigma_min over its batch."""
+    found = []
+    for x in pytree.tree_leaves((ref.input, ref.args, ref.kwargs)):
+        if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
+            continue
+        if not (x.is_floating_point() or x.is_complex()):
+            continue
+        values = torch.linalg.svdvals(_real64(x))
+        low, high = values.amin(-1), values.amax(-1)
+        kappa = torch.where(low > 0, high / low, torch.where(high > 0, math.inf, 1.0))
+        found.append((max(x.shape[-2:]), float(kappa.max())))
+    return found
+
+
+def linalg_condition(op: Any, ref: Any) -> float:
+    """n * kappa_2 of the sample's matrices (the largest; 1 without a matrix): the forward
+    error of a solve or a factorisation is of order n * kappa * eps."""
+    return max((n * kappa for n, kappa in _matrix_conditions(ref)), default=1.0)
+
+
+def linalg_condition_squared(op: Any, ref: Any) -> float:
+    """n * kappa_2 ** 2 of the sample's matrices: a gradient of a solve or a factorisation
+    applies the inverse twice."""
+    return max((n * kappa**2 for n, kappa in _matrix_conditions(ref)), default=1.0)
+
+
 def quotient_intermediates(
     op: Any, ref: Any, weights: list[torch.Tensor], divisor_is_input: bool = False
 ) -> Intermediates:

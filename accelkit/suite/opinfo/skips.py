@@ -283,3 +283,8 @@ DEVICE_ONLY: tuple[DeviceOnly, ...] = (
         reason="jiterator compiles CUDA/ROCm kernels at run time",
     ),
 )
+
+# Ops whose samples torch.compile(backend="inductor", fullgraph=True) cannot compile (the
+# compiled cases, `compiled.py`): the reason is the skip message, prefixed "cannot compile".
+# Found by the full compiled breadth on the CPU (torch 2.14.1); keyed like KNOWN_SKIPS.
+COMPILE_SKIPS = skips_by_key()

@@ -1,24 +1,33 @@
 """The tolerance model of the OpInfo cases: how far one output may lie from the reference.
 
 `case_tolerance` is the one function that decides the (rtol, atol) of an output of a case
-(`scalar_tolerance` that of a Python number an op returns). It starts from
-`accelkit.suite.reference`'s per-dtype tolerance for the least precise dtype involved and
-takes the largest of:
+(`scalar_tolerance` that of a Python number an op returns). rtol is
+`accelkit.suite.reference`'s per-dtype rtol for the least precise dtype involved (a few units
+of the output's rounding), times the op's `scales.TOLERANCE_SCALE` factor where it has one.
+atol depends on what the op is:
 
-- that tolerance times the op's `scales.TOLERANCE_SCALE` factor (`LINALG_SCALE` by default
-  for linear algebra);
-- the op's own `toleranceOverride` metadata that PyTorch's maintainers recorded in `op_db`
-  (`opinfo_tolerance`);
-- a normwise atol, NORMWISE_EPS * eps * the largest magnitude of the reference and the
-  sample (times the op's `scales.NORMWISE_SCALE` factor);
-- the sample's own bounds (`Rules`, from `sample_rules`: term magnitudes and condition
-  numbers that each sample decides).
+- elementwise ops (OpInfo's unary and binary ufuncs, `is_elementwise`) are compared element
+  by element: `sample_rules` brackets each element by the reference over the inputs moved by
+  CONDITION_EPS units of the precision the kernel computes in (float32 for the 16-bit
+  dtypes), so an element's bound is its own condition, |x f'(x)| eps, and atol is only the
+  output dtype's smallest normal number (results below it may flush to zero);
+- every other op gets a normwise atol, NORMWISE_EPS * eps * the largest magnitude of the
+  reference and the sample (times the op's `scales.NORMWISE_SCALE` factor): the rounding of
+  sums whose terms are as large as the largest value involved;
+- and the sample's own bounds (`Rules`, from `sample_rules`: term magnitudes and condition
+  numbers that each sample decides; linear algebra's condition number, `LINALG_CONDITION`).
 
-For example, the float32 forward of `exp` (no entries) whose reference's largest magnitude is
-8103 gets rtol 1.3e-6 and atol max(1e-5, 2 * 1.19e-7 * 8103) = 1.9e-3.
+The op's own `toleranceOverride` metadata in `op_db` is honoured only where its test class,
+device type, dtype and `active_if` apply to this comparison (`overrides`, `HONOURED_TESTS`);
+each honoured one is named in the case's message.
+
+For example, the float32 forward of `exp` on a sample in [-9, 9] accepts at x = -9 an answer
+within 1.3e-6 * exp(-9) of the reference's range over x (1 +- 2 * 1.19e-7): 0.1% off fails,
+and so does 0.
 
 `Rules` carries a sample's bounds and what else it allows (an overflowed intermediate, a
-bracket for a step function) from `sample_rules` to `comparison`.
+bracket for a step function or for an elementwise op's condition) from `sample_rules` to
+`comparison`.
 """
 
 from __future__ import annotations
@@ -33,12 +42,7 @@ from torch.utils import _pytree as pytree
 
 from accelkit.suite.opinfo.op_db import op_db_by_name
 from accelkit.suite.opinfo.records import entry_for
-from accelkit.suite.opinfo.scales import (
-    LINALG_OPS_PREFIXES,
-    LINALG_SCALE,
-    NORMWISE_SCALE,
-    TOLERANCE_SCALE,
-)
+from accelkit.suite.opinfo.scales import NORMWISE_SCALE, TOLERANCE_SCALE
 from accelkit.suite.reference import TOLERANCES, tolerance
 
 # Rounding error of a sum (matmul, conv, reductions, intermediate products) is relative
@@ -49,6 +53,11 @@ from accelkit.suite.reference import TOLERANCES, tolerance
 # largest magnitude involved. A 0.1% error stays visible in float32 for every element above
 # 0.1% of that magnitude.
 NORMWISE_EPS = 2.0
+
+# An elementwise kernel computes f at its inputs within a few roundings of the precision it
+# computes in: the answer is compared with the reference's range over every input (Python
+# numbers too: kernels round them to that precision) moved by CONDITION_EPS * eps * |x|.
+CONDITION_EPS = 2.0
 
 
 @dataclass(frozen=True)
@@ -67,6 +76,10 @@ class Rules:
     gradient (run_grad uses the entry of each input's gradient as its terms).
     relative_condition, normwise_condition: factor * kappa of a SAMPLE_CONDITION entry:
     rtol >= relative_condition * eps, atol >= normwise_condition * eps * magnitude.
+    elementwise: an elementwise op's output, compared element by element (its `bracket` is
+    the reference's range over the inputs' rounding): no normwise atol.
+    device_type: the torch device type the answer ran on; kind: "forward", "grad" or
+    "compiled" (which of op_db's toleranceOverrides apply, `overrides`).
     """
 
     inputs_dtype: torch.dtype | None = None
@@ -76,6 +89,9 @@ class Rules:
     input_terms: tuple[float, ...] = ()
     relative_condition: float = 0.0
     normwise_condition: float = 0.0
+    elementwise: bool = False
+    device_type: str = "cpu"
+    kind: str = "forward"
 
 
 NO_RULES = Rules()
@@ -90,30 +106,37 @@ def case_tolerance(
     inputs_dtype: torch.dtype | None = None,
     rules: Rules | None = None,
 ) -> tuple[float, float]:
-    """(rtol, atol) for one output: the reference module's per-dtype tolerance for the least
-    precise dtype involved (the case's, the output's or an input's), scaled by
-    TOLERANCE_SCALE, at least the op's own toleranceOverride in op_db, normwise
-    (NORMWISE_EPS), and at least the sample's own bounds (`rules`: SAMPLE_TERMS,
-    SAMPLE_CONDITION).
+    """(rtol, atol) for one output: the reference module's per-dtype rtol for the least
+    precise dtype involved (the case's, the output's or an input's), times TOLERANCE_SCALE;
+    atol: for an elementwise op (`rules.elementwise`) the output dtype's smallest normal
+    number, otherwise normwise (NORMWISE_EPS); at least the op's honoured toleranceOverrides
+    in op_db (`overrides`), and at least the sample's own bounds (`rules`: SAMPLE_TERMS,
+    SAMPLE_CONDITION, linear algebra's condition).
 
     `op_name` is the case's ("op" or "op/grad"), `reference` the reference's value of the
     output, `magnitude` the largest magnitude among the sample's inputs (and, for a gradient,
     the outputs)."""
+    rules = rules if rules is not None else NO_RULES
     bound = least_precise(case_dtype, out_dtype, *([inputs_dtype] if inputs_dtype else []))
-    base = op_name.partition("/")[0]
-    default = LINALG_SCALE if base.startswith(LINALG_OPS_PREFIXES) else 1.0
     scale_entry = entry_for(TOLERANCE_SCALE, op_name, case_dtype)
-    scale = scale_entry.factor if scale_entry is not None else default
+    scale = scale_entry.factor if scale_entry is not None else 1.0
     normwise_entry = entry_for(NORMWISE_SCALE, op_name, case_dtype)
     normwise = normwise_entry.factor if normwise_entry is not None else 1.0
-    rtol, atol = tolerance(bound, scale)
-    op_atol, op_rtol = opinfo_tolerance(op_name.removesuffix("/grad"), case_dtype)
-    rtol, atol = max(rtol, op_rtol), max(atol, op_atol)
-    magnitude = max(magnitude, max_magnitude(reference))
+    rtol, atol = tolerance(bound)
+    rtol *= scale
     eps = torch.finfo(bound).eps
-    atol = max(atol, normwise * NORMWISE_EPS * eps * magnitude)
-    if rules is not None:
-        rtol = max(rtol, rules.relative_condition * eps)
+    if rules.elementwise:
+        atol = scale * torch.finfo(bound).tiny
+    else:
+        atol *= scale
+        magnitude = max(magnitude, max_magnitude(reference))
+        atol = max(atol, normwise * NORMWISE_EPS * eps * magnitude)
+    kind = "grad" if op_name.endswith("/grad") else rules.kind
+    for override in overrides(op_name.removesuffix("/grad"), case_dtype, rules.device_type, kind):
+        rtol, atol = max(rtol, override.rtol), max(atol, override.atol)
+    rtol = max(rtol, rules.relative_condition * eps)
+    if rules.terms or rules.normwise_condition:
+        magnitude = max(magnitude, max_magnitude(reference))
         atol = max(
             atol,
             NORMWISE_EPS * eps * rules.terms,
@@ -134,19 +157,167 @@ def least_precise(*dtypes: torch.dtype) -> torch.dtype:
     return max(known, key=lambda d: torch.finfo(d).eps)
 
 
+def is_elementwise(op: Any) -> bool:
+    """OpInfo's own classification: unary and binary ufuncs compute each output element from
+    the input elements at its position."""
+    from torch.testing._internal.opinfo.core import BinaryUfuncInfo, UnaryUfuncInfo
+
+    return isinstance(op, (UnaryUfuncInfo, BinaryUfuncInfo))
+
+
+@dataclass(frozen=True, kw_only=True)
+class HonouredTest:
+    """A test of PyTorch's own suite whose comparison is the kind this suite makes, so a
+    toleranceOverride that op_db attaches to it applies here too."""
+
+    cls_name: str | None
+    """The test class (None: an override for every class)."""
+    test_prefix: str | None
+    """Test names it covers (prefix); None: an override for every test of the class."""
+    kinds: tuple[str, ...]
+    """"forward", "grad", "compiled": which of the suite's comparisons it matches."""
+    device_types: tuple[str, ...] | None
+    """The device types the class runs on (None: any)."""
+    reason: str
+
+
+_EVERY_KIND = ("forward", "grad", "compiled")
+_VALUES = ("forward", "compiled")
+
+HONOURED_TESTS: tuple[HonouredTest, ...] = (
+    HonouredTest(
+        cls_name=None,
+        test_prefix=None,
+        kinds=_EVERY_KIND,
+        device_types=None,
+        reason="an override for every test of the op",
+    ),
+    HonouredTest(
+        cls_name="TestCommon",
+        test_prefix="test_numpy_ref",
+        kinds=_VALUES,
+        device_types=None,
+        reason="the op against NumPy's reference",
+    ),
+    HonouredTest(
+        cls_name="TestCommon",
+        test_prefix="test_compare_cpu",
+        kinds=_VALUES,
+        device_types=None,
+        reason="the op on the device against the CPU",
+    ),
+    HonouredTest(
+        cls_name="TestUnaryUfuncs",
+        test_prefix="test_reference_numerics",
+        kinds=_VALUES,
+        device_types=None,
+        reason="unary ufuncs against NumPy's reference in higher precision",
+    ),
+    HonouredTest(
+        cls_name="TestBinaryUfuncsDevice",
+        test_prefix="test_reference_numerics",
+        kinds=_VALUES,
+        device_types=None,
+        reason="binary ufuncs against NumPy's reference in higher precision",
+    ),
+    HonouredTest(
+        cls_name="TestReductions",
+        test_prefix="test_ref",
+        kinds=_VALUES,
+        device_types=None,
+        reason="reductions against NumPy's reference",
+    ),
+    HonouredTest(
+        cls_name="TestConsistency",
+        test_prefix="test_output_match",
+        kinds=_VALUES,
+        device_types=("mps",),
+        reason="MPS against the CPU (test/test_mps.py: the class runs on MPS only)",
+    ),
+    HonouredTest(
+        cls_name="TestConsistency",
+        test_prefix="test_output_grad_match",
+        kinds=("grad",),
+        device_types=("mps",),
+        reason="MPS gradients against the CPU's",
+    ),
+    HonouredTest(
+        cls_name="TestInductorOpInfo",
+        test_prefix="test_comprehensive",
+        kinds=("compiled",),
+        device_types=None,
+        reason="Inductor-compiled against eager (test/inductor/test_torchinductor_opinfo.py)",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A toleranceOverride of op_db that applies to a case, and where it comes from."""
+
+    atol: float
+    rtol: float
+    source: str
+
+    def describe(self) -> str:
+        return f"op_db toleranceOverride {self.source}: atol={self.atol:g}, rtol={self.rtol:g}"
+
+
+def _matches(info: Any, test: HonouredTest, device_type: str, dtype: torch.dtype) -> bool:
+    """Whether the DecorateInfo `info` applies to `test`'s comparisons on `device_type`."""
+    if test.device_types is not None and device_type not in test.device_types:
+        return False
+    cls_name = getattr(info, "cls_name", None)
+    test_name = getattr(info, "test_name", None)
+    if cls_name != test.cls_name:
+        return False
+    if test.test_prefix is not None and test_name is not None:
+        if not test_name.startswith(test.test_prefix):
+            return False
+    elif test.test_prefix is None and test_name is not None:
+        return False
+    wanted = getattr(info, "device_type", None)
+    if isinstance(wanted, str) and wanted != device_type:
+        return False
+    if isinstance(wanted, (list, tuple)) and device_type not in wanted:
+        return False
+    dtypes = getattr(info, "dtypes", None)
+    if dtypes is not None and dtype not in dtypes:
+        return False
+    active = getattr(info, "active_if", True)
+    return bool(active({}) if callable(active) else active)
+
+
 @functools.cache
-def opinfo_tolerance(op_name: str, dtype: torch.dtype) -> tuple[float, float]:
-    """The largest (atol, rtol) that the op's own `toleranceOverride` metadata allows."""
+def overrides(
+    op_name: str, dtype: torch.dtype, device_type: str = "cpu", kind: str = "forward"
+) -> tuple[Override, ...]:
+    """The op's `toleranceOverride`s in op_db that apply to a `kind` comparison
+    ("forward", "grad", "compiled") of `dtype` on `device_type`: those attached to a test in
+    HONOURED_TESTS for that kind, whose device type, dtypes and `active_if` match (an override
+    given directly, outside a DecorateInfo, applies to every test)."""
     from torch.testing._internal.common_device_type import toleranceOverride
 
-    atol = rtol = 0.0
+    found: list[Override] = []
     op = op_db_by_name()[op_name]
     for info in op.decorators:
         for decorator in getattr(info, "decorators", [info]):
-            if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
-                atol = max(atol, decorator.d[dtype].atol)
-                rtol = max(rtol, decorator.d[dtype].rtol)
-    return atol, rtol
+            if not isinstance(decorator, toleranceOverride) or dtype not in decorator.d:
+                continue
+            tol = decorator.d[dtype]
+            if decorator is info:
+                found.append(Override(tol.atol, tol.rtol, "(every test)"))
+                continue
+            for test in HONOURED_TESTS:
+                if kind in test.kinds and _matches(info, test, device_type, dtype):
+                    where = f"{info.cls_name or 'every class'}"
+                    if info.test_name:
+                        where += f".{info.test_name}"
+                    if info.device_type:
+                        where += f" on {info.device_type}"
+                    found.append(Override(tol.atol, tol.rtol, f"({where})"))
+                    break
+    return tuple(found)
 
 
 def overflow_threshold(dtype: torch.dtype) -> float:

@@ -1,0 +1,343 @@
+"""OpInfo under the compiler: each op's samples through `torch.compile(backend="inductor")`.
+
+A compiled case (`conformance/opinfo_compiled/<op>/<dtype>`) runs the op's forward samples
+compiled by Inductor on the device and compares each answer with the float64 reference under
+the same tolerance model as the eager case (`sample_rules`, `comparison.compare`; op_db's
+toleranceOverrides for Inductor's own OpInfo test apply, `tolerances.HONOURED_TESTS`). Where
+the compiled answer fails, the message says whether eager on the same device gets the sample
+right, so a wrong lowering or decomposition reads differently from an eager bug.
+
+Compile time dominates on the CPU (a C++ compile per kernel), so compiled work is shared:
+
+- an op's samples are compiled as one graph (`compile_batch`): one trace, one Inductor
+  compile, kernels for samples that differ only in their sizes shared through dynamic shapes
+  (`dynamic=True`: one size-generic kernel instead of one per shape);
+- at quick breadth, the ops of `QUICK_COMPILED_OPS` (lowerings outside the compile zoo of
+  test_compile_parity.py: a decomposed pointwise op, a reduction, a scan, a scatter) are
+  compiled together, once per process, in float32 with their first QUICK_COMPILED_SAMPLES
+  samples; each case then compares its op's share. Where the whole
+  batch cannot compile, each op is compiled on its own.
+
+Each op's samples are drawn under the seed its own case would get from the plugin
+(`case_seed`), so a case replays alone (`-k`, `--seed`) with the same inputs as in a batch.
+Ops that cannot compile are known skips with the reason (`skips.COMPILE_SKIPS`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import random
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from accelkit.suite.opinfo.comparison import Mismatch, compare
+from accelkit.suite.opinfo.discontinuity import cumsum, perturbed, reference_bracket
+from accelkit.suite.opinfo.eigen import EIGEN_OPS
+from accelkit.suite.opinfo.op_db import DTYPES, op_db_by_name
+from accelkit.suite.opinfo.planning import OpinfoCase, plan, skip_reason
+from accelkit.suite.opinfo.sample_rules import NoDigits, sample_rules, squared_rules, squares
+from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
+from accelkit.suite.opinfo.skips import COMPILE_SKIPS
+from accelkit.suite.opinfo.tolerances import Rules, least_precise, max_magnitude
+from accelkit.suite.reference import TOLERANCES, _to_reference
+
+# Lowerings outside the compile zoo, one of each kind, float32, the first sample only: four
+# ops compile in ~1 minute on a loaded 2-core CPU (each kernel is a C++ compile); every op
+# compiles at `--breadth full`.
+QUICK_COMPILED_OPS: tuple[str, ...] = (
+    "nn.functional.hardswish",  # a decomposed pointwise activation
+    "logsumexp",  # a reduction with a decomposition
+    "cumprod",  # a scan
+    "index_add",  # scatter with accumulation
+)
+QUICK_COMPILED_DTYPES: tuple[str, ...] = ("float32",)
+QUICK_COMPILED_SAMPLES = 1
+MODULE_NODEID = "conformance/test_opinfo_compiled.py::test_opinfo_compiled"
+
+
+def plan_compiled(device_type: str, breadth: str) -> list[OpinfoCase]:
+    """The compiled cases of a run: at quick breadth QUICK_COMPILED_OPS in
+    QUICK_COMPILED_DTYPES, at full breadth every forward case of the eager plan."""
+    if breadth == "quick":
+        names = op_db_by_name()
+        return [
+            OpinfoCase(op, dtype)
+            for op in QUICK_COMPILED_OPS
+            if op in names
+            for dtype in QUICK_COMPILED_DTYPES
+        ]
+    return [case for case in plan(device_type, breadth) if not case.grad]
+
+
+def compiled_skip_reason(op: Any, case: OpinfoCase, device_type: str, breadth: str) -> str | None:
+    """Why this compiled case cannot run here: the eager case's reason, or a known reason the
+    op cannot compile (COMPILE_SKIPS)."""
+    if case.op in EIGEN_OPS:
+        return f"{case.op}: eigenpairs are matched, not compared; compiled eig is not checked"
+    reason = skip_reason(op, case, device_type, breadth)
+    if reason is not None:
+        return reason
+    for key in ((case.op, case.dtype, None), (case.op, None, None)):
+        skip = COMPILE_SKIPS.get(key)
+        if skip is not None:
+            return f"cannot compile: {skip.reason}"
+    return None
+
+
+def compiled_sample_limit(breadth: str) -> int | None:
+    return QUICK_COMPILED_SAMPLES if breadth == "quick" else None
+
+
+def case_seed(param_id: str, base_seed: int) -> int:
+    """The seed the plugin gives the compiled case `param_id` (accelkit.suite.plugin)."""
+    nodeid = f"{MODULE_NODEID}[{param_id}]"
+    return (base_seed * 1_000_003 + zlib.crc32(nodeid.encode())) % (2**31)
+
+
+def _seed_everything(seed: int) -> None:
+    random.seed(seed)
+    try:
+        import numpy
+
+        numpy.random.seed(seed)
+    except ImportError:
+        pass
+    torch.manual_seed(seed)
+
+
+def draw_samples(
+    op: Any, case: OpinfoCase, device: str, limit: int | None, base_seed: int
+) -> list[Any]:
+    """The case's forward samples, drawn under its own case seed."""
+    _seed_everything(case_seed(case.param_id, base_seed))
+    samples = op.sample_inputs_func(op, device, DTYPES[case.dtype], False)
+    return list(itertools.islice(samples, limit) if limit is not None else samples)
+
+
+@dataclass
+class Compiled:
+    """The compiled answers of one op's samples, or why they could not be computed."""
+
+    outputs: list[Any] | None = None
+    error: str | None = None
+
+
+def compile_batch(entries: list[tuple[Any, list[Any]]], *, dynamic: bool = True) -> list[Any]:
+    """The raw outputs of each (op, samples) entry's samples, computed by ONE Inductor-compiled
+    function (no graph break allowed): a list per entry. Tensors are the graph's inputs;
+    everything else in a sample is a constant of the graph."""
+    tensors: list[torch.Tensor] = []
+    calls: list[tuple[Callable[..., Any], list[Any], Any, list[int | None]]] = []
+    for op, samples in entries:
+        for sample in samples:
+            leaves, spec = pytree.tree_flatten((sample.input, sample.args, sample.kwargs))
+            slots: list[int | None] = []
+            for leaf in leaves:
+                if isinstance(leaf, torch.Tensor):
+                    slots.append(len(tensors))
+                    tensors.append(leaf)
+                else:
+                    slots.append(None)
+            calls.append((op.op, leaves, spec, slots))
+
+    def batch(inputs: list[torch.Tensor]) -> list[Any]:
+        outputs = []
+        for fn, leaves, spec, slots in calls:
+            values = [x if i is None else inputs[i] for x, i in zip(leaves, slots, strict=True)]
+            inp, args, kwargs = pytree.tree_unflatten(values, spec)
+            outputs.append(fn(inp, *args, **kwargs))
+        return outputs
+
+    # A fresh dynamo cache: `batch` is one code object for every batch, and dynamo keeps at
+    # most cache_size_limit graphs per code object before it runs the rest eagerly.
+    torch._dynamo.reset()
+    compiled = torch.compile(batch, backend="inductor", dynamic=dynamic, fullgraph=True)
+    with torch.no_grad():
+        flat = compiled(tensors)
+    result: list[Any] = []
+    position = 0
+    for _, samples in entries:
+        result.append(flat[position : position + len(samples)])
+        position += len(samples)
+    return result
+
+
+def _compile_one(op: Any, samples: list[Any]) -> Compiled:
+    """One op's samples compiled together: dynamic shapes first, then static."""
+    errors = []
+    for dynamic in (True, False):
+        try:
+            return Compiled(outputs=compile_batch([(op, samples)], dynamic=dynamic)[0])
+        except Exception as error:  # a compile failure is the case's finding, with its text
+            errors.append(f"{'dynamic' if dynamic else 'static'}: {_first_line(error)}")
+    return Compiled(error="; ".join(errors))
+
+
+def _first_line(error: BaseException) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    return text.splitlines()[0][:500] if text else type(error).__name__
+
+
+# Per process: (device, dtype, base seed) -> op -> (samples, Compiled) of the quick batch.
+_QUICK: dict[tuple[str, str, int], dict[str, tuple[list[Any], Compiled]]] = {}
+
+
+def _quick_batch(device: str, dtype: str, base_seed: int) -> dict[str, tuple[list[Any], Compiled]]:
+    """Every quick compiled op of `dtype` compiled together, once per process; where the
+    batch cannot compile, each op on its own."""
+    key = (device, dtype, base_seed)
+    if key in _QUICK:
+        return _QUICK[key]
+    names = op_db_by_name()
+    entries: list[tuple[str, Any, list[Any]]] = []
+    for name in QUICK_COMPILED_OPS:
+        if name not in names:
+            continue
+        op, case = names[name], OpinfoCase(name, dtype)
+        if compiled_skip_reason(op, case, torch.device(device).type, "quick") is not None:
+            continue
+        samples = draw_samples(op, case, device, QUICK_COMPILED_SAMPLES, base_seed)
+        entries.append((name, op, samples))
+    results: dict[str, tuple[list[Any], Compiled]] = {}
+    try:
+        outputs = compile_batch([(op, samples) for _, op, samples in entries])
+        for (name, _, samples), answer in zip(entries, outputs, strict=True):
+            results[name] = (samples, Compiled(outputs=answer))
+    except Exception:  # one op spoils the batch: compile each alone to say which
+        for name, op, samples in entries:
+            results[name] = (samples, _compile_one(op, samples))
+    _QUICK[key] = results
+    return results
+
+
+def run_compiled_case(op: Any, case: OpinfoCase, device: str, breadth: str, base_seed: int) -> int:
+    """The compiled case's samples against the reference; returns how many were compared."""
+    shared = _quick_batch(device, case.dtype, base_seed) if breadth == "quick" else {}
+    if case.op in shared:
+        samples, answer = shared[case.op]
+    else:
+        samples = draw_samples(op, case, device, compiled_sample_limit(breadth), base_seed)
+        answer = _compile_one(op, samples) if samples else Compiled(outputs=[])
+    if answer.error is not None or answer.outputs is None:
+        raise Mismatch(
+            f"{case.op} ({case.dtype}): torch.compile(backend='inductor') failed: {answer.error}"
+        )
+    dtype = DTYPES[case.dtype]
+    count = 0
+    for index, (sample, raw) in enumerate(zip(samples, answer.outputs, strict=True)):
+        if check_compiled_sample(op, case.op, device, dtype, index, sample, raw):
+            count += 1
+    return count
+
+
+def _inputs_dtype(sample: Any) -> torch.dtype | None:
+    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+    dtypes = {
+        x.dtype
+        for x in leaves
+        if isinstance(x, torch.Tensor)
+        and (x.is_floating_point() or x.is_complex())
+        and x.dtype in TOLERANCES
+    }
+    return least_precise(*dtypes) if dtypes else None
+
+
+def _reference_sample(sample: Any, device: str) -> Any:
+    from torch.testing._internal.opinfo.core import SampleInput
+
+    return SampleInput(  # type: ignore[no-untyped-call]
+        _to_reference(sample.input, device),
+        args=_to_reference(sample.args, device),
+        kwargs=_to_reference(sample.kwargs, device),
+        output_process_fn_grad=sample.output_process_fn_grad,
+        broadcasts_input=sample.broadcasts_input,
+        name=sample.name,
+    )
+
+
+def _call(fn: Callable[..., Any], sample: Any) -> Any:
+    return fn(sample.input, *sample.args, **sample.kwargs)
+
+
+def check_compiled_sample(
+    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any, raw: Any
+) -> bool:
+    """One compiled answer (`raw`) against the reference; False where the sample carries no
+    digits to compare. A Mismatch says whether eager on the device gets the sample right."""
+    summary = " ".join(str(sample.summary() if hasattr(sample, "summary") else sample).split())
+    what = f"{op_name} compiled (inductor) sample {index} ({summary[:300]})"
+    ref = _reference_sample(sample, device)
+    process = sample.output_process_fn_grad
+    with torch.no_grad():
+        expected = process(_call(op, ref))
+        actual = process(raw)
+    magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
+    base = Rules(
+        inputs_dtype=_inputs_dtype(sample), device_type=torch.device(device).type, kind="compiled"
+    )
+    try:
+        rules = sample_rules(op, op_name, dtype, ref, base)
+    except NoDigits:
+        return False
+    squared = squared_rules(op_name, ref, rules)
+    if squared is not None:
+        actual, expected, rules = squares(actual), squares(expected), squared
+        what += " (compared as squares)"
+    try:
+        _compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
+    except AssertionError as error:
+        with torch.no_grad():
+            eager = process(_call(op, sample))
+        if squared is not None:
+            eager = squares(eager)
+        try:
+            _compare_with_steps(op, op_name, dtype, ref, eager, expected, what, magnitude, rules)
+            verdict = f"eager on {device} matches the reference: the compiled code is wrong"
+        except AssertionError:
+            verdict = f"eager on {device} fails too (see conformance/opinfo/{op_name})"
+        raise Mismatch(f"{error} [{verdict}]") from None
+    return True
+
+
+def _compare_with_steps(
+    op: Any,
+    op_name: str,
+    dtype: torch.dtype,
+    ref: Any,
+    actual: Any,
+    expected: Any,
+    what: str,
+    magnitude: float,
+    rules: Rules,
+) -> None:
+    """compare, and for a step function (DISCONTINUOUS) the re-check against the reference's
+    range over the inputs' rounding, as the eager case does."""
+    try:
+        compare(actual, expected, dtype, op_name, what, magnitude, rules)
+    except AssertionError:
+        step = DISCONTINUOUS.get(op_name)
+        if step is None:
+            raise
+        process = ref.output_process_fn_grad
+        with torch.no_grad():
+            nearby = perturbed(ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name)
+            variants = [process(_call(op, p)) for p in nearby]
+        if step.cumulative:
+            actual, expected = cumsum(actual), cumsum(expected)
+            variants = [cumsum(v) for v in variants]
+        bracket = reference_bracket(expected, variants)
+        compare(
+            actual,
+            expected,
+            dtype,
+            op_name,
+            what,
+            magnitude,
+            dataclasses.replace(rules, bracket=bracket),
+        )

@@ -1,0 +1,233 @@
+"""Detection power: which conformance case catches which wrong kernel (issue 13, item 4).
+
+Every fault of the matrix {mm, addmm, bmm, sum, softmax, layer_norm, cumsum, conv2d, exp} x
+{float32, bfloat16, float16} x {scale, element, tail} (tests/fixtures/faults/faults.py:
+relative 1e-3 for float32, 1e-2 for the 16-bit types; one element off; the last partial tile
+of the reduction dropped) is injected into the CPU's kernels, and the cases that cover the
+op run against it in this process, exactly as the suite runs them (their seeds, the quick
+breadth's samples): `conformance/ops/<op>/<dtype>` and `conformance/opinfo/<op>/<dtype>`.
+Then the compiled-only faults: a wrong Inductor decomposition of ops outside the compile zoo
+(hardswish, logsumexp), against `conformance/opinfo_compiled/<op>/float32`, with the eager
+case as a witness that must still pass. Every case also runs without a fault (the control),
+which must pass.
+
+Prints the table fault x dtype x kind -> the cases that caught it; exits 1 when a fault is
+missed or a control fails.
+
+Usage: python benchmarks/bench_detection.py [--ops mm,sum] [--dtypes float32]
+       [--kinds scale,tail] [--no-compiled]
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import sys
+import tempfile
+import time
+import zlib
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tests" / "fixtures" / "faults"), str(REPO)]
+# A fresh Inductor cache: a kernel cached without the fault would hide it.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelkit-detect-")
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from faults import KINDS, OPS, TAIL_OPS, Fault, injected  # noqa: E402
+
+from accelkit import backends  # noqa: E402
+from accelkit.suite import opinfo  # noqa: E402
+from accelkit.suite.conformance import test_ops  # noqa: E402
+from accelkit.suite.numerics import strict_numerics  # noqa: E402
+from accelkit.suite.opinfo import compiled  # noqa: E402
+
+DTYPES = ("float32", "bfloat16", "float16")
+# The fault matrix's op -> (its test_ops name, its op_db name).
+CASES = {
+    "mm": ("matmul", "mm"),
+    "addmm": ("addmm", "addmm"),
+    "bmm": ("bmm", "bmm"),
+    "sum": ("sum", "sum"),
+    "softmax": ("softmax", "softmax"),
+    "layer_norm": ("layer_norm", "nn.functional.layer_norm"),
+    "cumsum": ("cumsum", "cumsum"),
+    "conv2d": ("conv2d", "nn.functional.conv2d"),
+    "exp": ("exp", "exp"),
+}
+COMPILED_FAULTS = {"hardswish": "nn.functional.hardswish", "logsumexp": "logsumexp"}
+OPS_NODEID = "conformance/test_ops.py::test_ops[{}]"
+OPINFO_NODEID = "conformance/test_opinfo.py::test_opinfo[{}]"
+
+Outcome = str  # "passed", "failed: <message>", "skipped: <reason>"
+
+
+def _seed(nodeid: str) -> None:
+    """The seed the suite's plugin gives the case (accelkit.suite.plugin, base seed 0)."""
+    torch.manual_seed(zlib.crc32(nodeid.encode()) % (2**31))
+
+
+def _outcome(run: Callable[[], object]) -> Outcome:
+    try:
+        run()
+    except AssertionError as error:
+        return "failed: " + str(error).splitlines()[0][:160]
+    except pytest.skip.Exception as skip:
+        return f"skipped: {skip.msg}"
+    return "passed"
+
+
+def ops_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    name = CASES[op][0]
+    backend = backends.get("cpu")
+
+    def run() -> Outcome:
+        _seed(OPS_NODEID.format(f"{name}/{dtype}"))
+        with strict_numerics(backend.tf32):
+            return _outcome(lambda: test_ops.test_ops(name, dtype, "cpu", backend))
+
+    return f"conformance/ops/{name}/{dtype}", run
+
+
+def opinfo_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    name = CASES[op][1]
+    case = opinfo.OpinfoCase(name, dtype)
+
+    def run() -> Outcome:
+        info = opinfo.op_db_by_name()[name]
+        reason = opinfo.skip_reason(info, case, "cpu", "quick")
+        if reason is not None:
+            return f"skipped: {reason}"
+        _seed(OPINFO_NODEID.format(case.param_id))
+        limit = opinfo.sample_limit(case, "quick")
+        return _outcome(lambda: opinfo.run_case(info, case, "cpu", limit))
+
+    return f"conformance/opinfo/{case.param_id}", run
+
+
+def eager_matrix(ops: list[str], dtypes: list[str], kinds: list[str]) -> list[list[str]]:
+    """Rows (op, dtype, kind, caught by, control) of the eager fault matrix."""
+    rows = []
+    for op in ops:
+        for dtype in dtypes:
+            cases = [ops_case(op, dtype), opinfo_case(op, dtype)]
+            controls = {cid: run() for cid, run in cases}
+            bad = [f"{cid}: {o}" for cid, o in controls.items() if o.startswith("failed")]
+            control = "clean" if not bad else "FAILED " + "; ".join(bad)
+            for kind in kinds:
+                if kind == "tail" and op not in TAIL_OPS:
+                    rows.append([op, dtype, kind, "n/a (no reduction)", control])
+                    continue
+                caught = []
+                with injected(Fault(op, (dtype,), kind)) as mode:
+                    outcomes = {cid: run() for cid, run in cases}
+                hits = mode.hits if mode is not None else 0
+                for cid, o in outcomes.items():
+                    if o.startswith("failed"):
+                        caught.append(cid.removeprefix("conformance/"))
+                if hits == 0:
+                    text = "NOT INJECTED (the op never ran)"
+                else:
+                    text = ", ".join(caught) if caught else "MISSED"
+                rows.append([op, dtype, kind, text, control])
+    return rows
+
+
+def compiled_matrix() -> list[list[str]]:
+    """Rows of the compiled-only faults: a wrong Inductor decomposition of an op outside the
+    compile zoo fails its compiled case; its eager case (and the clean compile) pass."""
+    sys.path.insert(0, str(REPO / "tests" / "fixtures" / "faults"))
+    import perturb_plugin
+    import torch._functorch.config
+    from torch._inductor import config as inductor_config
+    from torch._inductor import decomposition
+
+    # No compile caches: the control's cached graph would hide the wrong decomposition.
+    inductor_config.fx_graph_cache = False
+    torch._functorch.config.enable_autograd_cache = False
+    wrong = perturb_plugin._wrong_decompositions()
+    rows = []
+    for decomp, name in COMPILED_FAULTS.items():
+        info = opinfo.op_db_by_name()[name]
+        case = opinfo.OpinfoCase(name, "float32")
+
+        def run_compiled(info: object = info, case: opinfo.OpinfoCase = case) -> Outcome:
+            torch._dynamo.reset()
+            return _outcome(lambda: compiled.run_compiled_case(info, case, "cpu", "full", 0))
+
+        control = run_compiled()
+        target, fn = wrong[decomp]
+        saved = decomposition.decompositions.get(target)
+        decomposition.decompositions[target] = fn
+        _clear_decomposition_caches(decomposition)
+        try:
+            faulty = run_compiled()
+            _seed(OPINFO_NODEID.format(case.param_id))
+            eager = _outcome(functools.partial(opinfo.run_case, info, case, "cpu", None))
+        finally:
+            if saved is None:
+                decomposition.decompositions.pop(target, None)
+            else:
+                decomposition.decompositions[target] = saved
+            _clear_decomposition_caches(decomposition)
+            torch._dynamo.reset()
+        caught = f"opinfo_compiled/{case.param_id}" if faulty.startswith("failed") else "MISSED"
+        if not eager.startswith("passed"):
+            caught += f" (eager case {eager[:40]}, should pass)"
+        control_text = "clean" if control == "passed" else f"FAILED {control}"
+        rows.append([f"{decomp} decomposition", "float32", "compiled", caught, control_text])
+    return rows
+
+
+def _clear_decomposition_caches(module: object) -> None:
+    """Inductor memoises the decomposition table it selects (a compile before the swap
+    would keep the right decomposition)."""
+    for name in ("fast_random_decomps", "select_decomp_table"):
+        cached = getattr(module, name, None)
+        if cached is not None and hasattr(cached, "cache_clear"):
+            cached.cache_clear()
+
+
+def _print(rows: list[list[str]]) -> None:
+    header = ["fault op", "dtype", "kind", "caught by", "control"]
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for row in [header, ["-" * w for w in widths], *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
+
+
+def ok(row: list[str]) -> bool:
+    return row[4] == "clean" and (
+        row[3].startswith("n/a") or not any(w in row[3] for w in ("MISSED", "NOT", "should"))
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ops", default=",".join(OPS))
+    parser.add_argument("--dtypes", default=",".join(DTYPES))
+    parser.add_argument("--kinds", default=",".join(KINDS))
+    parser.add_argument("--no-compiled", action="store_true")
+    args = parser.parse_args()
+    ops, dtypes, kinds = (v.split(",") for v in (args.ops, args.dtypes, args.kinds))
+    unknown = [o for o in ops if o not in CASES] + [d for d in dtypes if d not in DTYPES]
+    unknown += [k for k in kinds if k not in KINDS]
+    if unknown:
+        print(f"error: unknown {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    started = time.monotonic()
+    rows = eager_matrix(ops, dtypes, kinds)
+    if not args.no_compiled:
+        rows += compiled_matrix()
+    _print(rows)
+    missed = [r for r in rows if not ok(r)]
+    elapsed = time.monotonic() - started
+    caught = len(rows) - len(missed)
+    print(f"\n{caught}/{len(rows)} faults caught with clean controls in {elapsed:.0f} s")
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
