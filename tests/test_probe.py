@@ -292,7 +292,13 @@ def test_fingerprint_is_json_and_structured(monkeypatch):
     assert env["env"] == {"CUDA_VISIBLE_DEVICES": "0,1"}
     assert env["docker"] == {"engine": None, "skipped": True}
     python = env["python"]
-    assert isinstance(python, dict) and set(python) == {"version", "implementation", "executable"}
+    assert isinstance(python, dict) and set(python) == {
+        "version",
+        "implementation",
+        "executable",
+        "free_threaded",
+        "gil_enabled",
+    }
     cpu = env["cpu"]
     assert isinstance(cpu, dict) and cpu["logical_cpus"] == os.cpu_count()
     torch = env["torch"]
