@@ -12,8 +12,7 @@ import os
 import random
 import signal
 import time
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -22,9 +21,11 @@ import pytest
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend
 
-from accelkit.suite.caseid import case_id, suite_of
+from accelkit.suite.caseid import case_id, case_seed_of, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
+REPRO_PROPERTY = "accelkit.repro"
+HANG_PROPERTY = "accelkit.hang"
 MAX_MESSAGE_CHARS = 4000
 
 
@@ -204,8 +205,7 @@ def capability_table(pytestconfig: pytest.Config) -> dict[str, dict[str, Any]]:
 @pytest.fixture(autouse=True)
 def _accelkit_seed(request: pytest.FixtureRequest) -> int:
     """Seed every case from the run's seed and its own id: replayable with `--seed N`."""
-    base = int(request.config.getoption("--accelkit-seed"))
-    seed = (base * 1_000_003 + zlib.crc32(request.node.nodeid.encode())) % (2**31)
+    seed = case_seed_of(int(request.config.getoption("--accelkit-seed")), request.node.nodeid)
     random.seed(seed)
     try:
         import numpy
@@ -219,6 +219,12 @@ def _accelkit_seed(request: pytest.FixtureRequest) -> int:
     if torch is not None:
         torch.manual_seed(seed)
     return seed
+
+
+@pytest.fixture
+def case_seed(_accelkit_seed: int) -> int:
+    """This case's seed: torch, random and numpy were seeded with it as the case started."""
+    return _accelkit_seed
 
 
 @pytest.fixture
@@ -246,6 +252,31 @@ def record_metric(request: pytest.FixtureRequest) -> Callable[..., None]:
         request.node.user_properties.append((METRIC_PROPERTY, {"name": name, **metric}))
 
     return record
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach what `accelkit repro` needs to a failed case's report (and, for a distributed
+    case that hung, where each rank stopped); perf cases always carry theirs."""
+    report = yield
+    failed = report.failed and call.when in ("setup", "call") and call.excinfo is not None
+    perf_case = call.when == "call" and report.passed and suite_of(item.nodeid) == "perf"
+    if not (failed or perf_case):
+        return report
+    from accelkit.suite.failures import failure_info
+    from accelkit.suite.replay import replay_record
+
+    info = failure_info(call.excinfo.value) if failed and call.excinfo is not None else {}
+    hang = info.pop("hang", None)
+    if hang is not None:
+        report.user_properties.append((HANG_PROPERTY, hang))
+    if call.when == "call":
+        record = replay_record(item, info)
+        if record is not None:
+            report.user_properties.append((REPRO_PROPERTY, record))
+    return report
 
 
 # --------------------------------------------------------------------------------------
@@ -339,6 +370,8 @@ class ResultsRecorder:
             if key == METRIC_PROPERTY and isinstance(value, dict):
                 metric = dict(value)
                 state["metrics"][str(metric.pop("name"))] = metric
+            elif key in (REPRO_PROPERTY, HANG_PROPERTY) and isinstance(value, dict):
+                state[key.removeprefix("accelkit.")] = value
         when = report.when
         if when not in ("setup", "call", "teardown"):  # xdist reports a lost worker as "???"
             self._crashed(nodeid, report)
@@ -395,6 +428,8 @@ class ResultsRecorder:
             message=message,
             duration_s=round(duration, 6),
             metrics=metrics,
+            repro=state.get("repro"),
+            hang=state.get("hang"),
             **state.get("extra", {}),
         )
         self._writer.add(case)

@@ -6,11 +6,14 @@ the same device and dtype as the answer. Tolerances per dtype live here and only
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
+
+from accelkit.suite.failures import add_failure_info
 
 # (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
 # Start from torch.testing's defaults for the dtype; a case whose math accumulates error
@@ -94,10 +97,42 @@ def assert_matches_reference(
         return
     got = actual.detach().to("cpu")
     want = expected.to(torch.complex128 if got.is_complex() else torch.float64)
-    torch.testing.assert_close(
-        got.to(want.dtype), want, rtol=rtol, atol=atol, equal_nan=True,
-        msg=lambda m: f"{what} ({dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
-    )  # fmt: skip
+    try:
+        torch.testing.assert_close(
+            got.to(want.dtype),
+            want,
+            rtol=rtol,
+            atol=atol,
+            equal_nan=True,
+            msg=lambda m: f"{what} ({dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
+        )
+    except AssertionError as error:
+        if got.shape == want.shape:
+            check = {"what": what, "rtol": rtol, "atol": atol}
+            add_failure_info(error, check={**check, **worst_element(got.to(want.dtype), want)})
+        raise
+
+
+def worst_element(got: torch.Tensor, want: torch.Tensor) -> dict[str, Any]:
+    """The element of `got` farthest from `want` (NaN where the other is not NaN counts as
+    infinitely far): its index, both values (magnitudes, if complex) and the absolute
+    difference; what `accelkit repro` checks to see a reproducer fail the same way."""
+    if got.numel() == 0:
+        return {}
+    diff = (got - want).abs().to(torch.float64)
+    one_nan = got.isnan() != want.isnan()
+    diff = torch.where(one_nan, torch.full_like(diff, math.inf), diff.nan_to_num(nan=0.0))
+    flat = int(diff.reshape(-1).argmax())
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)]
+    a, e = got.reshape(-1)[flat], want.reshape(-1)[flat]
+    if a.is_complex():
+        a, e = a.abs(), e.abs()
+    return {
+        "index": index,
+        "actual": float(a),
+        "expected": float(e),
+        "abs_diff": float(diff.reshape(-1)[flat]),
+    }
 
 
 def make_input(shape: tuple[int, ...], dtype: torch.dtype, device: str, *, low: float = -2.0,

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from accelkit.suite.failures import add_failure_info
 from accelkit.suite.opinfo.tolerances import (
     NO_RULES,
     Rules,
@@ -25,6 +26,7 @@ from accelkit.suite.opinfo.tolerances import (
     overflow_threshold,
     scalar_tolerance,
 )
+from accelkit.suite.reference import worst_element
 
 
 class Mismatch(AssertionError):
@@ -146,14 +148,21 @@ def _compare_tensors(
             want = torch.where(
                 torch.isfinite(got), torch.minimum(torch.maximum(got, low), high), want
             )
-    torch.testing.assert_close(
-        got,
-        want,
-        rtol=rtol,
-        atol=atol,
-        equal_nan=True,
-        check_device=False,
-        check_dtype=False,
-        check_stride=False,
-        msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
-    )
+    try:
+        torch.testing.assert_close(
+            got,
+            want,
+            rtol=rtol,
+            atol=atol,
+            equal_nan=True,
+            check_device=False,
+            check_dtype=False,
+            check_stride=False,
+            msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}): {m}",
+        )
+    except AssertionError as error:
+        # For `accelkit repro`: the exact tolerance (the message rounds it) and the worst
+        # element, which a reproducer must find again to fail the same way.
+        check = {"what": what, "rtol": rtol, "atol": atol, **worst_element(got, want)}
+        add_failure_info(error, check=check)
+        raise
