@@ -34,6 +34,7 @@ from accelkit.suite.distributed import (
     run_checks,
     run_ranks,
 )
+from accelkit.suite.failures import add_failure_info, failure_info
 
 FR_BUFFER_SIZE = 64
 # Distinctive sizes so the Flight Recorder entries of the recorded collectives can be found.
@@ -415,11 +416,15 @@ def _session(request: pytest.FixtureRequest, name: str,
             try:
                 payload: dict[str, Any] = {"ranks": start()}
             except AssertionError as exc:
-                payload = {"failed": str(exc)}
+                # A hang's forensics (where each rank stopped) go to every case it fails.
+                payload = {"failed": str(exc), "hang": failure_info(exc).get("hang")}
             path.write_text(json.dumps(payload), encoding="utf-8")
         payload = json.loads(path.read_text(encoding="utf-8"))
     if "failed" in payload:
-        raise AssertionError(f"the {name} rank session failed:\n{payload['failed']}")
+        error = AssertionError(f"the {name} rank session failed:\n{payload['failed']}")
+        if payload.get("hang"):
+            add_failure_info(error, hang=payload["hang"])
+        raise error
     return list(payload["ranks"])
 
 
