@@ -27,7 +27,18 @@ __all__ = ["app", "main"]
 
 def _register() -> None:
     # Each module adds its own commands to `app`; importing them must stay cheap.
-    from accelkit.cli import build, compare, doctor, matrix, report, repro, setup, test  # noqa: F401
+    from accelkit.cli import (  # noqa: F401
+        bisect,
+        build,
+        compare,
+        diff,
+        doctor,
+        matrix,
+        report,
+        repro,
+        setup,
+        test,
+    )
 
 
 def _error_line(message: str) -> None:

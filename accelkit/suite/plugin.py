@@ -58,6 +58,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="YAML file of known failures on this backend (default: the bundled one)",
     )
     group.addoption(
+        "--accelkit-case",
+        default=None,
+        help="run only the case with this id (conformance/opinfo/exp/float32)",
+    )
+    group.addoption(
+        "--accelkit-outputs",
+        default=None,
+        help="save every conformance case's compared answers in this folder (accelkit diff)",
+    )
+    group.addoption(
         "--accelkit-pass",
         type=int,
         default=1,
@@ -170,10 +180,17 @@ def breadth(pytestconfig: pytest.Config) -> str:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep only the repeated perf cases in passes after the first; mark the cases this
-    backend's expectations list as known failures (xfail)."""
+    """Keep only the case named by --accelkit-case, and only the repeated perf cases in
+    passes after the first; mark the cases this backend's expectations list as known
+    failures (xfail)."""
     from accelkit.suite.expectations import load_expectations
 
+    only = config.getoption("--accelkit-case", default=None)
+    if only:
+        others = [item for item in items if case_id(item.nodeid) != only]
+        if others:
+            config.hook.pytest_deselected(items=others)
+            items[:] = [item for item in items if case_id(item.nodeid) == only]
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
         repeated = [item for item in items if is_repeated_in_passes(item)]
         dropped = [item for item in items if not is_repeated_in_passes(item)]
@@ -219,6 +236,21 @@ def _accelkit_seed(request: pytest.FixtureRequest) -> int:
     if torch is not None:
         torch.manual_seed(seed)
     return seed
+
+
+@pytest.fixture(autouse=True)
+def _accelkit_outputs(request: pytest.FixtureRequest) -> Generator[None, None, None]:
+    """With --accelkit-outputs DIR, keep what each conformance case computed
+    (accelkit.suite.outputs): the material of differential runs."""
+    folder = request.config.getoption("--accelkit-outputs", default=None)
+    nodeid = request.node.nodeid
+    if not folder or suite_of(nodeid) != "conformance":
+        yield
+        return
+    from accelkit.suite.outputs import recording
+
+    with recording(case_id(nodeid), Path(folder)):
+        yield
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from accelkit.suite import outputs
 from accelkit.suite.failures import add_failure_info
 
 # (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
@@ -97,6 +98,7 @@ def assert_matches_reference(
         return
     got = actual.detach().to("cpu")
     want = expected.to(torch.complex128 if got.is_complex() else torch.float64)
+    outputs.record(what, got, rtol, atol)
     try:
         torch.testing.assert_close(
             got.to(want.dtype),

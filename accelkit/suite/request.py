@@ -43,6 +43,15 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     Opt("suite", ("--suite",), str, "all", "Which suite: conformance, perf or all."),
     Opt("keyword", ("-k",), str, None, "Only cases matching this pytest -k expression.", True),
     Opt(
+        "case",
+        ("--case",),
+        str,
+        None,
+        "Only the case with this id, as the results file names it "
+        "(conformance/opinfo/exp/float32).",
+        True,
+    ),
+    Opt(
         "json_path",
         ("--json",),
         Path,
@@ -112,6 +121,15 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     ),
     Opt("log_path", ("--log",), Path, None, "Write pytest's own log here.", True),
     Opt(
+        "record_outputs",
+        ("--record-outputs",),
+        Path,
+        None,
+        "Save what each conformance case computed in this folder (one file per case), "
+        "for `accelkit diff` between two runs.",
+        True,
+    ),
+    Opt(
         "image",
         ("--image",),
         str,
@@ -141,6 +159,7 @@ class RunRequest:
     device: str = "cpu"
     suite: SuiteChoice = "all"
     keyword: str | None = None
+    case: str | None = None
     json_path: Path | None = None
     junit_path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -153,6 +172,7 @@ class RunRequest:
     expectations: Path | None = None
     cases_dir: Path | None = None
     log_path: Path | None = None
+    record_outputs: Path | None = None
     image: str | None = None
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
@@ -237,10 +257,18 @@ def validate(request: RunRequest) -> None:
     outputs = [p.resolve() for p in (request.json_path, request.junit_path, request.log_path) if p]
     if len(set(outputs)) != len(outputs):
         raise BadInput("--json, --junit and --log must name different files")
+    if request.record_outputs is not None:
+        folder = request.record_outputs
+        if folder.exists() and not folder.is_dir():
+            raise BadInput(f"--record-outputs {folder}: not a directory")
+        if not folder.exists() and not folder.parent.is_dir():
+            raise BadInput(f"--record-outputs {folder}: directory {folder.parent} does not exist")
     if request.cases_dir is not None and not request.cases_dir.is_dir():
         raise BadInput(f"--cases {request.cases_dir}: not a directory")
     if request.keyword is not None and not request.keyword.strip():
         raise BadInput("-k: empty expression")
+    if request.case is not None and not request.case.strip("/ "):
+        raise BadInput("--case: empty case id")
     if request.image is not None:
         from accelkit.inputs import check_image
 

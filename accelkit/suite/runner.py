@@ -56,6 +56,7 @@ def header(request: RunRequest) -> Any:
             seed=request.seed,
             timeout_s=request.timeout_s,
             breadth=request.breadth,
+            outputs=str(request.record_outputs.resolve()) if request.record_outputs else None,
         ),
         env=fingerprint(),
         capabilities={
@@ -95,10 +96,14 @@ def pytest_argv(
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
     if request.measure_ceilings:
         argv.append("--accelkit-measure-ceilings")
+    if request.record_outputs is not None:
+        argv += ["--accelkit-outputs", str(request.record_outputs.resolve())]
     if pass_number > 1:
         argv += ["--accelkit-pass", str(pass_number)]
     if request.keyword:
         argv += ["-k", request.keyword]
+    if request.case:
+        argv += ["--accelkit-case", request.case]
     argv += [str(root / suite) for suite in suites]
     return argv
 

@@ -75,7 +75,9 @@ def _check_device(device: str, torch: Any) -> None:
         torch.empty(1, device=device)
     except (RuntimeError, AssertionError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CannotRun(f"torch here cannot use the {device} device the case ran on: {first}")
+        raise CannotRun(
+            f"torch here cannot use the {device} device the case ran on: {first}"
+        ) from None
 
 
 def seed_everything(seed: int) -> None:

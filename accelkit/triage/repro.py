@@ -49,7 +49,12 @@ SUITE_ROOT = ACCELKIT_ROOT / "suite"
 CUSTOM_CASES_PACKAGE = "accelkit_cases"
 """Modules of a `--cases DIR` folder are embedded under this package."""
 
-_COMMON = ("accelkit.suite.failures", "accelkit.suite.params", "accelkit.triage.replay_main")
+_COMMON = (
+    "accelkit.suite.failures",
+    "accelkit.suite.outputs",
+    "accelkit.suite.params",
+    "accelkit.triage.replay_main",
+)
 
 
 @dataclass(frozen=True)

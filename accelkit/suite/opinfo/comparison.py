@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from accelkit.suite import outputs
 from accelkit.suite.failures import add_failure_info
 from accelkit.suite.opinfo.tolerances import (
     NO_RULES,
@@ -139,6 +140,7 @@ def _compare_tensors(
     rtol, atol = case_tolerance(
         op_name, case_dtype, actual.dtype, want, magnitude, rules.inputs_dtype, rules
     )
+    outputs.record(what, actual, rtol, atol)
     if rules.bracket is not None and isinstance(rules.bracket[0], torch.Tensor):
         # Where the reference jumps within the inputs' rounding, the answer is compared
         # with the nearest value that the reference takes there.

@@ -48,6 +48,7 @@ from accelkit.suite.opinfo.tolerances import (
     max_magnitude,
     overflow_threshold,
 )
+from accelkit.suite.outputs import inputs_seen
 from accelkit.suite.reference import REFERENCE_DTYPE, TOLERANCES, _to_reference
 
 
@@ -146,6 +147,7 @@ def check_forward_sample(
 ) -> bool:
     """One sample's outputs (and in-place variant) against the reference; False if the
     sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
+    inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
     ref = _reference_sample(sample, device)
     process = sample.output_process_fn_grad
@@ -291,6 +293,7 @@ def check_grad_sample(
 ) -> bool:
     """One sample's gradients against the reference's (as `run_grad`); False if the sample
     has nothing to compare; a failure raises AssertionError."""
+    inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
     ref = _reference_sample(sample, device, grad=True)
     inputs = differentiable((sample.input, sample.args, sample.kwargs))
