@@ -8,6 +8,7 @@ regenerate with `python -m accelkit.results.model > accelkit/results/schema.json
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -85,6 +86,11 @@ class Repro(_Model):
     grad: bool | None = None
     op: str | None = None
     check: FailedCheck | None = None
+
+
+def repro_command(case_id: str, source: str) -> str:
+    """The command that writes and runs the reproducer of a case recorded in `source`."""
+    return f"accelkit repro {shlex.quote(case_id)} --from {shlex.quote(source)}"
 
 
 class RankStop(_Model):

@@ -105,7 +105,7 @@ def _case_difference(
     worst_rel = -1.0
     for ra, rb in _pairs(a["outputs"], b["outputs"]):
         if ra is None or rb is None:
-            notes.append(f"only one run checked {(ra or rb)['what'][:120]}")
+            notes.append(f"only one run checked: {(ra or rb)['what'][:120]}")
             continue
         if ra.get("inputs") != rb.get("inputs"):
             notes.append(f"inputs differ: {ra['what'][:120]}")
