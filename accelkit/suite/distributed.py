@@ -36,6 +36,9 @@ CheckFn = Callable[[], Any]
 # How long one collective may block before c10d gives up: far below the case's deadline,
 # so a rank whose peer died fails with c10d's message instead of being killed silently.
 PG_TIMEOUT = timedelta(seconds=60)
+START_TIMEOUT_S = 300.0
+"""How long the ranks may take to start and join the process group (a fresh interpreter and
+a torch import each: seconds, or minutes on a loaded machine)."""
 DUMP_WAIT_S = 15.0
 """How long the ranks still running get to write their Flight Recorder dumps."""
 _POLL_S = 0.5
@@ -66,6 +69,7 @@ def _rank_main(
         if init_kwargs is not None:
             kwargs.update(init_kwargs(rank, world_size))
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, **kwargs)
+        results.put((rank, "ready", None))
         try:
             value = fn(rank, world_size)
         finally:
@@ -89,9 +93,12 @@ def run_ranks(
 
     `fn` and `init_kwargs` must be module-level functions (spawn pickles them by
     reference). `env` is set in each rank before the process group is created (with
-    TORCH_FR_BUFFER_SIZE on unless it says otherwise). A rank that raises fails the call
-    with its traceback; when a rank does not finish in time or dies, the call fails with
-    where each rank stopped (its Flight Recorder dump), recorded on the error as `hang`.
+    TORCH_FR_BUFFER_SIZE on unless it says otherwise). `timeout_s` counts from the moment
+    every rank has joined the process group (starting interpreters and importing torch
+    may take long on a loaded machine; that gets `START_TIMEOUT_S`). A rank that raises
+    fails the call with its traceback; when a rank does not finish in time or dies, the
+    call fails with where each rank stopped (its Flight Recorder dump), recorded on the
+    error as `hang`.
     """
     from accelkit.suite.failures import add_failure_info
     from accelkit.suite.hang_forensics import (
@@ -161,40 +168,59 @@ def _gather(
     """(values by rank, errors, why the ranks stopped short: a deadline or a dead rank)."""
     outputs: dict[int, Any] = {}
     errors: list[str] = []
-    deadline = time.monotonic() + timeout_s
+    ready: set[int] = set()
+    start_deadline = time.monotonic() + START_TIMEOUT_S
+    deadline: float | None = None
     while len(outputs) < len(procs) and not errors:
         try:
             rank, status, value = results.get(timeout=_POLL_S)
         except queue.Empty:
             dead = [r for r, p in enumerate(procs) if r not in outputs and p.exitcode is not None]
-            if dead and not _drained(results, outputs, errors):
+            if dead and not _drained(results, outputs, errors, ready):
                 codes = ", ".join(f"rank {r} (exit code {procs[r].exitcode})" for r in dead)
                 return outputs, errors, f"a rank died without a result: {codes}"
-            if time.monotonic() >= deadline:
+            now = time.monotonic()
+            if deadline is None and now >= start_deadline:
+                late = sorted(set(range(len(procs))) - ready)
+                return outputs, errors, f"ranks {late} did not start within {START_TIMEOUT_S:g} s"
+            if deadline is not None and now >= deadline:
                 missing = sorted(set(range(len(procs))) - set(outputs))
                 return outputs, errors, f"ranks {missing} did not finish within {timeout_s:g} s"
             continue
-        if status == "ok":
-            outputs[rank] = value
-        else:
-            errors.append(f"rank {rank} failed:\n{value}")
+        _take(rank, status, value, outputs, errors, ready)
+        if deadline is None and len(ready) == len(procs):
+            deadline = time.monotonic() + timeout_s
     return outputs, errors, None
 
 
-def _drained(results: Any, outputs: dict[int, Any], errors: list[str]) -> bool:
+def _take(
+    rank: int,
+    status: str,
+    value: Any,
+    outputs: dict[int, Any],
+    errors: list[str],
+    ready: set[int],
+) -> None:
+    if status == "ready":
+        ready.add(rank)
+    elif status == "ok":
+        ready.add(rank)
+        outputs[rank] = value
+    else:
+        errors.append(f"rank {rank} failed:\n{value}")
+
+
+def _drained(results: Any, outputs: dict[int, Any], errors: list[str], ready: set[int]) -> bool:
     """Read what is left in the queue (a rank that exited right after its result); True if
-    anything came."""
+    a result or an error came."""
     came = False
     while True:
         try:
             rank, status, value = results.get(timeout=0.2)
         except queue.Empty:
             return came
-        came = True
-        if status == "ok":
-            outputs[rank] = value
-        else:
-            errors.append(f"rank {rank} failed:\n{value}")
+        came = came or status != "ready"
+        _take(rank, status, value, outputs, errors, ready)
 
 
 def _fates(procs: list[Any], outputs: Mapping[int, Any], errors: list[str]) -> dict[int, str]:
