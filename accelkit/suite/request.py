@@ -48,7 +48,7 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         str,
         None,
         "Only the case with this id, as the results file names it "
-        "(conformance/opinfo/exp/float32).",
+        "(conformance/opinfo/exp/float32), or the cases under it (conformance/linalg/lstsq).",
         True,
     ),
     Opt(
