@@ -49,6 +49,18 @@ def wheel_identity(wheel: Path) -> tuple[str | None, str | None]:
             text = archive.read("torch/version.py").decode("utf-8", "replace")
     except (OSError, KeyError, zipfile.BadZipFile):
         return None, None
+    return _identity(text)
+
+
+def version_file_identity(path: Path) -> tuple[str | None, str | None]:
+    """(version, git hash) from an installed torch's version.py."""
+    try:
+        return _identity(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return None, None
+
+
+def _identity(text: str) -> tuple[str | None, str | None]:
     found: dict[str, str] = {}
     for line in text.splitlines():
         match = _VERSION_LINE.match(line.strip())
@@ -91,12 +103,24 @@ class SiteInstaller:
         self._host: tuple[str, str] | None = None
 
     def host_torch(self) -> tuple[str, str] | None:
-        """(version, git hash) of the torch this Python has, None if none."""
+        """(version, git hash) of the torch this Python has, None if none (read from its
+        torch/version.py: importing torch costs seconds)."""
         if self._host is None:
+            self._host = ("", "")
+            script = (
+                "import importlib.util as u; s = u.find_spec('torch'); print(s.origin if s else '')"
+            )
             try:
-                self._host = probe(self.python, [])
-            except BuildUnusable:
-                self._host = ("", "")
+                proc = subprocess.run(
+                    [*self.python, "-c", script], capture_output=True, text=True, timeout=120
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                return None
+            origin = proc.stdout.strip()
+            if proc.returncode == 0 and origin:
+                found = version_file_identity(Path(origin).parent / "version.py")
+                if found[0] and found[1]:
+                    self._host = (found[0], found[1])
         return self._host if self._host[0] else None
 
     def _folder_name(self, build: Build) -> str:
@@ -147,7 +171,9 @@ class SiteInstaller:
         folder = self.prepare(build)
         try:
             path = (str(folder), str(ACCELKIT_PARENT))
-            version, git = probe(self.python, path)
+            version, git = version_file_identity(folder / "torch" / "version.py")
+            if not version or not git:  # not a torch we can read: let Python say why
+                version, git = probe(self.python, path)
             yield Environment(self.python, path, version, git, note=f"installed in {folder}")
         finally:
             if self.cache is None:
