@@ -162,8 +162,8 @@ def test_a_compiled_case_reproducer_shows_the_compiler_is_at_fault(tmp_path: Pat
         "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache"),
     }
     results_path = tmp_path / "results.json"
-    keyword = "test_switch and compiled and not clamps"
-    test_args = ["--device", "cpu", "--suite", "conformance", "-k", keyword, "--workers", "0"]
+    case_id = "conformance/control_flow/switch/compiled"
+    test_args = ["--device", "cpu", "--case", case_id, "--workers", "0"]
     proc = run_cli(
         "test", *test_args, "--json", str(results_path), env=_env(buggy=True, **fault), timeout=900
     )
@@ -307,7 +307,13 @@ def test_closed_bundles_and_their_imports() -> None:
     reference = bundle.accelkit_module("accelkit.suite.reference")
     with pytest.raises(BadInput, match=r"imports accelkit\.suite\.failures"):
         bundle.check_closed([reference])
-    bundle.check_closed([reference, bundle.accelkit_module("accelkit.suite.failures")])
+    with pytest.raises(BadInput, match=r"imports accelkit\.suite\.outputs"):
+        bundle.check_closed([reference, bundle.accelkit_module("accelkit.suite.failures")])
+    closed = [
+        reference,
+        *(bundle.accelkit_module(f"accelkit.suite.{n}") for n in ("failures", "outputs")),
+    ]
+    bundle.check_closed(closed)
     source = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import accelkit.x\n"
     source += "def f():\n    import accelkit.y\n"
     module = bundle.Embedded("m", "m.py", source)
@@ -318,9 +324,11 @@ def test_closed_bundles_and_their_imports() -> None:
 
 def test_embedded_modules_need_only_the_standard_library_and_torch() -> None:
     stdlib = {"__future__", "typing", "collections", "types", "re", "importlib", "inspect"}
-    stdlib |= {"linecache", "math", "random", "sys", "traceback", "contextlib"}
+    stdlib |= {"linecache", "math", "random", "sys", "traceback", "contextlib", "hashlib"}
+    stdlib |= {"pathlib"}
     for name in (
         "accelkit.suite.failures",
+        "accelkit.suite.outputs",
         "accelkit.suite.params",
         "accelkit.triage.embedded",
         "accelkit.triage.pytest_shim",
