@@ -32,6 +32,10 @@ IMAGE = re.compile(
     r"[a-z0-9][a-z0-9._/:-]{0,199}(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[0-9a-f]{64})?"
 )
 TARGET = re.compile(r"[A-Za-z0-9_.-]{1,40}")
+#: PyTorch's published channels: nightly builds, release candidates (test), releases.
+TORCH_CHANNELS: tuple[str, ...] = ("nightly", "test", "release")
+#: Channels whose wheels are pre-releases (2.15.0.dev20261201, 2.15.0rc2): pip needs --pre.
+PRERELEASE_CHANNELS: frozenset[str] = frozenset({"nightly", "test"})
 
 
 def check_safe(flag: str, value: str) -> str:
@@ -65,6 +69,26 @@ def python_tuple(value: str) -> tuple[int, int]:
 def free_threaded(value: str) -> bool:
     """Whether a Python spelling names the free-threaded build (3.13t)."""
     return value.endswith("t")
+
+
+def check_torch_channel(value: str, flag: str = "--torch-channel") -> str:
+    if value not in TORCH_CHANNELS:
+        raise BadInput(f"{flag}: unknown channel {value!r}; valid: {', '.join(TORCH_CHANNELS)}")
+    return value
+
+
+def python_problem(wanted: str, version: str, free_threaded: bool) -> str | None:
+    """Why an interpreter of `version` (3.13.5) and build is not the Python `wanted` names
+    (3.13, 3.13t), or None when it is."""
+    parts = version.split(".")
+    have = ".".join(parts[:2])
+    want = wanted.rstrip("t")
+    if have != want:
+        return f"Python {version}, not {wanted}"
+    if free_threaded != wanted.endswith("t"):
+        build = "free-threaded" if free_threaded else "with the GIL"
+        return f"Python {version} {build}, not {wanted}"
+    return None
 
 
 def check_torch_version(value: str, flag: str = "--torch-version") -> str:

@@ -6,6 +6,10 @@ Generates a large matrix file in a temporary directory, then reports the median 
 spread of N in-process runs of load+validate+expand+github, and of a few whole
 `accelkit matrix github` processes (interpreter start-up included). The target is "well
 under a second" for the whole command.
+
+Also times the rejection of two hostile files (a billion-laughs alias bomb and a merge-key
+bomb): the loader's node limit must refuse each in well under a second (tests/test_matrix.py
+checks that they are refused, with which error).
 """
 
 from __future__ import annotations
@@ -77,6 +81,38 @@ exclude:
 """
 
 
+def _bombs() -> dict[str, str]:
+    laughs = ['a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for level in "bcdefghi":
+        previous = chr(ord(level) - 1)
+        laughs.append(f"{level}: &{level} [{','.join([f'*{previous}'] * 9)}]")
+    merge = ["a0: &a0 {k0: 1, k1: 2, k2: 3, k3: 4, k4: 5, k5: 6, k6: 7, k7: 8}"]
+    for level in range(1, 9):
+        refs = ", ".join(f"x{n}: *a{level - 1}" for n in range(8))
+        merge.append(f"a{level}: &a{level} {{{refs}}}")
+    return {"billion laughs": "\n".join(laughs) + "\n", "merge-key bomb": "\n".join(merge) + "\n"}
+
+
+def _time_rejections(directory: Path, runs: int) -> dict[str, list[float]]:
+    from accelkit.errors import ConfigError
+    from accelkit.matrix import load_legs
+
+    timings: dict[str, list[float]] = {}
+    for name, text in _bombs().items():
+        path = directory / f"{name.replace(' ', '-')}.yaml"
+        path.write_text(text)
+        samples = timings.setdefault(name, [])
+        for _ in range(runs):
+            start = time.perf_counter()
+            try:
+                load_legs(str(path))
+            except ConfigError:
+                samples.append(time.perf_counter() - start)
+            else:
+                raise SystemExit(f"{name}: loaded without an error")
+    return timings
+
+
 def _time_in_process(path: Path, runs: int) -> tuple[list[float], int]:
     from accelkit.matrix import expand, github_matrix, load_matrix
 
@@ -120,6 +156,8 @@ def main() -> None:
         print(f"load+validate+expand+github (in process): {_describe(samples)}")
         command = _time_command(path, args.command_runs)
         print(f"accelkit matrix github (whole process):   {_describe(command)}")
+        for name, rejected in _time_rejections(Path(tmp), args.runs).items():
+            print(f"{name} refused (in process): {_describe(rejected)} (target < 1 s)")
 
 
 if __name__ == "__main__":

@@ -7,13 +7,15 @@
 ARG BASE_IMAGE=nvidia/cuda:13.4.0-devel-ubuntu24.04
 FROM ${BASE_IMAGE} AS system
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
+# The leg's Python comes from install-python.sh (see cpu.Dockerfile); on the Ubuntu-based
+# nvidia/cuda images, Pythons other than 3.12 come from the deadsnakes PPA.
+ARG PYTHON_VERSION=""
+COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
-RUN if ! python3 -c "import ensurepip, venv" >/dev/null 2>&1; then \
-        apt-get update \
-        && apt-get install -y --no-install-recommends python3 python3-venv python3-dev ca-certificates \
-        && rm -rf /var/lib/apt/lists/*; \
-    fi \
-    && python3 -m venv /opt/venv
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
 FROM system AS install
 COPY . /tmp/accelkit-context/

@@ -17,12 +17,16 @@ RUN if command -v dnf >/dev/null 2>&1; then \
             ccache git patchelf g++ make python3-venv python3-dev ca-certificates \
         && rm -rf /var/lib/apt/lists/*; \
     fi
+# The wheel's Python (3.13, or 3.13t: manylinux's free-threaded /opt/python/cp313-cp313t),
+# checked once the venv exists: a build for another Python fails here, not at install time.
 ARG PYTHON_VERSION=3.12
-RUN tag="cp$(echo "${PYTHON_VERSION}" | tr -d .)"; \
-    py="/opt/python/${tag}-${tag}/bin/python"; \
+RUN tag="cp$(echo "${PYTHON_VERSION%t}" | tr -d .)"; \
+    abi="${tag}"; case "${PYTHON_VERSION}" in *t) abi="${tag}t" ;; esac; \
+    py="/opt/python/${tag}-${abi}/bin/python"; \
     if [ ! -x "$py" ]; then py="$(command -v "python${PYTHON_VERSION}" || true)"; fi; \
     if [ -z "$py" ]; then echo "no Python ${PYTHON_VERSION} in the base image" >&2; exit 1; fi; \
-    "$py" -m venv /opt/venv
+    "$py" -m venv /opt/venv \
+    && /opt/venv/bin/python -c 'import sys, sysconfig; want = sys.argv[1]; have = "%d.%d" % sys.version_info[:2]; ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED")); sys.exit(0 if (have, ft) == (want.rstrip("t"), want.endswith("t")) else "the builder venv has Python %s%s, not %s" % (have, "t" if ft else "", want))' "${PYTHON_VERSION}"
 
 FROM system AS tools
 COPY pip/ /tmp/accelkit-pip/

@@ -10,13 +10,16 @@ FROM ${BASE_IMAGE} AS system
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # Ubuntu 24.04's universe carries Intel's compute runtime; Intel's own apt repository
 # (repositories.intel.com/gpu) has newer ones: point BASE_IMAGE at an image with it.
+# The leg's Python comes from install-python.sh (see cpu.Dockerfile).
+ARG PYTHON_VERSION=""
+COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
-        python3 python3-venv ca-certificates \
+        ca-certificates \
         libze1 libze-intel-gpu1 intel-opencl-icd ocl-icd-libopencl1 \
-    && rm -rf /var/lib/apt/lists/* \
-    && python3 -m venv /opt/venv
+    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
 FROM system AS install
 COPY . /tmp/accelkit-context/

@@ -1,14 +1,29 @@
-"""Shared fixtures of accelkit's own tests.
+"""Shared fixtures of accelkit's own tests, and the CI rule on skips.
 
 Docker-backed tests skip with a reason where no engine answers; CI sets
 ACCELKIT_REQUIRE_DOCKER=1 to turn that skip into a failure, so a missing engine can never
 pass silently.
+
+The expensive end-to-end work runs once per session and is shared by the tests that check
+the same thing from different sides: one run of the whole built-in suite on the CPU
+(`cpu_suite_run`), one cold CPU test-image build (`cpu_test_image`) and one rehearsal of
+a nightly CPU leg in that image (`cpu_leg_rehearsal`). The first test to use one pays for
+it, so each such test carries a `pytest.mark.timeout` that covers the fixture too.
+
+Under `CI=true` (GitHub Actions sets it; so does the harness that runs `.ci/run`) every
+skip fails the run unless its reason matches an entry of `ALLOWED_SKIPS_IN_CI`: a test
+that CI cannot run is either given what it needs by `.ci/run` or listed there with the
+reason it may skip. A skip that nobody listed is a test that silently stopped running.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NoReturn
 
 import pytest
@@ -16,10 +31,92 @@ import pytest
 from accelkit.containers.engine import connect
 from accelkit.containers.images import image_exists
 from accelkit.errors import Unavailable
+from tests.helpers import (
+    REHEARSAL_TIMEOUT_S,
+    REPO,
+    SETUP_TIMEOUT_S,
+    SUITE_RUN_PASSES,
+    SUITE_RUN_TIMEOUT_S,
+    TORCH_WHEEL_ENV,
+    CpuTestImage,
+    LegRehearsal,
+    SuiteRun,
+    cpu_torch_wheel,
+    managed_containers,
+    run_cli,
+    snapshot_source,
+)
 
 REQUIRE_DOCKER_ENV = "ACCELKIT_REQUIRE_DOCKER"
 BASE_IMAGE_ENV = "ACCELKIT_BASE_IMAGE"
 DEFAULT_BASE_IMAGE = "accelkit-base:bookworm"
+CI_ENV = "CI"
+FIXTURES = REPO / "tests" / "fixtures"
+
+
+@dataclass(frozen=True)
+class AllowedSkip:
+    """A skip that may happen in CI: `pattern` is searched in the skip's reason."""
+
+    pattern: str
+    why: str
+
+
+# Only the host's own hardware may make a test meaningless in CI; a missing tool, package,
+# wheel, engine or image never does (.ci/run installs or builds each of them).
+ALLOWED_SKIPS_IN_CI: tuple[AllowedSkip, ...] = (
+    AllowedSkip(
+        r"^this machine has (a CUDA device|an XPU|2 or more GPUs)$",
+        "the test proves what happens without that hardware; a CI machine with it has "
+        "nothing to prove there (CI's machine has no GPU: this never skips there today)",
+    ),
+)
+
+
+def in_ci() -> bool:
+    return os.environ.get(CI_ENV, "").lower() in ("true", "1")
+
+
+def allowed_skip(reason: str) -> AllowedSkip | None:
+    return next((a for a in ALLOWED_SKIPS_IN_CI if re.search(a.pattern, reason)), None)
+
+
+def _skip_reason(report: pytest.TestReport | pytest.CollectReport) -> str:
+    longrepr = report.longrepr
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    return str(longrepr)
+
+
+def _fail_unlisted_skip(report: pytest.TestReport | pytest.CollectReport, path: Path) -> None:
+    if not (in_ci() and report.skipped) or hasattr(report, "wasxfail"):
+        return
+    if FIXTURES in path.parents:
+        # A suite run of the fixture cases loads this file too (pytest reads conftest.py
+        # files above the cases); their skips are what those tests check, not CI's.
+        return
+    reason = _skip_reason(report)
+    if allowed_skip(reason) is None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"skipped in CI ({CI_ENV}=true), and the reason is not in ALLOWED_SKIPS_IN_CI "
+            f"(tests/conftest.py): {reason}\nMake .ci/run provide what the test needs, or "
+            "list the reason there with why CI may skip it."
+        )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    _fail_unlisted_skip(report, item.path)
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Any:
+    report = yield
+    _fail_unlisted_skip(report, collector.path)
+    return report
 
 
 def _docker_missing(reason: str) -> NoReturn:
@@ -66,3 +163,78 @@ def old_torch(tmp_path_factory: pytest.TempPathFactory) -> Any:
     build = Build("2.13.0+cpu", wheel=wheel)
     site = SiteInstaller(cache=cache).prepare(build)
     return SimpleNamespace(cache=cache, site=site, wheel=wheel, build=build)
+
+
+# --------------------------------------------------------------------------------------
+# Shared end-to-end runs
+
+
+@pytest.fixture(scope="session")
+def cpu_suite_run(tmp_path_factory: pytest.TempPathFactory) -> SuiteRun:
+    out = tmp_path_factory.mktemp("cpu-suite")
+    results, junit = out / "r.json", out / "r.xml"
+    args = ["test", "--device", "cpu", "--measure-ceilings", "--passes", str(SUITE_RUN_PASSES)]
+    args += ["--json", str(results), "--junit", str(junit)]
+    proc = run_cli(*args, timeout=SUITE_RUN_TIMEOUT_S)
+    return SuiteRun(proc.returncode, proc.stdout, proc.stderr, results, junit)
+
+
+@pytest.fixture(scope="session")
+def cpu_test_image(
+    base_image: str, docker_client: Any, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[CpuTestImage]:
+    wheel = cpu_torch_wheel()
+    if wheel is None:
+        pytest.skip(f"no CPU torch wheel on this machine (set {TORCH_WHEEL_ENV})")
+    source = snapshot_source(tmp_path_factory.mktemp("cpu-image") / "accelkit-src")
+    args = ["setup", "cpu", "--torch-wheel", str(wheel), "--base-image", base_image]
+    args += ["--accelkit-source", str(source), "--json"]
+    outcomes = []
+    try:
+        for _ in range(2):
+            proc = run_cli(*args, timeout=SETUP_TIMEOUT_S)
+            assert proc.returncode == 0, proc.stderr[-4000:]
+            outcomes.append(json.loads(proc.stdout))
+        yield CpuTestImage(wheel, source, outcomes[0], outcomes[1])
+    finally:
+        # Each session's image is unique (see snapshot_source): do not let them pile up.
+        if outcomes:
+            docker_client.images.remove(outcomes[0]["image"], force=True)
+
+
+@pytest.fixture(scope="session")
+def cpu_leg_rehearsal(
+    cpu_test_image: CpuTestImage,
+    base_image: str,
+    docker_client: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> LegRehearsal:
+    work = tmp_path_factory.mktemp("rehearsal")
+    out = work / "leg-results"
+    before = managed_containers(docker_client, cpu_test_image.image)
+    # The marked copy on PYTHONPATH, run outside the checkout: accelkit's source tree is
+    # the copy, so the leg's setup finds the image cpu_test_image built.
+    args = ["matrix", "run", str(REPO / "matrices" / "nightly.yaml"), "--filter"]
+    args += ["name=cpu-py3.11", "--base-image", base_image]
+    args += ["--torch-wheel", str(cpu_test_image.wheel), "-k", "while_loop"]
+    args += ["--output", str(out), "--json"]
+    env = {"PYTHONPATH": str(cpu_test_image.source)}
+    proc = run_cli(*args, cwd=work, env=env, timeout=REHEARSAL_TIMEOUT_S)
+    leftover = managed_containers(docker_client, cpu_test_image.image) - before
+    return LegRehearsal(
+        proc.returncode, proc.stdout, proc.stderr, out, cpu_test_image.image, leftover
+    )
+
+
+#: A Debian trixie base image (Python 3.13), made by .ci/run with mmdebstrap like base_image.
+TRIXIE_IMAGE_ENV = "ACCELKIT_BASE_IMAGE_TRIXIE"
+DEFAULT_TRIXIE_IMAGE = "accelkit-base:trixie"
+
+
+@pytest.fixture(scope="session")
+def trixie_image(docker_client: Any) -> str:
+    """The local Debian trixie base image: a second real Python (3.13) beside bookworm's 3.11."""
+    name = os.environ.get(TRIXIE_IMAGE_ENV) or DEFAULT_TRIXIE_IMAGE
+    if not image_exists(docker_client, name):
+        _docker_missing(f"base image {name} is missing (.ci/run builds it)")
+    return name

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import subprocess
 import sys
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from accelkit.containers.run import MANAGED_LABEL
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_CASES = REPO / "tests" / "fixtures" / "cases"
+TORCH_WHEEL_ENV = "ACCELKIT_TEST_TORCH_WHEEL"
+
+# Subprocess limits of the shared runs: about twice what each took on the 2-core
+# development machine while other jobs loaded it to 6-8 runnable processes.
+SUITE_RUN_TIMEOUT_S = 900
+SETUP_TIMEOUT_S = 480
+REHEARSAL_TIMEOUT_S = 360
+# pytest-timeout for the tests of the shared runs: the first one to use a run pays for it.
+SUITE_TESTS_TIMEOUT_S = SUITE_RUN_TIMEOUT_S + 120
+IMAGE_TESTS_TIMEOUT_S = 2 * SETUP_TIMEOUT_S + REHEARSAL_TIMEOUT_S + 120
 
 
-def run_cli(*args: str, timeout: float = 600, cwd: Path | None = None,
+def run_cli(*args: str, timeout: float = 240, cwd: Path | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
     """`accelkit ARGS` in a real subprocess, as a user would run it (no terminal)."""
     return subprocess.run(
@@ -32,3 +49,101 @@ def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, nee
     assert lines[0].startswith("accelkit: error: "), lines
     assert needle in lines[0], lines
     assert "Traceback" not in proc.stderr + proc.stdout
+
+
+def cpu_torch_wheel() -> Path | None:
+    """A CPU-only torch wheel for this Python from this machine's disk, or None.
+
+    This machine's torch 2.14.1 wheel is a CUDA 13 build whose import needs ~2.4 GB of
+    nvidia-* wheels, so a CPU build (+cpu) found in pip's find-links folders is preferred;
+    ACCELKIT_TEST_TORCH_WHEEL names another (.ci/run sets it to the wheel it downloaded).
+    """
+    if os.environ.get(TORCH_WHEEL_ENV):
+        return Path(os.environ[TORCH_WHEEL_ENV])
+    tag = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    folders = [*(os.environ.get("PIP_FIND_LINKS") or "").split(), "/opt/wheels"]
+    for folder in folders:
+        found = sorted(Path(folder).glob(f"torch-*+cpu-{tag}-{tag}-*linux*x86_64.whl"))
+        if found:
+            return found[-1]
+    return None
+
+
+def snapshot_source(target: Path) -> Path:
+    """A copy of accelkit's source with a marker unique to this test run.
+
+    Others editing the checkout cannot change the copy's image tag, and the marker makes
+    the tag new, so the first setup from it is a real cold build even on an engine that
+    kept the images of earlier runs. `python -m accelkit` with the copy on PYTHONPATH (and
+    a working directory outside the checkout) takes the copy as its own source tree.
+    """
+    target.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, target / name)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    shutil.copytree(REPO / "accelkit", target / "accelkit", ignore=ignore)
+    # The wheel carries the Dockerfiles (pyproject's force-include).
+    shutil.copytree(REPO / "dockerfiles", target / "dockerfiles")
+    (target / "accelkit" / "_test_run_marker.py").write_text(f"RUN = {uuid.uuid4().hex!r}\n")
+    return target
+
+
+# --------------------------------------------------------------------------------------
+# The shared end-to-end runs (their fixtures: tests/conftest.py)
+
+
+# Measurement passes of the shared suite run. Two prove the pooling on every real perf case;
+# each further pass repeats every perf case in one more process (about 50 s here), and the
+# default count is one number (runner.DEFAULT_PASSES), not a code path of its own.
+SUITE_RUN_PASSES = 2
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """`accelkit test --device cpu --json --junit`, the README's main job, run once, with
+    measured ceilings (only the perf checks read them) and SUITE_RUN_PASSES passes."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    results: Path
+    junit: Path
+
+    def data(self) -> dict[str, Any]:
+        loaded: dict[str, Any] = json.loads(self.results.read_text(encoding="utf-8"))
+        return loaded
+
+
+@dataclass(frozen=True)
+class CpuTestImage:
+    """One cold `accelkit setup cpu` from a marked copy of the source, then the same setup
+    again (a cache hit); the image is removed when the session ends."""
+
+    wheel: Path
+    source: Path
+    cold: dict[str, Any]
+    cached: dict[str, Any]
+
+    @property
+    def image(self) -> str:
+        return str(self.cached["image"])
+
+
+def managed_containers(client: Any, image: str) -> set[str]:
+    """Containers accelkit made from `image` (others may share the engine)."""
+    found = client.containers.list(all=True, filters={"label": MANAGED_LABEL, "ancestor": image})
+    return {c.id for c in found}
+
+
+@dataclass(frozen=True)
+class LegRehearsal:
+    """`accelkit matrix run matrices/nightly.yaml --filter name=cpu-py3.11 -k while_loop`
+    in the session's CPU test image: its setup is a cache hit, its test step is
+    `accelkit test --image`, and its outputs land in `output/cpu-py3.11/`."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    output: Path
+    image: str
+    leftover_containers: set[str]

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from accelkit import backends
+from accelkit.backends import rocm as rocm_backend
 from accelkit.errors import BadInput
 
 
@@ -110,10 +111,21 @@ def test_xpu_and_rocm_verification() -> None:
     assert any("graph capture" in p for p in xpu.verify_test_image(doctor, {}, spec))
     rocm = backends.get("rocm")
     spec = rocm.test_image("gfx942")
-    doctor = {"env": {"torch": {"version": "2.14.1+rocm7.14", "hip": "7.14"}}}
-    assert rocm.verify_test_image(doctor, {"preload": "rocm_init=True\nrocm_sdk=True"}, spec) == []
-    problems = rocm.verify_test_image(doctor, {"preload": "rocm_init=False\nrocm_sdk=False"}, spec)
-    assert len(problems) == 2
+    doctor = {"env": {"torch": {"version": "2.14.1+rocm7.14.0", "hip": "7.14.0"}}}
+    # The probe prints one loaded=<shortname> per preload of the one table found mapped.
+    loaded = "\n".join(f"loaded={name}" for name in rocm_backend.PRELOAD_SHORTNAMES)
+    good = {"preload": "rocm_init=True\n" + loaded}
+    assert rocm.verify_test_image(doctor, good, spec) == []
+    assert rocm.verify_test_image(doctor, {"preload": "rocm_init=False"}, spec) == [
+        "import torch did not run torch/_rocm_init.py (or warned about the ROCm SDK)"
+    ]
+    partial = {"preload": good["preload"].replace("loaded=miopen\n", "")}
+    assert rocm.verify_test_image(doctor, partial, spec) == [
+        "import torch did not preload through rocm_sdk: miopen"
+    ]
+    # The probe makes rocm_sdk's warnings errors and checks files against the table.
+    probe = spec.probes["preload"][-1]
+    assert "warnings.filterwarnings('error'" in probe and "libMIOpen.so*" in probe
     broken = {"env": {"torch": {"error": "libMIOpen.so.1: cannot open shared object file"}}}
     assert rocm.verify_test_image(broken, {}, spec) == [
         "torch does not import: libMIOpen.so.1: cannot open shared object file"

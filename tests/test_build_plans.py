@@ -7,9 +7,11 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from accelkit.backends import rocm as rocm_backend
 from accelkit.errors import BadInput
 from accelkit.wheels.recipes import plan
 from accelkit.wheels.request import BuildRequest
@@ -22,33 +24,89 @@ def _env(built: object) -> dict[str, str]:
     return {var.name: var.render().split("=", 1)[1] for var in built.env}  # type: ignore[attr-defined]
 
 
-def _rocm(output: Path, **flags: str) -> BuildRequest:
+def _rocm(output: Path, **flags: Any) -> BuildRequest:
     return BuildRequest(backend="rocm", output=output, rocm_version="7.14", **flags)
 
 
 def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
     built = plan(_rocm(tmp_path, gfx="gfx942,gfx950", torch_ref="v2.14.1"))
-    assert built.requirement == "rocm[libraries,devel,device-gfx942,device-gfx950]==7.14"
+    # The exact version is the builder's to find: every later use names it.
+    assert built.requirement == "rocm[libraries,devel,device-gfx942,device-gfx950]==@{rocm_version}"
     assert built.index_url == "https://rocm.nightlies.amd.com/whl-multi-arch/"
     env = _env(built)
     assert env["PYTORCH_ROCM_ARCH"] == "gfx942;gfx950"
     assert env["USE_ROCM"] == "ON" and env["USE_CUDA"] == "OFF"
-    assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+rocm7.14"
-    assert env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"] == "rocm[libraries]==7.14"
-    assert env["CMAKE_PREFIX_PATH"] == "$(rocm-sdk path --cmake)"
-    assert env["ROCM_HOME"] == env["ROCM_PATH"] == "$(rocm-sdk path --root)"
-    assert env["HIP_DEVICE_LIB_PATH"] == "$(rocm-sdk path --root)/lib/llvm/amdgcn/bitcode"
-    assert env["PATH"] == "$(rocm-sdk path --bin):$PATH"
+    assert env["USE_MPI"] == "OFF" and env["USE_NUMA"] == "OFF"
+    assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+@{rocm_local}"
+    assert env["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"] == (
+        "rocm[libraries]==@{rocm_version}|@{triton_requirement}"
+    )
+    assert env["CMAKE_PREFIX_PATH"] == "@{rocm_cmake}"
+    assert env["ROCM_HOME"] == env["ROCM_PATH"] == "@{rocm_root}"
+    assert env["HIP_DEVICE_LIB_PATH"] == "@{rocm_root}/lib/llvm/amdgcn/bitcode"
+    assert env["PATH"] == "@{rocm_bin}:$PATH"
+    assert env["BLAS"] == "OpenBLAS" and env["OpenBLAS_LIB_NAME"] == "rocm-openblas"
+    assert env["OpenBLAS_HOME"] == "@{rocm_root}/lib/host-math"
+    for flag in (
+        "-Wno-error=maybe-uninitialized",
+        "-Wno-error=uninitialized",
+        "-Wno-error=restrict",
+        "-I@{rocm_root}/lib/rocm_sysdeps/include",
+        "-I@{rocm_root}/include/roctracer",
+    ):
+        assert flag in env["CXXFLAGS"].split()
+    assert "-Wno-error=restrict" in env["CPPFLAGS"]
+    assert env["LDFLAGS"].split() == ["-L@{rocm_root}/lib/rocm_sysdeps/lib"]
+    assert env["PKG_CONFIG_PATH"] == "@{rocm_root}/lib/rocm_sysdeps/lib/pkgconfig"
+    assert env["LD_LIBRARY_PATH"] == "@{rocm_root}/lib/rocm_sysdeps/lib"
+    # Triton is built, and both targets are AOTriton's: flash attention on.
+    assert env["USE_FLASH_ATTENTION"] == env["USE_MEM_EFF_ATTENTION"] == "ON"
+    assert env["TRITON_APPEND_CMAKE_ARGS"] == "-DCMAKE_FIND_USE_CMAKE_ENVIRONMENT_PATH=FALSE"
+    assert env["TRITON_WHEEL_VERSION_SUFFIX"] == "+@{rocm_local}"
     names = [step.name for step in built.steps]
-    assert names == ["sdk-cache", "sdk", "sdk-version", "sdk-env", "checkout", "hipify",
-                     "build-requirements", "triton", "rocm-init", "wheel"]  # fmt: skip
+    assert names == [
+        "sdk-resolve",
+        "sdk-cache",
+        "sdk",
+        "sdk-version",
+        "sdk-libraries",
+        "sdk-paths",
+        "sdk-sysdeps",
+        "checkout",
+        "hipify",
+        "triton-checkout",
+        "triton-requirements",
+        "triton-wheel",
+        "triton-install",
+        "rocm-init",
+        "torch-uninstall",
+        "build-requirements",
+        "build-backend",
+        "wheel",
+    ]
     steps = {step.name: step for step in built.steps}
+    assert steps["sdk-resolve"].args["requested"] == "7.14"
+    assert steps["sdk-resolve"].args["pre"] is False
     assert steps["sdk"].argv[-1] == built.requirement
+    assert "--force-reinstall" in steps["sdk"].argv and "--pre" not in steps["sdk"].argv
+    assert steps["sdk"].env["PIP_EXTRA_INDEX_URL"] == ""
+    assert steps["sdk-version"].args["expected"] == "@{rocm_version}"
+    assert steps["rocm-init"].args["version"] == "@{rocm_version}"
+    assert steps["rocm-init"].args["preload"] == list(rocm_backend.PRELOAD_SHORTNAMES)
+    assert steps["wheel"].args["force_include"] == ["torch/_rocm_init.py"]
+    assert steps["build-backend"].args["requirements"] == "requirements-build.txt"
     assert steps["hipify"].argv == ("python", "tools/amd_build/build_amd.py")
     assert "v2.14.1" in steps["checkout"].argv
-    assert steps["rocm-init"].args["targets"] == ["gfx942", "gfx950"]
-    assert built.outputs[0] == "torch-2.14.1+rocm7.14-*.whl"
-    assert built.expect.requires == ("rocm[libraries]==7.14",)
+    assert built.outputs == ("torch-2.14.1+*-*.whl", "triton-*.whl")
+    assert built.expect.requires == (
+        "rocm[libraries]==@{rocm_version}",
+        "@{triton_requirement}",
+    )
+    assert built.expect.platform_specific
+    assert built.expect.code_objects is not None
+    assert built.expect.code_objects.targets == ("gfx942", "gfx950")
+    assert built.smoke.warnings_as_errors == ("rocm_sdk",)
+    assert list(built.smoke.libraries) == list(rocm_backend.PRELOAD_SHORTNAMES)
     assert built.builder.dockerfile == "rocm.Dockerfile"
     assert built.builder.base_image == "quay.io/pypa/manylinux_2_28_x86_64"
     assert len(built.builder.tag) == 16
@@ -58,6 +116,82 @@ def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
     json.loads(built.to_json())
 
 
+def test_rocm_plan_follows_therock_step_by_step(tmp_path: Path) -> None:
+    """Every step of TheRock's build_prod_wheels.py shows in --dry-run --json, each ROCm step
+    names the reference step it follows, and each deliberate difference carries a note."""
+    proc = run_cli(
+        "build",
+        "rocm",
+        "--rocm-version=7.14",
+        "--gfx=gfx942",
+        "--dry-run",
+        "--json",
+        "--output",
+        str(tmp_path / "o"),
+        env=NO_DOCKER,
+    )
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["reference"] == "TheRock external-builds/pytorch/build_prod_wheels.py"
+    text = proc.stdout
+    for needle in (
+        "pip cache remove rocm",
+        "--force-reinstall",
+        "rocm-sdk",
+        "USE_MPI",
+        "USE_NUMA",
+        "-Wno-error=maybe-uninitialized",
+        "rocm_sysdeps/include",
+        "include/roctracer",
+        "rocm_sysdeps/lib",
+        "PKG_CONFIG_PATH",
+        "LD_LIBRARY_PATH",
+        "host-math",
+        "USE_FLASH_ATTENTION",
+        "USE_MEM_EFF_ATTENTION",
+        "requirements-build.txt",
+        "force_include",
+        "triton/python/requirements.txt",
+        "triton==<the version",
+        "TRITON_WHEEL_VERSION_SUFFIX",
+        "check_version",
+        "@{rocm_local}",
+    ):
+        assert needle in text, needle
+    unreferenced = [s["name"] for s in data["steps"] if not s["reference"]]
+    assert unreferenced == ["sdk-libraries", "checkout", "build-requirements"], unreferenced
+    notes = {s["name"]: s["note"] for s in data["steps"] if s["note"]}
+    assert set(notes) == {"sdk-resolve", "sdk-libraries"}
+    assert any("smoke test" in note for note in data["notes"])
+    text = run_cli(
+        "build", "rocm", "--rocm-version=7.14", "--gfx=gfx942", "--dry-run", env=NO_DOCKER
+    ).stdout
+    assert "reference: do_install_rocm: pip cache remove rocm" in text
+    assert "differs: a bare X.Y is the newest X.Y.*" in text
+
+
+def test_rocm_plan_pre_and_exact_versions(tmp_path: Path) -> None:
+    built = plan(_rocm(tmp_path, gfx="gfx942", pre=True))
+    steps = {step.name: step for step in built.steps}
+    assert steps["sdk-resolve"].args["pre"] is True
+    assert "--pre" in steps["sdk"].argv
+    assert "pre-releases too" in built.notes[0]
+    nightly = plan(
+        BuildRequest(
+            backend="rocm",
+            output=tmp_path,
+            rocm_version="7.14.0a20261128",
+            gfx="gfx1100",
+            triton=False,
+        )
+    )
+    assert "exactly this version" in nightly.notes[0]
+    assert _env(nightly)["USE_FLASH_ATTENTION"] == "OFF"  # no triton, no AOTriton
+    assert "@{triton_requirement}" not in _env(nightly)["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"]
+    with pytest.raises(BadInput, match="--pre does not apply to accelkit build cuda"):
+        plan(BuildRequest(backend="cuda", output=tmp_path, arch="sm_90", pre=True))
+
+
 def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
     built = plan(
         _rocm(
@@ -65,9 +199,20 @@ def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
         )
     )
     assert built.index_url == "https://rocm.nightlies.amd.com/v2/gfx94X-dcgpu/"
-    assert built.requirement == "rocm[libraries,devel]==7.14"
-    assert _env(built)["PYTORCH_BUILD_VERSION"] == "2.14.0+rocm7.14"
+    assert built.requirement == "rocm[libraries,devel]==@{rocm_version}"
+    assert _env(built)["PYTORCH_BUILD_VERSION"] == "2.14.0+@{rocm_local}"
     assert built.builder.build_args == {"PYTHON_VERSION": "3.13"}
+    # A mirror of the family's index.
+    mirror = plan(
+        _rocm(
+            tmp_path,
+            gfx="gfx942",
+            family="gfx94X-dcgpu",
+            index_url="http://127.0.0.1:8080/v2/gfx94X-dcgpu/",
+        )
+    )
+    assert mirror.index_url == "http://127.0.0.1:8080/v2/gfx94X-dcgpu/"
+    assert mirror.requirement == "rocm[libraries,devel]==@{rocm_version}"
 
 
 def test_cuda_sm_107_plan(tmp_path: Path) -> None:
@@ -105,16 +250,27 @@ def test_cpu_plan_rejects_gpu_flags(tmp_path: Path) -> None:
 
 def test_nightly_build_args_plan(tmp_path: Path) -> None:
     # The flags .github/workflows/nightly.yml passes (matrices/nightly.yaml build_args).
-    proc = run_cli("build", "rocm", "--rocm-version=7.14", "--gfx=gfx942",
-                   "--family=gfx94X-dcgpu", "--python=3.12", "--torch-ref=release/2.14",
-                   "--output", str(tmp_path / "wheelhouse"), "--json", "--dry-run",
-                   env=NO_DOCKER)  # fmt: skip
+    proc = run_cli(
+        "build",
+        "rocm",
+        "--rocm-version=7.14",
+        "--gfx=gfx942",
+        "--family=gfx94X-dcgpu",
+        "--python=3.12",
+        "--torch-ref=release/2.14",
+        "--output",
+        str(tmp_path / "wheelhouse"),
+        "--json",
+        "--dry-run",
+        env=NO_DOCKER,
+    )
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["requirement"] == "rocm[libraries,devel]==7.14"
-    text = run_cli("build", "rocm", "--rocm-version=7.14", "--gfx=gfx942", "--dry-run",
-                   env=NO_DOCKER)  # fmt: skip
+    assert json.loads(proc.stdout)["requirement"] == "rocm[libraries,devel]==@{rocm_version}"
+    text = run_cli(
+        "build", "rocm", "--rocm-version=7.14", "--gfx=gfx942", "--dry-run", env=NO_DOCKER
+    )
     assert "PYTORCH_ROCM_ARCH=gfx942" in text.stdout
-    assert "rocm[libraries,devel,device-gfx942]==7.14" in text.stdout
+    assert "rocm[libraries,devel,device-gfx942]==@{rocm_version}" in text.stdout
 
 
 @pytest.mark.parametrize(
@@ -133,6 +289,11 @@ def test_nightly_build_args_plan(tmp_path: Path) -> None:
             "is not in family",
         ),
         (["--rocm-version", "seven", "--gfx", "gfx942"], "malformed ROCm SDK version"),
+        (["--rocm-version", "7", "--gfx", "gfx942"], "malformed ROCm SDK version '7'"),
+        (["--rocm-version", "v7.14", "--gfx", "gfx942"], "malformed ROCm SDK version"),
+        (["--rocm-version", "7.14.0-rc1", "--gfx", "gfx942"], "X.Y (the newest X.Y.*"),
+        (["--rocm-version", "7.14.0b1", "--gfx", "gfx942"], "malformed ROCm SDK version"),
+        (["--rocm-version", "7.14.x", "--gfx", "gfx942"], "malformed ROCm SDK version"),
         (["--rocm-version", "7.14", "--gfx", "gfx942", "--python", "3.x"], "--python"),
         (
             ["--rocm-version", "7.14", "--gfx", "gfx942", "--torch-version", "2.14.1-x"],
@@ -179,6 +340,5 @@ def test_dry_run_never_imports_torch_or_docker() -> None:
         "bad = [m for m in ('torch', 'docker') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr

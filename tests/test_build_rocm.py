@@ -1,17 +1,16 @@
-"""`accelkit build rocm` end to end against fixtures: a local package index serving a tiny
-`rocm` SDK (tests/fixtures/rocm/sdk) and a tiny source tree standing in for PyTorch
-(tests/fixtures/rocm/torch-src). Same code path as the real build; only the inputs differ."""
+"""`accelkit build rocm` end to end against a stand-in of TheRock's index (tests/rocm_standin.py:
+the `rocm` packages of several versions in the multi-arch layout, real gcc-built libraries
+behind every library entry, a rocm_sdk as strict as TheRock's) and a stand-in PyTorch tree that
+builds with scikit-build-core (tests/fixtures/rocm/torch-src). Same code path as a real build;
+only the inputs differ. Warnings of rocm_sdk (its version-mismatch warning) are errors here.
+"""
 
 from __future__ import annotations
 
-import base64
-import contextlib
 import hashlib
 import json
 import shutil
-import socket
 import subprocess
-import sys
 import time
 import zipfile
 from collections.abc import Iterator
@@ -20,162 +19,172 @@ from typing import Any
 
 import pytest
 
+from accelkit.backends import rocm as backend
 from accelkit.containers.run import MANAGED_LABEL
-from accelkit.wheels.plan import WheelExpectation
-from accelkit.wheels.wheel import validate_wheel
-from tests.helpers import REPO, run_cli
+from accelkit.wheels.wheel import init_module_call, requires_dist
+from tests import rocm_standin
+from tests.helpers import assert_one_line_error, run_cli
 
-FIXTURES = REPO / "tests" / "fixtures" / "rocm"
-SDK_VERSION = "7.14"
 GFX = "gfx942"
-
-
-def make_wheel(
-    directory: Path,
-    name: str,
-    version: str,
-    files: dict[str, str],
-    *,
-    requires: list[str] = (),  # type: ignore[assignment]
-    extras: dict[str, list[str]] | None = None,
-    scripts: dict[str, str] | None = None,
-) -> Path:
-    """A pure-Python wheel written by hand (no build backend, no network)."""
-    dist = name.replace("-", "_")
-    info = f"{dist}-{version}.dist-info"
-    meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}"]
-    meta += [f"Requires-Dist: {r}" for r in requires]
-    for extra, reqs in (extras or {}).items():
-        meta.append(f"Provides-Extra: {extra}")
-        meta += [f'Requires-Dist: {r}; extra == "{extra}"' for r in reqs]
-    contents = dict(files)
-    contents[f"{info}/METADATA"] = "\n".join(meta) + "\n"
-    contents[f"{info}/WHEEL"] = (
-        "Wheel-Version: 1.0\nGenerator: accelkit-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    )
-    if scripts:
-        contents[f"{info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
-            f"{k} = {v}\n" for k, v in scripts.items()
-        )
-    record = []
-    for path, text in contents.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=")
-        record.append(f"{path},sha256={digest.decode()},{len(text.encode())}")
-    record.append(f"{info}/RECORD,,")
-    contents[f"{info}/RECORD"] = "\n".join(record) + "\n"
-    wheel = directory / f"{dist}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in contents.items():
-            archive.writestr(path, text)
-    return wheel
-
-
-def write_index(root: Path) -> Path:
-    """A PEP 503 index of the fake SDK: rocm with extras, and the packages they pull in."""
-    files = root / "files"
-    files.mkdir(parents=True)
-    sdk = {
-        f"rocm_sdk/{p.name}": p.read_text().replace("@VERSION@", SDK_VERSION)
-        for p in (FIXTURES / "sdk" / "rocm_sdk").glob("*.py")
-    }
-    wheels = [
-        make_wheel(
-            files, "rocm", SDK_VERSION, sdk,
-            extras={
-                "libraries": [f"rocm-sdk-libraries=={SDK_VERSION}"],
-                "devel": [f"rocm-sdk-devel=={SDK_VERSION}"],
-                f"device-{GFX}": [f"rocm-sdk-device-{GFX}=={SDK_VERSION}"],
-            },
-            scripts={"rocm-sdk": "rocm_sdk.cli:main"},
-        ),
-        make_wheel(files, "rocm-sdk-libraries", SDK_VERSION,
-                   {"_rocm_sdk_libraries/__init__.py": ""}),
-        make_wheel(files, "rocm-sdk-devel", SDK_VERSION, {"_rocm_sdk_devel/__init__.py": ""}),
-        make_wheel(files, f"rocm-sdk-device-{GFX}", SDK_VERSION,
-                   {f"_rocm_sdk_device_{GFX}/__init__.py": ""}),
-    ]  # fmt: skip
-    simple = root / "simple"
-    for wheel in wheels:
-        project = wheel.name.split("-")[0].replace("_", "-")
-        (simple / project).mkdir(parents=True)
-        (simple / project / "index.html").write_text(
-            f'<html><body><a href="../../files/{wheel.name}">{wheel.name}</a></body></html>\n'
-        )
-    return simple
+#: What --rocm-version 7.14 must give with the stand-in index: not 7.14.1rc1 (a pre-release),
+#: not 7.15.0a... (another series), not 7.14.0a20261128 (a nightly, older anyway).
+EXACT = "7.14.0"
+WHEEL = f"torch-2.14.1+rocm{EXACT}-cp311-cp311-linux_x86_64.whl"
+#: rocm_sdk's version-mismatch warning (and any other of its warnings) fails an import.
+SDK_WARNINGS_ARE_ERRORS = f"error::UserWarning:{backend.SDK_MODULE}"
 
 
 @pytest.fixture(scope="module")
-def rocm_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def standin_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    return rocm_standin.build_libraries(tmp_path_factory.mktemp("standin-libs"))
+
+
+@pytest.fixture(scope="module")
+def rocm_index(
+    tmp_path_factory: pytest.TempPathFactory, standin_libraries: dict[str, bytes]
+) -> Iterator[str]:
     root = tmp_path_factory.mktemp("rocm-index")
-    write_index(root)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1",
-         "--directory", str(root)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 1):
-                break
-            time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/simple/"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
+    rocm_standin.write_index(root, standin_libraries, layout="multi-arch")
+    with rocm_standin.serve(root) as url:
+        yield url
 
 
 def _managed(client: Any) -> set[str]:
-    return {c.id for c in client.containers.list(all=True, filters={"label": MANAGED_LABEL})}
+    """accelkit's containers of the ROCm builder image (the engine is shared with other
+    tests, whose containers come and go meanwhile)."""
+    containers = client.containers.list(all=True, filters={"label": MANAGED_LABEL})
+    return {c.id for c in containers if "accelkit-builder-rocm" in " ".join(c.image.tags)}
 
 
-def _build_args(source: Path, index: str, base_image: str, output: Path) -> list[str]:
+def _build_args(source: Path, index: str, base_image: str, output: Path, version: str) -> list[str]:
     return [
-        "build", "rocm", f"--rocm-version={SDK_VERSION}", f"--gfx={GFX}", "--python=3.11",
-        "--source", str(source), "--index-url", index, "--builder-base-image", base_image,
-        "--no-triton", "--output", str(output), "--json",
-    ]  # fmt: skip
+        "build",
+        "rocm",
+        f"--rocm-version={version}",
+        f"--gfx={GFX}",
+        "--python=3.11",
+        "--source",
+        str(source),
+        "--index-url",
+        index,
+        "--builder-base-image",
+        base_image,
+        "--no-triton",
+        "--output",
+        str(output),
+        "--json",
+    ]
 
 
 @pytest.mark.slow
 @pytest.mark.docker
+@pytest.mark.timeout(900)
 def test_build_rocm_end_to_end(
     rocm_index: str, base_image: str, docker_client: Any, tmp_path: Path
 ) -> None:
     before = _managed(docker_client)
     output = tmp_path / "wheelhouse"
     started = time.monotonic()
-    proc = run_cli(*_build_args(FIXTURES / "torch-src", rocm_index, base_image, output),
-                   "--smoke", timeout=1200)  # fmt: skip
-    cold = time.monotonic() - started
-    assert proc.returncode == 0, proc.stdout + proc.stderr[-4000:]
+    proc = run_cli(
+        *_build_args(rocm_standin.TORCH_SOURCE, rocm_index, base_image, output, "7.14"),
+        timeout=600,
+    )
+    build_seconds = time.monotonic() - started
+    assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]
     outcome = json.loads(proc.stdout)
     wheels = [Path(w) for w in outcome["wheels"]]
-    assert [w.name for w in wheels] == [f"torch-2.14.1+rocm{SDK_VERSION}-py3-none-any.whl"]
+    # The installed SDK's exact version names the wheel (TheRock's +rocm<X.Y.Z>).
+    assert [w.name for w in wheels] == [WHEEL]
+    assert outcome["resolved"]["rocm_version"] == EXACT
     manifest = json.loads((output / "manifest.json").read_text())
     assert manifest["schema"] == "accelkit.build-manifest/1"
+    assert manifest["resolved"]["rocm_version"] == EXACT
     assert manifest["artifacts"][0]["sha256"] == hashlib.sha256(wheels[0].read_bytes()).hexdigest()
-    assert manifest["validation"][0]["ok"] is True
+    assert manifest["validation"][0]["ok"] is True, manifest["validation"]
+    assert "GPU code objects" in manifest["validation"][0]["checked"]
+    # The smoke test is on by default: a clean container imported the wheel.
     assert manifest["smoke"]["ok"] is True
-    for step in ("sdk", "sdk-env", "checkout", "hipify", "rocm-init", "wheel"):
+    for step in (
+        "sdk-resolve",
+        "sdk",
+        "sdk-version",
+        "sdk-libraries",
+        "sdk-paths",
+        "checkout",
+        "hipify",
+        "rocm-init",
+        "build-backend",
+        "wheel",
+        "smoke",
+    ):
         assert step in manifest["durations_s"], manifest["durations_s"]
     log = (output / "build-rocm.log").read_text()
-    assert "hipified 1 files" in log
-    assert f"rocm[libraries,devel,device-{GFX}]=={SDK_VERSION}" in log
+    assert f"rocm 7.14 -> {EXACT}" in log
+    assert f"rocm[libraries,devel,device-{GFX}]=={EXACT}" in log
+    assert "-Cwheel.force-include.torch/_rocm_init.py=torch/_rocm_init.py" in log
+    assert "stand_in_hipcc: code objects for gfx942" in log
+    # The wheel pins exactly what it was built against.
+    assert f"rocm[libraries]=={EXACT}" in requires_dist(wheels[0])
     with zipfile.ZipFile(wheels[0]) as archive:
         init = archive.read("torch/_rocm_init.py").decode()
-    assert f"TARGETS = ['{GFX}']" in init and "rocm_sdk.initialize_process" in init
+    preload, check_version = init_module_call(init)
+    assert preload == list(backend.PRELOAD_SHORTNAMES)
+    assert check_version == EXACT
     assert _managed(docker_client) == before  # every container removed
 
-    # Unchanged inputs: the builder image is a cache hit.
-    again = run_cli(*_build_args(FIXTURES / "torch-src", rocm_index, base_image,
-                                 tmp_path / "again"), timeout=1200)  # fmt: skip
-    assert again.returncode == 0, again.stderr[-4000:]
-    assert json.loads(again.stdout)["builder_cached"] is True
-    print(f"build rocm (fixture): first {cold:.1f} s")
+    # A fresh venv with the wheel and the index's rocm[libraries]: import torch preloads every
+    # library through rocm_sdk, without a warning (the test image's own verification).
+    started = time.monotonic()
+    python = rocm_standin.fresh_venv(tmp_path / "venv")
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--index-url", rocm_index, str(wheels[0])],
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    )
+    probe = subprocess.run(
+        [str(python), "-W", SDK_WARNINGS_ARE_ERRORS, "-c", backend.preload_probe()],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    venv_seconds = time.monotonic() - started
+    assert probe.returncode == 0, probe.stderr
+    assert backend.preload_problems(probe.stdout) == [], probe.stdout
+
+    # The stand-in SDK in that venv is as strict as TheRock's: the names accelkit used to
+    # preload are unknown (no rocm_sysdeps_numa; miopen, not MIOpen), and a version that is
+    # not the installed one warns, which the tests' filter makes an error.
+    def check(names: str, version: str) -> subprocess.CompletedProcess[str]:
+        argv = [str(python), "-W", SDK_WARNINGS_ARE_ERRORS, "-c", rocm_standin.PRELOAD_CHECK]
+        return subprocess.run([*argv, names, version], capture_output=True, text=True, check=False)
+
+    for name in ("rocm_sysdeps_numa", "MIOpen"):
+        assert f"ModuleNotFoundError: Unknown rocm library '{name}'" in check(name, EXACT).stderr
+    mismatch = check("amdhip64", "7.14")
+    assert mismatch.returncode != 0
+    assert (
+        "UserWarning: The program was compiled against a ROCm version matching '7\\.14' but "
+        f"the installed ROCm version in this Python environment is {EXACT}." in mismatch.stderr
+    )
+    print(f"build rocm (stand-in): build + smoke {build_seconds:.1f} s")
+    print(f"fresh venv, install, import torch: {venv_seconds:.1f} s")
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+def test_version_missing_from_the_index_exits_3(
+    rocm_index: str, base_image: str, tmp_path: Path
+) -> None:
+    # 7.15 has only a nightly in the index: without --pre there is no 7.15 to build against.
+    output = tmp_path / "out"
+    args = _build_args(rocm_standin.TORCH_SOURCE, rocm_index, base_image, output, "7.15")
+    proc = run_cli(*[a for a in args if a != "--json"], timeout=600)
+    assert_one_line_error(proc, 3, "rocm 7.15 is not in")
+    assert "only pre-releases match: add --pre" in proc.stderr
+    assert "it has: 7.15.0a20270105, 7.14.1rc1, 7.14.0, 7.14.0a20261128, 7.13.2" in proc.stderr
+    assert not list(output.glob("*.whl"))
+    assert not (output / "manifest.json").exists()
 
 
 @pytest.mark.slow
@@ -184,42 +193,16 @@ def test_failing_step_reports_no_wheel(
     rocm_index: str, base_image: str, docker_client: Any, tmp_path: Path
 ) -> None:
     source = tmp_path / "broken-src"
-    shutil.copytree(FIXTURES / "torch-src", source)
+    shutil.copytree(rocm_standin.TORCH_SOURCE, source)
     (source / "tools" / "amd_build" / "build_amd.py").write_text(
         "raise SystemExit('hipify exploded')\n"
     )
     before = _managed(docker_client)
     output = tmp_path / "out"
-    proc = run_cli(*_build_args(source, rocm_index, base_image, output), timeout=1200)
+    proc = run_cli(*_build_args(source, rocm_index, base_image, output, EXACT), timeout=600)
     assert proc.returncode == 1, proc.stderr
     assert "hipify exploded" in proc.stderr
     assert str(output / "build-rocm.log") in proc.stderr
     assert not list(output.glob("*.whl"))
     assert not (output / "manifest.json").exists()
     assert _managed(docker_client) == before
-
-
-def test_wheel_without_rocm_requirement_fails_validation(tmp_path: Path) -> None:
-    expect = WheelExpectation(
-        version=f"2.14.1+rocm{SDK_VERSION}",
-        requires=(f"rocm[libraries]=={SDK_VERSION}",),
-        files=("torch/_rocm_init.py",),
-        forbidden_library_prefixes=("libamdhip64",),
-        targets=(GFX,),
-        targets_file="torch/_rocm_init.py",
-    )
-    init = {"torch/__init__.py": "", "torch/_rocm_init.py": f"TARGETS = ['{GFX}']\n"}
-    good = make_wheel(tmp_path, "torch", f"2.14.1+rocm{SDK_VERSION}", init,
-                      requires=[f"rocm[libraries] == {SDK_VERSION}"])  # fmt: skip
-    assert validate_wheel(good, expect).ok
-    (tmp_path / "bad").mkdir()
-    bad = make_wheel(tmp_path / "bad", "torch", f"2.14.1+rocm{SDK_VERSION}",
-                     {**init, "torch/lib/libamdhip64.so.7": ""})  # fmt: skip
-    problems = validate_wheel(bad, expect).problems
-    assert any("no Requires-Dist on rocm[libraries]==7.14" in p for p in problems), problems
-    assert any("bundles 1 libraries" in p for p in problems), problems
-    (tmp_path / "noinit").mkdir()
-    noinit = make_wheel(tmp_path / "noinit", "torch", "2.14.1", {"torch/__init__.py": ""})
-    problems = validate_wheel(noinit, expect).problems
-    assert any("torch/_rocm_init.py is missing" in p for p in problems)
-    assert any("version in the file name is 2.14.1" in p for p in problems)

@@ -79,7 +79,7 @@ def test_human_output_has_both_tables(fake_probes):
 def _run(argv: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONIOENCODING": "utf-8", "COLUMNS": "200"}
     return subprocess.run(
-        argv, capture_output=True, text=True, timeout=300, env=env, check=False, **kwargs
+        argv, capture_output=True, text=True, timeout=120, env=env, check=False, **kwargs
     )
 
 

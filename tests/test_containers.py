@@ -9,7 +9,6 @@ import signal
 import tarfile
 import tempfile
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -243,7 +242,7 @@ def test_copy_in_and_out(docker_client: Any, base_image: str, run_id: str, tmp_p
 @pytest.mark.docker
 @pytest.mark.slow
 def test_timeout_kills_the_container(docker_client: Any, base_image: str, run_id: str):
-    started = time.monotonic()
+    # A timeout that did not kill would wait out the 600 s sleep: pytest's timeout fails it.
     result = run_container(
         docker_client,
         base_image,
@@ -251,7 +250,6 @@ def test_timeout_kills_the_container(docker_client: Any, base_image: str, run_id
         _options(run_id),
         timeout=3,
     )
-    assert time.monotonic() - started < 60
     assert result.timed_out and not result.ok
     assert result.exit_code == 137  # SIGKILL
     assert result.output_tail == ("sleeping",)

@@ -20,6 +20,10 @@ from tests.helpers import REPO, run_cli
 pytestmark = pytest.mark.slow
 
 FAULTS = REPO / "tests" / "fixtures" / "faults"
+# (exit code, {case id: (status, message)}, the seed the results file recorded)
+RunOutcome = tuple[int, dict[str, tuple[str, str]], int]
+# One run here took at most ~110 s on the loaded 2-core development machine.
+RUN_TIMEOUT_S = 240
 
 # The op_db cases of exp (perturbed) and of ops that never call aten.exp (must still pass).
 EXP_CASES = ("exp/float32", "exp/float64")
@@ -39,14 +43,15 @@ def _fault_env(tmp_path: Path, **faults: str) -> dict[str, str]:
     }
 
 
-def _run(tmp_path: Path, name: str, keyword: str, *extra: str,
-         **faults: str) -> tuple[int, dict[str, tuple[str, str]], int]:  # fmt: skip
+def _run(
+    tmp_path: Path, name: str, keyword: str, *extra: str, workers: int = 0, **faults: str
+) -> RunOutcome:
+    """One `accelkit test` run of the selection. One process (`workers` 0) unless asked:
+    a few cases gain nothing from workers that each import torch and op_db again."""
     results = tmp_path / f"{name}.json"
-    proc = run_cli(
-        "test", "--device", "cpu", "--suite", "conformance", "-k", keyword,
-        "--json", str(results), "--workers", "2", *extra,
-        env=_fault_env(tmp_path, **faults), timeout=600,
-    )  # fmt: skip
+    args = ["test", "--device", "cpu", "--suite", "conformance", "-k", keyword]
+    args += ["--json", str(results), "--workers", str(workers), *extra]
+    proc = run_cli(*args, env=_fault_env(tmp_path, **faults), timeout=RUN_TIMEOUT_S)
     assert results.exists(), proc.stdout[-3000:] + proc.stderr[-3000:]
     loaded = load_results(results)
     cases = {case.id: (case.status, case.message) for case in loaded.cases}
@@ -57,9 +62,18 @@ def _opinfo_keyword(*params: str) -> str:
     return "opinfo and (" + " or ".join(f"[{p}]" for p in params) + ")"
 
 
-def test_a_perturbed_operator_fails_its_cases_and_only_those(tmp_path: Path) -> None:
+EXP_FAULT = {"ACCELKIT_FAULT_OP": "aten.exp.default"}
+
+
+@pytest.fixture(scope="module")
+def exp_run(tmp_path_factory: pytest.TempPathFactory) -> RunOutcome:
+    """aten.exp perturbed, default seed, two workers: the plugin reaches xdist workers."""
     keyword = f"({_opinfo_keyword(*EXP_CASES, *UNRELATED_CASES)}) or test_ops[exp/float32]"
-    code, cases, _ = _run(tmp_path, "exp", keyword, ACCELKIT_FAULT_OP="aten.exp.default")
+    return _run(tmp_path_factory.mktemp("exp"), "exp", keyword, workers=2, **EXP_FAULT)
+
+
+def test_a_perturbed_operator_fails_its_cases_and_only_those(exp_run: RunOutcome) -> None:
+    code, cases, _ = exp_run
     assert code == 1, cases
     assert cases["conformance/opinfo/exp/float32"][0] == "failed", cases
     assert "exp" in cases["conformance/opinfo/exp/float32"][1]
@@ -107,21 +121,24 @@ def test_a_wrong_inductor_decomposition_fails_compiled_cases(
         assert cases[eager_case][0] == "passed", cases
 
 
-def test_a_seed_replays_the_inputs_and_another_seed_changes_them(tmp_path: Path) -> None:
+def test_a_seed_replays_the_inputs_and_another_seed_changes_them(
+    tmp_path: Path, exp_run: RunOutcome
+) -> None:
     """The failure message names the worst element and its values, which depend on the
-    sampled inputs: the same seed gives the same message, another seed another one."""
+    sampled inputs: the same seed gives the same message, another seed another one. The
+    replay is what a user runs: the one failed case alone (-k), in one process, with the
+    seed the results file recorded, after a run of several cases on two workers."""
     keyword = _opinfo_keyword("exp/float32")
-    fault = {"ACCELKIT_FAULT_OP": "aten.exp.default"}
-    runs = {
-        name: _run(tmp_path, name, keyword, "--seed", str(seed), **fault)
-        for name, seed in (("a", 7), ("b", 7), ("c", 8))
-    }
+    runs = {"a": exp_run}
+    for name, seed in (("b", exp_run[2]), ("c", exp_run[2] + 1)):
+        runs[name] = _run(tmp_path, name, keyword, "--seed", str(seed), **EXP_FAULT)
     messages = {}
     for name, (code, cases, seed) in runs.items():
         assert code == 1, cases
         status, message = cases["conformance/opinfo/exp/float32"]
         assert status == "failed", message
         messages[name] = message
-        assert seed == (8 if name == "c" else 7)  # the results file records the seed
+        # the results file records the seed (the default is 0)
+        assert seed == (1 if name == "c" else 0)
     assert messages["a"] == messages["b"]
     assert messages["a"] != messages["c"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,11 +17,17 @@ from accelkit.errors import BadInput
 from accelkit.matrix import RehearsalOptions, load_legs, plan_rehearsal
 from accelkit.results.io import load_results
 from accelkit.suite.request import RunRequest
-from tests.helpers import REPO, run_cli
+from tests.helpers import (
+    IMAGE_TESTS_TIMEOUT_S,
+    REPO,
+    TORCH_WHEEL_ENV,
+    LegRehearsal,
+    cpu_torch_wheel,
+    run_cli,
+)
 
 MATRICES = REPO / "matrices"
 NIGHTLY = str(MATRICES / "nightly.yaml")
-CPU_WHEEL = Path("/opt/wheels/torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl")
 
 
 class FakeHost:
@@ -57,17 +65,25 @@ def _pairs(argv: tuple[str, ...] | list[str]) -> dict[str, str]:
 
 
 def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path / "out", base_image="base:1", torch_wheel=wheel)
+    options = RehearsalOptions(output=tmp_path / "out", base_image="base:1", torch_wheels=(wheel,))
     plan = plan_rehearsal(load_legs(NIGHTLY), options, FakeHost())
     by_name = {leg.leg.name: leg for leg in plan.legs}
     assert len(plan.legs) == len(load_legs(NIGHTLY))  # nothing silently dropped
     cpu = [leg for leg in plan.legs if leg.leg.backend == "cpu"]
-    assert cpu and all(leg.runnable and leg.reason == "" for leg in cpu)
+    # The cp311 wheel fits the 3.11 leg only; the others say so, naming the wheel.
+    assert [leg.leg.name for leg in cpu if leg.runnable] == ["cpu-py3.11"]
+    assert by_name["cpu-py3.11"].reason == ""
     for leg in cpu:
         assert leg.setup is not None
         assert leg.setup.argv[:3] == ("accelkit", "setup", "cpu")
-        assert _pairs(leg.setup.argv)["--torch-wheel"] == str(wheel)
+        setup = _pairs(leg.setup.argv)
+        assert setup["--python"] == leg.leg.python and setup["--base-image"] == "base:1"
         assert leg.setup.argv[-1] == "--json"
+        if leg.leg.python == "3.11":
+            assert setup["--torch-wheel"] == str(wheel) and "--torch-channel" not in setup
+        else:
+            assert f"no --torch-wheel fits Python {leg.leg.python}" in leg.reason
+            assert f"{wheel.name}: built for cp311" in leg.reason
         assert leg.test.argv[:6] == ("accelkit", "test", "--device", "cpu", "--suite", "all")
         test_options = _pairs(leg.test.argv)
         assert test_options["--image"] == "<image from setup>"
@@ -96,7 +112,7 @@ def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
 
 
 def test_skip_build_keeps_the_build_step_listed(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, skip_build=True)
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), skip_build=True)
     plan = plan_rehearsal(load_legs(NIGHTLY, ["backend=rocm"]), options, FakeHost())
     for leg in plan.legs:
         assert leg.build is not None and leg.build.skipped
@@ -114,10 +130,10 @@ def test_legs_need_docker_and_a_local_wheel(tmp_path: Path) -> None:
 
 
 def test_unknown_test_arg_is_bad_input(tmp_path: Path, wheel: Path) -> None:
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--no-such",))
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), test_args=("--no-such",))
     with pytest.raises(BadInput, match=r"test_args: accelkit test: No such option: --no-such"):
         plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
-    options = RehearsalOptions(output=tmp_path, torch_wheel=wheel, test_args=("--device", "x"))
+    options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), test_args=("--device", "x"))
     with pytest.raises(BadInput, match=r"--device is set from the leg"):
         plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11"]), options, FakeHost())
 
@@ -150,30 +166,94 @@ def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "0 of 4 legs can run here" in out
 
 
+#: A torch index for the 3.13 leg (e.g. https://pypi.org/simple with torch==2.14.1, a CUDA
+#: build with its libraries): only where one is reachable. PyTorch publishes no CPU wheel
+#: for cp313 that this machine can reach, so CI rehearses the 3.13 leg up to its setup plan.
+TORCH_INDEX_ENV = "ACCELKIT_TEST_TORCH_INDEX"
+TORCH_SPEC_ENV = "ACCELKIT_TEST_TORCH_SPEC"
+
+
 @pytest.mark.slow
 @pytest.mark.docker
-def test_rehearse_one_cpu_leg_end_to_end(base_image: str, tmp_path: Path) -> None:
-    if not CPU_WHEEL.is_file():
-        pytest.skip(f"{CPU_WHEEL} is missing")
-    out = tmp_path / "leg-results"
-    proc = run_cli(
-        "matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11",
-        "--base-image", base_image, "--torch-wheel", str(CPU_WHEEL),
-        "-k", "while_loop", "--output", str(out), "--json",
-        cwd=REPO,
-    )  # fmt: skip
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    data = json.loads(proc.stdout)
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
+    """One nightly CPU leg, setup and test, in the session's CPU test image (its cold build
+    and the in-image run are checked in tests/test_setup_cpu.py)."""
+    rehearsal = cpu_leg_rehearsal
+    assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
+    data = json.loads(rehearsal.stdout)
     (leg,) = data["outcome"]["legs"]
     assert leg["name"] == "cpu-py3.11" and leg["status"] == "passed"
     assert leg["counts"]["passed"] >= 1
-    leg_dir = out / "cpu-py3.11"
+    leg_dir = rehearsal.output / "cpu-py3.11"
     assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
     results = load_results(leg_dir / "results.json")
     assert results.run.device == "cpu" and results.cases
     assert results.summary.passed == leg["counts"]["passed"]
     setup = json.loads((leg_dir / "setup.json").read_text())
-    assert setup["image"].startswith("accelkit-test-cpu:")
+    assert setup["image"] == rehearsal.image
+    assert setup["cached"] is True  # the leg's setup found the shared image
     # `accelkit report DIR` reads the layout, as the nightly's report job does.
-    report = run_cli("report", str(out), cwd=REPO)
+    report = run_cli("report", str(rehearsal.output), cwd=REPO)
     assert report.returncode == 0, report.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(1800)
+def test_rehearse_two_cpu_legs_end_to_end(
+    base_image: str, trixie_image: str, tmp_path: Path
+) -> None:
+    """cpu-py3.11 and cpu-py3.13 as the nightly runs them: each leg's image on a base made
+    for its Python (bookworm, trixie), with the torch wheel built for it, then compared
+    with last night's results (a real results file) into the nightly's summary."""
+
+    wheel = cpu_torch_wheel()
+    if wheel is None:
+        pytest.skip(f"no CPU torch wheel on this machine (set {TORCH_WHEEL_ENV})")
+    out = tmp_path / "leg-results"
+    baseline = tmp_path / "baseline"
+    (baseline / "cpu-py3.11").mkdir(parents=True)
+    real = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
+    (baseline / "cpu-py3.11" / "results.json").write_text(real.read_text())
+    index = os.environ.get(TORCH_INDEX_ENV)
+    torch = ["--torch-wheel", str(wheel)]
+    if index:
+        torch += ["--torch-index", index, "--torch-spec", os.environ.get(TORCH_SPEC_ENV, "torch")]
+    args = ["matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11,cpu-py3.13"]
+    args += ["--base-image", f"3.11={base_image}", "--base-image", f"3.13={trixie_image}"]
+    args += [*torch, "-k", "while_loop", "--output", str(out), "--baseline", str(baseline)]
+    proc = run_cli(*args, "--json", cwd=REPO, timeout=1700)
+    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
+    data = json.loads(proc.stdout)
+    legs = {leg["name"]: leg for leg in data["outcome"]["legs"]}
+    assert legs["cpu-py3.11"]["status"] == "passed" and legs["cpu-py3.11"]["counts"]["passed"]
+    pythons = {}
+    for name in ("cpu-py3.11", "cpu-py3.13"):
+        if legs[name]["status"] == "skipped":
+            continue
+        leg_dir = out / name
+        assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
+        results = load_results(leg_dir / "results.json")
+        assert results.run.device == "cpu" and results.cases
+        env: dict[str, Any] = results.env
+        pythons[name] = env["python"]["version"]
+        # The channel or wheel the leg got, with the exact version pip installed.
+        source = env["torch"]["source"]
+        assert env["torch"]["version"].startswith(source["version"])  # + a local tag: +cu130
+        setup = json.loads((leg_dir / "setup.json").read_text())
+        assert setup["verified"]["python"]["version"] == pythons[name]
+    assert pythons["cpu-py3.11"].startswith("3.11.")
+    if index:
+        assert pythons["cpu-py3.13"].startswith("3.13.")
+    else:
+        # No torch for CPython 3.13 here: the leg says exactly that, and runs nothing.
+        assert legs["cpu-py3.13"]["status"] == "skipped"
+        assert "no --torch-wheel fits Python 3.13" in legs["cpu-py3.13"]["message"]
+        assert f"{wheel.name}: built for cp311" in legs["cpu-py3.13"]["message"]
+    # The nightly's compare step, rehearsed: the same summary, for the legs that ran.
+    verdict = data["verdict"]
+    assert [leg["name"] for leg in verdict["legs"]] == sorted(pythons)
+    assert verdict["legs"][0]["state"] in ("green", "stale-baseline")
+    summary = (out / "summary.md").read_text(encoding="utf-8")
+    assert summary.startswith("## Nightly against the previous nightly")

@@ -335,7 +335,7 @@ def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=900,
+        timeout=240,
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

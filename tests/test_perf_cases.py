@@ -1,12 +1,11 @@
-"""The perf suite: the peak table and size tiers (fast), and one real CPU run of the whole
-suite (slow): every case passes or skips with a reason, every metric carries samples, a
-unit and a direction, and the suite's wall time is printed (budget: 3 minutes here)."""
+"""The perf suite: the peak table and size tiers (fast), and the perf cases of the session's
+one real CPU run of the whole suite (slow, `cpu_suite_run` in tests/conftest.py): every
+case passes or skips with a reason, every metric carries samples, a unit and a direction.
+How long the perf suite takes: benchmarks/bench_perf_suite.py (budget: 3 minutes)."""
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from typing import Any
 
 import pytest
@@ -18,11 +17,8 @@ from accelkit.suite.perf.harness import (
     rotation_count,
     tier_for,
 )
-from accelkit.suite.request import DEFAULT_PASSES
 from accelkit.suite.timing import Measurement
-from tests.helpers import run_cli
-
-PERF_BUDGET_S = 180.0
+from tests.helpers import SUITE_RUN_PASSES, SUITE_TESTS_TIMEOUT_S, SuiteRun
 
 # --------------------------------------------------------------------------------------
 # Peak table
@@ -130,33 +126,20 @@ def test_recorded_metric_keys_with_a_table_peak() -> None:
 
 
 @pytest.fixture(scope="module")
-def perf_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], float]:
-    out = tmp_path_factory.mktemp("perf") / "results.json"
-    started = time.monotonic()
-    proc = run_cli(
-        "test",
-        "--device",
-        "cpu",
-        "--suite",
-        "perf",
-        "--measure-ceilings",
-        "--json",
-        str(out),
-        timeout=900,
-    )
-    wall = time.monotonic() - started
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    print(f"\nperf suite wall time on this machine: {wall:.1f} s (budget {PERF_BUDGET_S:.0f} s)")
-    return json.loads(out.read_text(encoding="utf-8")), wall
+def perf_run(cpu_suite_run: SuiteRun) -> dict[str, Any]:
+    """The results file of the shared run, with only its perf cases."""
+    run = cpu_suite_run
+    assert run.returncode == 0, (run.stdout[-3000:], run.stderr[-3000:])
+    results = run.data()
+    results["cases"] = [c for c in results["cases"] if c["suite"] == "perf"]
+    return results
 
 
 @pytest.mark.slow
-def test_every_perf_case_passes_or_skips_with_a_reason(
-    perf_run: tuple[dict[str, Any], float],
-) -> None:
-    results, wall = perf_run
-    cases = results["cases"]
-    assert cases and all(c["suite"] == "perf" for c in cases)
+@pytest.mark.timeout(SUITE_TESTS_TIMEOUT_S)
+def test_every_perf_case_passes_or_skips_with_a_reason(perf_run: dict[str, Any]) -> None:
+    cases = perf_run["cases"]
+    assert cases
     for case in cases:
         assert case["status"] in ("passed", "skipped"), (case["id"], case["message"])
         if case["status"] == "skipped":
@@ -180,15 +163,12 @@ def test_every_perf_case_passes_or_skips_with_a_reason(
     skipped = {c["id"]: c["message"] for c in cases if c["status"] == "skipped"}
     assert "cuda_graph" in skipped["perf/graphs/replay_overhead"]
     assert "cpu" in skipped["perf/transfer/h2d/pinned/67108864"]
-    print(f"perf suite: {len(cases)} cases, {len(skipped)} skipped, wall {wall:.1f} s")
 
 
 @pytest.mark.slow
-def test_every_metric_has_samples_unit_and_direction(
-    perf_run: tuple[dict[str, Any], float],
-) -> None:
-    results, _ = perf_run
-    for case in results["cases"]:
+@pytest.mark.timeout(SUITE_TESTS_TIMEOUT_S)
+def test_every_metric_has_samples_unit_and_direction(perf_run: dict[str, Any]) -> None:
+    for case in perf_run["cases"]:
         for name, metric in case["metrics"].items():
             where = f"{case['id']}:{name}"
             assert metric["unit"] in ("s", "FLOP/s", "B/s", "x"), where
@@ -200,29 +180,20 @@ def test_every_metric_has_samples_unit_and_direction(
             assert all(math.isfinite(s) and s > 0 for s in samples), where
             assert "iqr" in metric and isinstance(metric["noisy"], bool), where
             # Every pass is a sample group; the compile-latency case runs in the first only.
-            passes = 1 if case["id"] == "perf/compile/latency" else DEFAULT_PASSES
+            passes = 1 if case["id"] == "perf/compile/latency" else SUITE_RUN_PASSES
             assert len(set(metric["sample_groups"])) == passes, where
             if metric["unit"] in ("FLOP/s", "B/s") and "peak_fraction" in metric:
                 assert metric["peak_source"] == "measured", where
                 assert metric["peak_fraction"] > 0, where
-    assert results["run"]["passes"] == DEFAULT_PASSES
+    assert perf_run["run"]["passes"] == SUITE_RUN_PASSES
 
 
 @pytest.mark.slow
-def test_measured_ceilings_give_peak_fractions(perf_run: tuple[dict[str, Any], float]) -> None:
-    results, _ = perf_run
-    by_id = {c["id"]: c for c in results["cases"]}
+@pytest.mark.timeout(SUITE_TESTS_TIMEOUT_S)
+def test_measured_ceilings_give_peak_fractions(perf_run: dict[str, Any]) -> None:
+    by_id = {c["id"]: c for c in perf_run["cases"]}
     gemm = by_id["perf/gemm/float32/128x128x128"]["metrics"]["flops"]
     copy = by_id["perf/memory/stream/copy/float32/262144"]["metrics"]["bandwidth"]
     for metric in (gemm, copy):
         assert metric["peak_source"] == "measured"
         assert 0 < metric["peak_fraction"] < 20  # a noisy machine can beat its own ceiling
-
-
-@pytest.mark.slow
-def test_perf_suite_fits_the_budget(perf_run: tuple[dict[str, Any], float]) -> None:
-    _, wall = perf_run
-    # The machine is shared; the budget is the issue's (3 minutes for the whole suite).
-    assert wall < PERF_BUDGET_S * 1.5, f"perf suite took {wall:.0f} s"
-    if wall > PERF_BUDGET_S:
-        pytest.xfail(f"perf suite took {wall:.0f} s > {PERF_BUDGET_S:.0f} s (loaded machine?)")

@@ -111,7 +111,8 @@ def test_build_request_round_trip(tmp_path: Path) -> None:
                 "source": tmp_path,
                 "output": tmp_path / "out",
                 "triton": False,
-                "smoke": True,
+                "pre": True,
+                "smoke": False,
                 "builder_base_image": "accelkit-base:bookworm",
             }
         ),
@@ -119,6 +120,9 @@ def test_build_request_round_trip(tmp_path: Path) -> None:
     for request in requests:
         assert BuildRequest.from_argv(request.to_argv()) == request, request.to_argv()
     assert "--no-triton" in requests[1].to_argv()
+    assert "--pre" in requests[1].to_argv() and "--no-smoke" in requests[1].to_argv()
+    # The smoke test is on unless turned off.
+    assert requests[0].smoke is True and "--no-smoke" not in requests[0].to_argv()
 
 
 def test_parse_errors_are_one_line_bad_input() -> None:

@@ -298,11 +298,14 @@ def test_real_torch_cpu_measurement() -> None:
     timer = Timer(torch.mm, arg_sets=sets, device=torch.device("cpu"))
     assert timer.timer_description == "perf_counter"
     m = timer.blocked_autorange(min_run_time=0.05)
+    # How fast is not asserted here (the machine is shared); the fake-clock tests above pin
+    # the statistics and the choice of inner repetitions exactly.
     assert len(m.samples) >= timing.DEFAULT_MIN_SAMPLES
-    assert 0 < m.median < 0.1
-    assert m.number_per_sample * m.median >= timing.DEFAULT_MIN_BLOCK_TIME * 0.5
+    assert m.median > 0 and m.number_per_sample >= 1
     flops = m.flops_metric(2 * n**3)
-    assert flops["value"] > 1e6
+    # The median of the per-sample rates (not the rate of the median sample).
+    rates = sorted(2 * n**3 / sample for sample in m.samples)
+    assert rates[0] <= flops["value"] <= rates[-1] and flops["unit"] == "FLOP/s"
     Metric.model_validate(flops)
 
 

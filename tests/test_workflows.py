@@ -67,6 +67,10 @@ GENERIC_SELF_HOSTED_LABELS = frozenset(
 
 # Permission scopes a job may be granted; anything that writes needs a reason first.
 READ_ONLY = "read"
+#: (workflow, job, scope) granted write, and why.
+WRITES = {
+    ("nightly.yml", "history", "contents"): "pushes the night's results to the results branch",
+}
 
 UNKNOWN_LABEL = re.compile(r'^label "([^"]+)" is unknown')
 # `matrix.<field>` in an expression, not `needs.matrix.outputs` (a job named matrix).
@@ -390,9 +394,24 @@ def test_nightly_shape() -> None:
     assert download["with"]["merge-multiple"] is True
     assert report["permissions"] == {"contents": "read", "actions": "read"}
     text = json.dumps(report)
-    for command in ("accelkit report", "accelkit compare", "gh run download"):
+    for command in ("accelkit report", "accelkit matrix compare", "gh run list", "gh run download"):
         assert command in text
+    assert "--status completed" in text and "--status success" not in text
     assert "GITHUB_STEP_SUMMARY" in text
+    # Each leg brings its base image (or prebuilt image) onto the runner before setup, and
+    # a leg without a container installs its channel's torch from its index.
+    steps = [s.get("name") for s in leg["steps"]]
+    pull = steps.index("Bring the leg's image onto the runner")
+    assert pull < steps.index("Set up the backend")
+    assert leg["env"]["BASE_IMAGE"] == "${{ matrix.base_image }}"
+    assert leg["env"]["TORCH_INDEX"] == "${{ matrix.torch_index }}"
+    assert 'docker pull "$BASE_IMAGE"' in leg["steps"][pull]["run"]
+    # The history: scheduled nights only, after the report, into the results branch.
+    history = _jobs(workflow)["history"]
+    assert history["needs"] == ["report"]
+    assert "github.event_name == 'schedule'" in history["if"]
+    assert "accelkit matrix record history" in json.dumps(history)
+    assert "push --quiet origin HEAD:results" in json.dumps(history)
 
 
 # ---- hygiene: pins, permissions, timeouts, credentials ------------------------------------
@@ -418,7 +437,10 @@ def test_minimal_permissions(workflow: Path) -> None:
     for job_id, job in _jobs(workflow).items():
         granted = job.get("permissions", {})
         assert isinstance(granted, dict), f"{job_id}: permissions must be a mapping"
-        assert set(granted.values()) <= {READ_ONLY}, f"{job_id}: {granted}"
+        writes = {scope for scope, level in granted.items() if level != READ_ONLY}
+        allowed = {scope for (name, job, scope) in WRITES if (name, job) == (workflow.name, job_id)}
+        assert writes <= allowed, f"{job_id}: {granted}"
+        assert set(granted.values()) <= {READ_ONLY, "write"}, f"{job_id}: {granted}"
 
 
 @pytest.mark.parametrize("workflow", WORKFLOWS, ids=lambda p: p.name)
@@ -481,3 +503,295 @@ def test_json_argv_rejects_anything_but_a_list_of_strings(text: str) -> None:
     assert proc.returncode == 2
     assert proc.stdout == ""
     assert proc.stderr.startswith("json_argv.py: ")
+
+
+# ---- the nightly's baseline, compare and summary steps, run with a strict fake `gh` -------
+
+FAKE_GH = REPO / "tests" / "fake_gh.py"
+REPOSITORY = "octo/accelkit"
+#: Tonight's run (in progress) and the nights before it.
+TONIGHT = "2026-03-05T02:17:00+00:00"
+
+
+def _step_script(job: str, name: str) -> str:
+    (step,) = [
+        s for s in _jobs(WORKFLOWS_DIR / "nightly.yml")[job]["steps"] if s.get("name") == name
+    ]
+    return str(step["run"])
+
+
+def _leg_results(root: Path, started: str, legs: dict[str, float]) -> Path:
+    """root/<leg>/results.json for each leg, its GEMM taking the given seconds."""
+    from tests.factories import case, grouped_metric, results
+
+    for leg, gemm in legs.items():
+        data = results(
+            [
+                case("conformance/ops/add/float32"),
+                case("perf/gemm", metrics={"latency": grouped_metric(gemm)}),
+            ],
+            started=started,
+            finished=started,
+        )
+        (root / leg).mkdir(parents=True)
+        (root / leg / "results.json").write_text(json.dumps(data.to_json_dict()))
+    return root
+
+
+def _run(
+    number: int,
+    created: str,
+    *,
+    event: str = "schedule",
+    branch: str = "main",
+    status: str = "completed",
+    conclusion: str | None = "success",
+    artifact: Path | None = None,
+    expired: bool = False,
+) -> dict[str, Any]:
+    return {
+        "databaseId": 900 + number,
+        "number": number,
+        "workflow": "nightly.yml",
+        "workflowName": "nightly",
+        "headBranch": branch,
+        "headSha": f"{number:040x}",
+        "event": event,
+        "status": status,
+        "conclusion": conclusion if status == "completed" else "",
+        "createdAt": created,
+        "url": f"https://github.com/{REPOSITORY}/actions/runs/{900 + number}",
+        "artifacts": []
+        if artifact is None
+        else [{"name": "nightly-results", "expired": expired, "dir": str(artifact)}],
+    }
+
+
+def _report_job(tmp_path: Path, runs: list[dict[str, Any]], legs: str) -> dict[str, Any]:
+    """Run the report job's baseline, compare and summary steps as the runner would, with
+    the fake gh, accelkit and python on PATH; return what they left behind."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_GH}" "$@"\n')
+    (bin_dir / "accelkit").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m accelkit "$@"\n')
+    (bin_dir / "python").symlink_to(sys.executable)
+    for tool in ("gh", "accelkit"):
+        (bin_dir / tool).chmod(0o755)
+    state = tmp_path / "gh-state.json"
+    state.write_text(json.dumps({"repo": REPOSITORY, "runs": runs}))
+    work = tmp_path / "work"
+    shutil.copytree(REPO / ".github", work / ".github")
+    shutil.copytree(REPO / "matrices", work / "matrices")
+    _leg_results(work / "results", TONIGHT, {"cpu-py3.11": 1.3e-3, "cpu-py3.13": 1e-3})
+    temp, output, summary = tmp_path / "runner-temp", tmp_path / "output", tmp_path / "summary"
+    temp.mkdir()
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+        "PYTHONPATH": str(REPO),
+        "FAKE_GH_STATE": str(state),
+        "FAKE_GH_LOG": str(tmp_path / "gh.log"),
+        "GH_TOKEN": "fake-token",
+        "GITHUB_REPOSITORY": REPOSITORY,
+        "GITHUB_RUN_ID": "905",
+        "BRANCH": "main",
+        "RUNNER_TEMP": str(temp),
+        "GITHUB_OUTPUT": str(output),
+        "GITHUB_STEP_SUMMARY": str(summary),
+        "BACKENDS": "",
+        "LEGS": legs,
+    }
+    logs = []
+    for name in (
+        "Download the previous nightly's results",
+        "Compare with the previous nightly",
+        "Write the job summary",
+    ):
+        proc = subprocess.run(
+            [
+                "bash",
+                "--noprofile",
+                "--norc",
+                "-eo",
+                "pipefail",
+                "-c",
+                _step_script("report", name),
+            ],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, f"{name}:\n{proc.stdout}\n{proc.stderr}"
+        logs.append(proc.stdout + proc.stderr)
+    calls = [json.loads(line) for line in (tmp_path / "gh.log").read_text().splitlines()]
+    return {
+        "work": work,
+        "calls": calls,
+        "log": "\n".join(logs),
+        "output": output.read_text(),
+        "summary": summary.read_text(),
+        "baseline_run": json.loads((temp / "baseline-run.json").read_text()),
+        "verdict": json.loads((work / "compare" / "verdict.json").read_text()),
+    }
+
+
+def _history_of_runs(tmp_path: Path, *, last_night_expired: bool) -> list[dict[str, Any]]:
+    last = _leg_results(tmp_path / "art-41", "2026-03-04T02:17:00+00:00", {"cpu-py3.11": 1e-3})
+    older = _leg_results(
+        tmp_path / "art-40", "2026-03-02T02:17:00+00:00", {"cpu-py3.11": 1e-3, "cpu-py3.13": 1e-3}
+    )
+    manual = _leg_results(
+        tmp_path / "art-39", "2026-03-04T12:00:00+00:00", {"cpu-py3.11": 1.3e-3, "cpu-py3.13": 1e-3}
+    )
+    return [
+        _run(42, "2026-03-05T02:17:03Z", status="in_progress"),  # this run
+        # Last night was red and its cpu-py3.13 leg produced nothing: still the baseline.
+        _run(
+            41,
+            "2026-03-04T02:17:03Z",
+            conclusion="failure",
+            artifact=last,
+            expired=last_night_expired,
+        ),
+        # A hand-started, filtered run after it, and a run of another branch: not baselines.
+        _run(39, "2026-03-04T12:00:00Z", event="workflow_dispatch", artifact=manual),
+        _run(38, "2026-03-04T20:00:00Z", branch="feature", artifact=manual),
+        # The last green night, the one `--status success` would have picked.
+        _run(40, "2026-03-02T02:17:03Z", artifact=older),
+    ]
+
+
+def test_the_baseline_is_the_previous_completed_night(tmp_path: Path) -> None:
+    job = _report_job(
+        tmp_path, _history_of_runs(tmp_path, last_night_expired=False), "cpu-py3.1[13]"
+    )
+    (listing, download) = job["calls"]
+    assert listing[:2] == ["run", "list"]
+    assert listing[listing.index("--status") + 1] == "completed"  # whatever the conclusion
+    assert listing[listing.index("--event") + 1] == "schedule"
+    assert download[:3] == ["run", "download", "941"]
+    assert (job["baseline_run"]["number"], job["baseline_run"]["conclusion"]) == (41, "failure")
+    work = job["work"]
+    assert (work / "baseline" / "cpu-py3.11" / "results.json").is_file()
+    assert not (work / "baseline" / "cpu-py3.13").exists()
+    legs = {leg["name"]: leg for leg in job["verdict"]["legs"]}
+    assert legs["cpu-py3.11"]["state"] == "red" and legs["cpu-py3.11"]["regressed"]
+    assert legs["cpu-py3.13"]["state"] == "no-baseline"
+    assert "red=true" in job["output"]
+    summary = job["summary"]
+    assert "run #41](https://github.com/octo/accelkit/actions/runs/941)" in summary
+    assert "(conclusion: failure)" in summary
+    assert "`cpu-py3.13` (no-baseline)" in summary
+
+
+def test_an_expired_night_falls_back_and_is_named_stale(tmp_path: Path) -> None:
+    job = _report_job(
+        tmp_path, _history_of_runs(tmp_path, last_night_expired=True), "cpu-py3.1[13]"
+    )
+    downloads = [call[2] for call in job["calls"] if call[:2] == ["run", "download"]]
+    assert downloads == ["941", "940"]
+    assert "run 941 has no nightly-results artifact" in job["log"]
+    assert job["baseline_run"]["number"] == 40
+    states = {leg["name"]: leg["state"] for leg in job["verdict"]["legs"]}
+    # 940's results are three days old: compared, and named as stale.
+    assert states == {"cpu-py3.11": "red", "cpu-py3.13": "stale-baseline"}
+    assert "baseline is 3.0 days old" in job["summary"]
+
+
+def test_the_first_nightly_has_no_baseline(tmp_path: Path) -> None:
+    runs = [_run(1, "2026-03-05T02:17:03Z", status="in_progress")]
+    job = _report_job(tmp_path, runs, "cpu-py3.13")
+    assert [call[:2] for call in job["calls"]] == [["run", "list"]]
+    assert job["baseline_run"] == {}
+    assert "no completed nightly with results before this one" in job["log"]
+    assert [leg["state"] for leg in job["verdict"]["legs"]] == ["no-baseline"]
+    assert "red=false" in job["output"]
+    assert "no completed nightly before this one" in job["summary"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "list", "--repo", REPOSITORY, "--json", "id"], 'Unknown JSON field: "id"'),
+        (
+            ["run", "list", "--repo", REPOSITORY, "--status", "succeeded"],
+            'invalid argument "succeeded"',
+        ),
+        (
+            ["run", "list", "--repo", REPOSITORY, "--jq", ".[0]", "--json", "number"],
+            "--jq is not served",
+        ),
+        (["run", "list", "--repo", REPOSITORY, "--since", "1d"], "unknown flag: --since"),
+        (["run", "list", "--repo", REPOSITORY, "-L", "0"], "invalid limit: 0"),
+        (["run", "list", "--repo", "octo/other"], "Could not resolve to a Repository"),
+        (["run", "download", "1", "--repo", REPOSITORY, "-n", "x"], "HTTP 404"),
+        (["run", "view", "1"], 'unknown command "run view"'),
+    ],
+)
+def test_fake_gh_is_as_strict_as_gh(tmp_path: Path, args: list[str], message: str) -> None:
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"repo": REPOSITORY, "runs": [_run(1, "2026-03-01T00:00:00Z")]}))
+    env = {**os.environ, "FAKE_GH_STATE": str(state), "GH_TOKEN": "t"}
+    run = {"capture_output": True, "text": True, "timeout": 60, "check": False}
+    proc = subprocess.run([sys.executable, str(FAKE_GH), *args], env=env, **run)
+    assert proc.returncode == 1 and message in proc.stderr, proc.stderr
+    no_token = {k: v for k, v in env.items() if k not in ("GH_TOKEN", "GITHUB_TOKEN")}
+    proc = subprocess.run([sys.executable, str(FAKE_GH), "run", "list"], env=no_token, **run)
+    assert proc.returncode == 4 and "GH_TOKEN" in proc.stderr
+
+
+def test_history_step_keeps_every_night_in_the_results_branch(tmp_path: Path) -> None:
+    """The history job's script, twice, against a local bare repository as `origin`: the
+    first night creates the results branch, the second adds to it; the report reads it."""
+    server = tmp_path / "server"
+    remote = server / f"{REPOSITORY}.git"
+    subprocess.run(["git", "init", "--quiet", "--bare", str(remote)], check=True)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "gh").write_text(f'#!/bin/sh\nexec "{sys.executable}" "{FAKE_GH}" "$@"\n')
+    (bin_dir / "accelkit").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m accelkit "$@"\n')
+    for tool in ("gh", "accelkit"):
+        (bin_dir / tool).chmod(0o755)
+    state = tmp_path / "gh-state.json"
+    state.write_text(json.dumps({"repo": REPOSITORY, "runs": []}))
+    script = _step_script("history", "Add the night to the results branch")
+    for number, started in ((41, "2026-03-04T02:17:00+00:00"), (42, TONIGHT)):
+        work = tmp_path / f"night-{number}"
+        _leg_results(work / "night" / "nightly-results", started, {"cpu-py3.12": 1e-3})
+        env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(REPO),
+            "FAKE_GH_STATE": str(state),
+            "GH_TOKEN": "fake-token",
+            "GITHUB_SERVER_URL": server.as_uri(),
+            "GITHUB_REPOSITORY": REPOSITORY,
+            "GITHUB_RUN_ID": str(900 + number),
+            "RUN_NUMBER": str(number),
+            "SHA": f"{number:040x}",
+            "GIT_CONFIG_GLOBAL": str(tmp_path / "gitconfig"),
+        }
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    checkout = tmp_path / "checkout"
+    subprocess.run(
+        ["git", "clone", "--quiet", "--branch", "results", str(remote), str(checkout)], check=True
+    )
+    index = json.loads((checkout / "index.json").read_text())
+    assert [n["run_number"] for n in index["nights"]] == [41, 42]
+    assert (checkout / "nights" / "2026-03-05-r42" / "cpu-py3.12" / "results.json").is_file()
+    log = subprocess.run(
+        ["git", "-C", str(checkout), "log", "--format=%s"], capture_output=True, text=True
+    )
+    assert log.stdout.splitlines() == ["nightly run 42 (942)", "nightly run 41 (941)"]

@@ -7,8 +7,15 @@ import difflib
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from accelkit.backends.base import GraphCapture, VersionRule, release_tuple
+from accelkit.backends.base import GraphCapture, TestImageSpec, VersionRule, release_tuple
 from accelkit.errors import BadInput
+
+#: PyTorch's wheel indexes: https://download.pytorch.org/whl/[nightly/|test/]<variant>.
+PYTORCH_WHEEL_INDEX = "https://download.pytorch.org/whl/"
+#: Where each channel lives under it: release builds at the top, the others in a folder.
+CHANNEL_FOLDERS: Mapping[str, str] = MappingProxyType(
+    {"release": "", "test": "test/", "nightly": "nightly/"}
+)
 
 _EMPTY: Mapping[str, tuple[str, ...]] = MappingProxyType({})
 
@@ -28,6 +35,8 @@ class BackendDefaults:
     """target -> the first toolkit release (major, minor) that can compile for it."""
     requirements: Mapping[str | None, tuple[str, ...]] = MappingProxyType({})
     """target (None: every leg) -> capabilities a leg on it must have."""
+    torch_wheel_variant: str | None = None
+    """The folder of PyTorch's indexes with this backend's wheels (cpu, xpu); None: none."""
 
     @property
     def collective_backend(self) -> str | None:
@@ -61,6 +70,26 @@ class BackendDefaults:
                 f"{prefix}target {target} needs {what} >= {needed[0]}.{needed[1]}, got {version}"
             )
         return target
+
+    def test_image(self, arch: str | None = None) -> TestImageSpec:
+        raise NotImplementedError
+
+    def test_base_image(self, version: str | None = None) -> str:
+        return self.test_image().default_base_image
+
+    def wheel_variant(self, version: str | None) -> str | None:
+        """The index folder for toolkit `version`; most backends have one for every version."""
+        return self.torch_wheel_variant
+
+    def torch_index(self, channel: str, version: str | None = None) -> str | None:
+        if channel not in CHANNEL_FOLDERS:
+            raise BadInput(
+                f"unknown torch channel {channel!r}; valid: {', '.join(CHANNEL_FOLDERS)}"
+            )
+        variant = self.wheel_variant(version)
+        if variant is None:
+            return None
+        return f"{PYTORCH_WHEEL_INDEX}{CHANNEL_FOLDERS[channel]}{variant}"
 
     def required_capabilities(self, target: str | None) -> tuple[str, ...]:
         every = self.requirements.get(None, ())

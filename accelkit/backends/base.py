@@ -175,6 +175,17 @@ class Backend(Protocol):
         toolkit) is too old to compile for it."""
         ...
 
+    def test_base_image(self, version: str | None = None) -> str:
+        """The default base of this backend's test image for toolkit `version` (None: its
+        default toolkit): a leg's image tests the toolkit its name says."""
+        ...
+
+    def torch_index(self, channel: str, version: str | None = None) -> str | None:
+        """PyTorch's wheel index serving this backend's torch on `channel` (nightly, test,
+        release) for toolkit `version` (None: the one its test image has); None when PyTorch
+        publishes no wheels for it there (torch is built from source, or comes as a wheel)."""
+        ...
+
     def required_capabilities(self, target: str | None) -> tuple[str, ...]:
         """Capabilities a leg on this backend (and `target`) must have: on that device a case
         needing one that is missing fails instead of skipping."""

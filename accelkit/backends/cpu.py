@@ -30,6 +30,7 @@ class CpuBackend(BackendDefaults):
     description = "the host CPU"
     collective_backends = ("gloo",)
     host_memory = True
+    torch_wheel_variant = "cpu"
 
     def availability(self) -> Availability:
         if torch_or_none() is None:

@@ -24,6 +24,7 @@ from accelkit.backends.base import (
     GraphCapture,
     TestImageSpec,
     VersionRule,
+    release_tuple,
 )
 from accelkit.containers.run import DeviceRequest, RunOptions
 from accelkit.torch_import import torch_import_error, torch_or_none
@@ -60,6 +61,23 @@ CUDA_VERSION = VersionRule(
 )
 
 
+#: The CUDA releases PyTorch publishes wheels for (cu126 ... cu130). A wheel runs on any
+#: later toolkit of the same major release (CUDA's minor-version compatibility): a CUDA
+#: 13.4 image takes the cu130 wheels.
+TORCH_CUDA_WHEELS: tuple[tuple[int, int], ...] = ((12, 6), (12, 8), (12, 9), (13, 0))
+
+
+def wheel_variant_for(version: str) -> str | None:
+    """PyTorch's index folder for a CUDA toolkit: 13.4 -> cu130, 12.8.1 -> cu128; None when
+    no published wheel runs on it (older than every wheel of its major release)."""
+    major, minor = release_tuple(version)
+    fitting = [w for w in TORCH_CUDA_WHEELS if w[0] == major and w <= (major, minor)]
+    if not fitting:
+        return None
+    best = max(fitting)
+    return f"cu{best[0]}{best[1]}"
+
+
 def image_version(version: str) -> str:
     """The nvidia/cuda image tag's version: 13.4 -> 13.4.0, 13.4.1 unchanged."""
     return version if version.count(".") == 2 else f"{version}.0"
@@ -94,6 +112,13 @@ class CudaBackend(BackendDefaults):
         "sm_120",
         "sm_121",
     )
+
+    def wheel_variant(self, version: str | None) -> str | None:
+        return wheel_variant_for(version or DEFAULT_CUDA_VERSION)
+
+    def test_base_image(self, version: str | None = None) -> str:
+        # The devel image of the leg's toolkit: its ptxas is what sm_107 needs.
+        return f"nvidia/cuda:{image_version(version or DEFAULT_CUDA_VERSION)}-devel-ubuntu24.04"
 
     def availability(self) -> Availability:
         torch = torch_or_none()

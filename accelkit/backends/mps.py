@@ -19,6 +19,8 @@ class MpsBackend(BackendDefaults):
     name = "mps"
     torch_device_type = "mps"
     description = "Apple Silicon GPUs through Metal (macOS)"
+    # PyTorch's cpu index carries the macOS arm64 wheels (with MPS) on every channel.
+    torch_wheel_variant = "cpu"
     unsupported_dtypes = MappingProxyType(
         {"float64": "MPS has no float64 (Metal has no double precision)"}
     )

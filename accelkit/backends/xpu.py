@@ -55,6 +55,7 @@ class XpuBackend(BackendDefaults):
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
     version_rule = ONEAPI_VERSION
     collective_backends = ("xccl",)
+    torch_wheel_variant = "xpu"
     graph_capture = GraphCapture("xpu_graph", "XPUGraph")
     # 2.14's native XPU graph capture is what an XPU leg is for.
     requirements = MappingProxyType({None: ("xpu_graph",)})

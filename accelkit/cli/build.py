@@ -45,7 +45,8 @@ def build(*, dry_run: bool, as_json: bool, **params: Any) -> None:
     log = err if as_json else out
     client = connect()
     try:
-        with _StepProgress(log, [step.name for step in plan.steps]) as progress:
+        steps = [step.name for step in plan.steps] + (["smoke"] if request.smoke else [])
+        with _StepProgress(log, steps) as progress:
             outcome = execute(
                 plan, client, on_line=progress.on_line, on_step=progress.on_step,
                 smoke_image=request.smoke_image,

@@ -137,17 +137,46 @@ def run_command(
             "--output", "-o", help="Each leg's results land in DIR/<leg name>/, as in CI."
         ),
     ] = Path("leg-results"),
-    base_image: Annotated[
-        str | None,
+    base_images: Annotated[
+        list[str] | None,
         typer.Option(
             "--base-image",
-            help="Base image for every setup (upstream images are never pulled), "
-            "e.g. accelkit-base:bookworm.",
+            metavar="[PYTHON=]IMAGE",
+            help="Base image for the setups (upstream images are never pulled): IMAGE for "
+            "every leg, PYTHON=IMAGE for the legs of that Python; repeatable, e.g. "
+            "--base-image 3.11=accelkit-base:bookworm --base-image 3.13=accelkit-base:trixie.",
+            show_default=False,
         ),
     ] = None,
-    torch_wheel: Annotated[
+    torch_wheels: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--torch-wheel",
+            help="A torch wheel for the setups; each leg installs the one built for its "
+            "Python (repeatable).",
+            show_default=False,
+        ),
+    ] = None,
+    torch_index: Annotated[
+        str | None,
+        typer.Option(
+            "--torch-index",
+            help="Legs no --torch-wheel fits install torch from this index instead (it must "
+            "be reachable from here).",
+        ),
+    ] = None,
+    torch_spec: Annotated[
+        str | None,
+        typer.Option("--torch-spec", help="The requirement installed from --torch-index."),
+    ] = None,
+    baseline: Annotated[
         Path | None,
-        typer.Option("--torch-wheel", help="The torch wheel every setup installs."),
+        typer.Option(
+            "--baseline",
+            metavar="DIR",
+            help="Last night's results (DIR/<leg>/results.json): compare each leg with it as "
+            "the nightly does, and write OUTPUT/summary.md and OUTPUT/verdict.json.",
+        ),
     ] = None,
     skip_build: Annotated[
         bool,
@@ -173,8 +202,8 @@ def run_command(
 ) -> None:
     """Rehearse legs locally the way the nightly workflow runs them (those this machine can).
 
-    Exit 0 when every runnable leg passed, 1 when one failed, 2 for bad input, 3 when no
-    selected leg can run here.
+    Exit 0 when every runnable leg passed (and, with --baseline, no leg is red), 1 when one
+    failed or is red, 2 for bad input, 3 when no selected leg can run here.
     """
     from rich.console import Console
 
@@ -183,10 +212,16 @@ def run_command(
 
     legs = _legs(file, filters, allow_empty=False)
     extra = [*(["-k", keyword] if keyword is not None else []), *(test_args or [])]
+    every, per_python = _base_images(base_images or [])
+    if baseline is not None and not baseline.is_dir():
+        raise BadInput(f"--baseline {baseline}: not a directory")
     options = RehearsalOptions(
         output=output,
-        base_image=base_image,
-        torch_wheel=torch_wheel,
+        base_image=every,
+        base_images=per_python,
+        torch_wheels=tuple(torch_wheels or ()),
+        torch_index=torch_index,
+        torch_spec=torch_spec,
         skip_build=skip_build,
         test_args=tuple(extra),
     )
@@ -206,12 +241,182 @@ def run_command(
         outcome = rehearse(plan, host, _progress(log))
     finally:
         host.close()
+    code = int(outcome.exit_code)
+    data: dict[str, Any] = {"plan": plan.to_dict(), "outcome": outcome.to_dict()}
+    if baseline is not None and code != int(ExitCode.UNAVAILABLE):
+        ran = [leg.name for leg in outcome.legs if leg.status != "skipped"]
+        verdict = _write_verdict(ran, output, baseline, None, output / "summary.md")
+        (output / "verdict.json").write_text(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
+        data["verdict"] = verdict.to_json_dict()
+        if verdict.red:
+            code = max(code, int(ExitCode.FAILED))
     if as_json:
-        data = {"plan": plan.to_dict(), "outcome": outcome.to_dict()}
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     else:
         _render_outcome(out, outcome)
-    raise typer.Exit(int(outcome.exit_code))
+        if "verdict" in data:
+            _render_verdict(out, data["verdict"], output / "summary.md")
+    raise typer.Exit(code)
+
+
+def _base_images(values: list[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """--base-image values: (the image for every leg, (python, image) pairs)."""
+    from accelkit.inputs import check_image, check_python
+
+    every: str | None = None
+    per_python: dict[str, str] = {}
+    for value in values:
+        python, sep, image = value.partition("=")
+        if not sep:
+            if every is not None:
+                raise BadInput("--base-image: one IMAGE for every leg; PYTHON=IMAGE for more")
+            every = check_image("--base-image", value)
+            continue
+        check_python(python, flag="--base-image")
+        if python in per_python:
+            raise BadInput(f"--base-image: Python {python} given twice")
+        per_python[python] = check_image("--base-image", image)
+    return every, tuple(per_python.items())
+
+
+def _write_verdict(
+    legs: list[str],
+    results: Path,
+    baseline: Path | None,
+    baseline_run: dict[str, Any] | None,
+    markdown: Path | None,
+    *,
+    max_age_hours: float | None = None,
+    threshold: float = 0.03,
+) -> Any:
+    from accelkit.results.io import atomic_write_text
+    from accelkit.results.nightly import DEFAULT_MAX_AGE_HOURS, judge_nightly, render_markdown
+
+    verdict = judge_nightly(
+        legs,
+        results,
+        baseline,
+        max_age_hours=DEFAULT_MAX_AGE_HOURS if max_age_hours is None else max_age_hours,
+        threshold=threshold,
+        baseline_run=baseline_run,
+    )
+    if markdown is not None:
+        atomic_write_text(markdown, render_markdown(verdict))
+    return verdict
+
+
+def _render_verdict(console: Any, verdict: dict[str, Any], summary: Path) -> None:
+    from rich.table import Table
+
+    styles = {"red": "bold red", "green": "green"}
+    table = Table(title="against the baseline", title_justify="left")
+    for column in ("leg", "verdict", "why"):
+        table.add_column(column, overflow="fold")
+    for leg in verdict["legs"]:
+        why = "; ".join([*leg["reasons"], *leg["notes"]])
+        style = styles.get(leg["state"], "yellow")
+        table.add_row(escape(leg["name"]), f"[{style}]{leg['state']}[/]", escape(why))
+    console.print(table)
+    console.print(f"summary: {summary}", markup=False)
+
+
+@matrix_app.command("compare")
+def compare_command(
+    file: FileArgument,
+    results: Annotated[
+        Path,
+        typer.Option("--results", metavar="DIR", help="Tonight's results: DIR/<leg>/results.json."),
+    ],
+    filters: FilterOption = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline",
+            metavar="DIR",
+            help="The previous completed nightly's results (DIR/<leg>/results.json); absent "
+            "or empty: no baseline for any leg.",
+        ),
+    ] = None,
+    baseline_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--baseline-run",
+            metavar="JSON",
+            help="The run the baseline came from, one object of `gh run list --json` "
+            "(named in the summary).",
+        ),
+    ] = None,
+    max_age: Annotated[
+        float,
+        typer.Option(
+            "--max-baseline-age",
+            metavar="HOURS",
+            help="Name legs whose baseline is older than this.",
+        ),
+    ] = 48.0,
+    threshold: Annotated[
+        float,
+        typer.Option("--threshold", help="Minimum relative change that counts as a regression."),
+    ] = 0.03,
+    markdown: Annotated[
+        Path | None,
+        typer.Option("--markdown", metavar="PATH", help="Write the summary (Markdown)."),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print every leg's verdict as JSON on stdout.")
+    ] = False,
+) -> None:
+    """Judge tonight's legs against the previous nightly: exit 1 when a leg is red.
+
+    Red: a leg produced no results, a case failed that the backend's expectations do not
+    list, a metric regressed, or a case is newly skipped. Legs without a baseline, or with
+    one older than --max-baseline-age, are named in the summary.
+    """
+    from accelkit.results.io import check_output_path
+
+    if not results.is_dir():
+        raise BadInput(f"--results {results}: not a directory")
+    if baseline is not None and baseline.exists() and not baseline.is_dir():
+        raise BadInput(f"--baseline {baseline}: not a directory")
+    if not 0.0 < threshold < 1.0:
+        raise BadInput(f"--threshold {threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)")
+    if max_age <= 0:
+        raise BadInput(f"--max-baseline-age {max_age:g}: must be more than 0 hours")
+    if markdown is not None:
+        check_output_path(markdown, flag="--markdown")
+    run: dict[str, Any] | None = None
+    if baseline_run is not None:
+        run = _baseline_run(baseline_run)
+    legs = [leg.name for leg in _legs(file, filters, allow_empty=False)]
+    # An empty folder is what the workflow leaves when no previous nightly had results.
+    present = baseline if baseline is not None and baseline.is_dir() else None
+    if present is not None and not any(present.iterdir()):
+        present = None
+    verdict = _write_verdict(
+        legs, results, present, run, markdown, max_age_hours=max_age, threshold=threshold
+    )
+    if as_json:
+        sys.stdout.write(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
+    else:
+        from rich.console import Console
+
+        console = Console(soft_wrap=False, highlight=False)
+        _render_verdict(console, verdict.to_json_dict(), markdown or Path("-"))
+    if verdict.red:
+        raise typer.Exit(1)
+
+
+def _baseline_run(path: Path) -> dict[str, Any] | None:
+    """The run object the workflow's baseline step wrote (`{}` or `null`: none)."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise BadInput(f"--baseline-run {path}: {exc}") from None
+    if value in (None, {}):
+        return None
+    if not isinstance(value, dict):
+        raise BadInput(f"--baseline-run {path}: expected one run object of gh run list --json")
+    return value
 
 
 def _render_plan(console: Any, file: Path, plan: Any) -> None:
@@ -284,3 +489,52 @@ def _progress(console: Any) -> Callable[[str, dict[str, Any]], None]:
             console.print(f"{name}: {done['status']} (exit {done['exit_code']})", markup=False)
 
     return on_event
+
+
+@matrix_app.command("record")
+def record_command(
+    store: Annotated[
+        Path,
+        typer.Argument(
+            help="The history folder (the `results` branch's checkout): index.json and "
+            "nights/<night>/<leg>/results.json.",
+            show_default=False,
+        ),
+    ],
+    results: Annotated[
+        Path,
+        typer.Option("--results", metavar="DIR", help="Tonight's results: DIR/<leg>/results.json."),
+    ],
+    verdict: Annotated[
+        Path | None,
+        typer.Option(
+            "--verdict",
+            metavar="JSON",
+            help="Tonight's verdict (`accelkit matrix compare --json`), kept per leg.",
+        ),
+    ] = None,
+    run_id: Annotated[int | None, typer.Option("--run-id", help="The workflow run's id.")] = None,
+    run_number: Annotated[
+        int | None, typer.Option("--run-number", help="The workflow run's number.")
+    ] = None,
+    sha: Annotated[str | None, typer.Option("--sha", help="The commit the night tested.")] = None,
+) -> None:
+    """Add a night to a results history (what the nightly keeps in its `results` branch);
+    `accelkit report --history STORE` draws its trends."""
+    from accelkit.inputs import check_safe
+    from accelkit.results.history import record_night
+
+    data: dict[str, Any] | None = None
+    if verdict is not None:
+        try:
+            data = json.loads(verdict.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise BadInput(f"--verdict {verdict}: {exc}") from None
+        if not isinstance(data, dict):
+            raise BadInput(f"--verdict {verdict}: not the JSON of accelkit matrix compare --json")
+    if sha is not None:
+        check_safe("--sha", sha)
+    night = record_night(
+        store, results, verdict=data, run_id=run_id, run_number=run_number, sha=sha
+    )
+    typer.echo(f"{store}: recorded night {night.night} ({len(night.legs)} legs)")

@@ -17,14 +17,27 @@ if TYPE_CHECKING:
 @app.command("report")
 def report_command(
     inputs: Annotated[
-        list[Path],
+        list[Path] | None,
         typer.Argument(
             help="Results files, or directories searched recursively for them "
             "(e.g. one folder per nightly leg, or a history of nightlies).",
             show_default=False,
             metavar="RESULTS",
         ),
-    ],
+    ] = None,
+    history: Annotated[
+        Path | None,
+        typer.Option(
+            "--history",
+            metavar="DIR",
+            help="A results history (the nightly's `results` branch: index.json and "
+            "nights/): trends per metric and leg, and the nights where a verdict changed.",
+        ),
+    ] = None,
+    nights: Annotated[
+        int | None,
+        typer.Option("--nights", metavar="N", help="With --history: the last N nights only."),
+    ] = None,
     html: Annotated[
         Path | None,
         typer.Option("--html", metavar="PATH", help="Write a self-contained HTML report."),
@@ -41,7 +54,8 @@ def report_command(
         bool, typer.Option("--json", help="Print the report's data as JSON on stdout.")
     ] = False,
 ) -> None:
-    """Show several runs side by side: status counts, every metric, plots (HTML)."""
+    """Show several runs side by side: status counts, every metric, plots (HTML); or, with
+    --history, every metric's trend per leg over the nights, with the verdict changes."""
     # Lazy imports: pydantic and matplotlib are heavy, and `accelkit --help` must stay fast.
     from accelkit.errors import BadInput
     from accelkit.results.io import atomic_write_text, check_output_path
@@ -49,16 +63,30 @@ def report_command(
     from accelkit.results.report.markdown import render_markdown
     from accelkit.results.report.model import load_report
 
+    if history is not None and inputs:
+        raise BadInput("--history DIR takes no RESULTS: give one or the other")
+    if history is None and not inputs:
+        raise BadInput("no results given: name RESULTS files or folders, or --history DIR")
+    if nights is not None and history is None:
+        raise BadInput("--nights applies to --history only")
     outputs = [(flag, path) for flag, path in (("--html", html), ("--markdown", markdown)) if path]
     for flag, path in outputs:
         check_output_path(path, flag=flag)
     if html is not None and markdown is not None and html.resolve() == markdown.resolve():
         raise BadInput("--html and --markdown must name different files")
-    report = load_report(inputs)
+    trends = None
+    if history is not None:
+        from accelkit.results.report.history import load_history, render_history_markdown
+
+        trends = load_history(history, nights)
+        report = trends.report
+    else:
+        report = load_report(inputs or [])
     if markdown is not None:
-        atomic_write_text(markdown, render_markdown(report))
+        text = render_markdown(report) if trends is None else render_history_markdown(trends)
+        atomic_write_text(markdown, text)
     if html is not None:
-        page, note = render_html_with_plots(report)
+        page, note = render_html_with_plots(report, trends)
         atomic_write_text(html, page)
         if note:
             typer.echo(f"accelkit: warning: {note}", err=True)

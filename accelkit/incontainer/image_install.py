@@ -1,11 +1,15 @@
 """Installs torch and accelkit into a test image's venv. Runs INSIDE a throw-away build stage
-(`python install.py CONTEXT`), with the standard library only; copied there by testimage.py.
+(`python install.py CONTEXT`), with the standard library only; copied there by
+accelkit.setup.image, with torch_source.py beside it.
 
 Reads CONTEXT/install.json:
   torch_wheels:   wheel files (names in CONTEXT/torch/) to install with --no-deps, followed
                   by CONTEXT/torch-requirements.txt (their requirements, GPU runtimes a CPU
                   image does not need left out), or else
-  torch_index:    an index URL and torch_spec, installed with their dependencies;
+  torch_index:    an index URL and torch_spec, installed with their dependencies, with
+                  pip's --pre when torch_pre is true (nightly and test channels);
+  torch_source:   where torch comes from (kind, channel, index, wheel), recorded in the venv
+                  with the version pip installed (torch_source.py);
   accelkit:       accelkit's wheel (CONTEXT/accelkit/), installed with --no-deps after its
                   own requirements (CONTEXT/accelkit-requirements.txt, torch excluded), so
                   installing accelkit never replaces the torch under test.
@@ -14,10 +18,15 @@ Commands are argument lists; nothing goes through a shell.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
+
+#: accelkit/incontainer/torch_source.py, copied into the build context beside this script.
+TORCH_SOURCE_SCRIPT = "torch_source.py"
 
 
 def pip(*args: str) -> None:
@@ -31,6 +40,18 @@ def has_requirements(path: Path) -> bool:
     return any(line.strip() and not line.lstrip().startswith("#") for line in lines)
 
 
+def load_torch_source(context: Path) -> ModuleType:
+    """torch_source.py from the build context (this script runs alone, not as a package)."""
+    spec = importlib.util.spec_from_file_location(
+        "accelkit_torch_source", context / TORCH_SOURCE_SCRIPT
+    )
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"install.py: no {TORCH_SOURCE_SCRIPT} in {context}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def main(context: Path) -> int:
     spec = json.loads((context / "install.json").read_text(encoding="utf-8"))
     wheels = [str(context / "torch" / name) for name in spec.get("torch_wheels", [])]
@@ -39,7 +60,11 @@ def main(context: Path) -> int:
         if has_requirements(context / "torch-requirements.txt"):
             pip("-r", str(context / "torch-requirements.txt"))
     else:
-        pip("--index-url", spec["torch_index"], spec.get("torch_spec") or "torch")
+        pre = ["--pre"] if spec.get("torch_pre") else []
+        pip(*pre, "--index-url", spec["torch_index"], spec.get("torch_spec") or "torch")
+    source = dict(spec.get("torch_source") or {"kind": "index"})
+    record = load_torch_source(context).write_record(source)
+    print(f"torch source: {json.dumps(record, sort_keys=True)}", flush=True)
     if has_requirements(context / "accelkit-requirements.txt"):
         pip("-r", str(context / "accelkit-requirements.txt"))
     pip("--no-deps", *(str(context / "accelkit" / name) for name in spec["accelkit"]))

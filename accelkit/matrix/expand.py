@@ -3,15 +3,25 @@
 Order: entries as written; within an entry, targets then pythons as written, minus the
 entry's `exclude`, followed by its `include` items; the file's `exclude` is applied last.
 An `exclude` that matches no leg is an error: it is almost always a typo.
+
+A leg's own keys become its commands' arguments here, so the leg tests what its name says:
+`python` becomes `--python` of `accelkit setup` and `accelkit build`, `base_image` (or the
+backend's default test-image base) `--base-image`, and `torch` either `--torch-channel` with
+the backend's index for that channel and toolkit (`Backend.torch_index`) or, for a build,
+`--torch-ref` and the built wheel. The matrix never writes those flags itself
+(`rules.LEG_SET_FLAGS`); finally every leg's build, setup and test arguments are parsed and
+checked by the real commands (`accelkit.matrix.commands`), so a matrix that validates is one
+whose commands accept their arguments.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+from accelkit.backends import Backend
 from accelkit.backends import get as get_backend
 from accelkit.backends import names as backend_names
 from accelkit.errors import BadInput, ConfigError
@@ -87,6 +97,10 @@ def expand(matrix: MatrixFile) -> tuple[MatrixEntry, ...]:
             )
         legs.extend(produced)
     legs = _apply_excludes(legs, matrix.excludes, "in the file")
+    from accelkit.matrix.commands import check_leg_commands
+
+    for leg in legs:
+        check_leg_commands(leg)
     seen: dict[str, MatrixEntry] = {}
     for leg in legs:
         first = seen.get(leg.name)
@@ -164,10 +178,31 @@ def _leg(
 
             filled = rules.PLACEHOLDER.sub(value_of, arg)
             problem = rules.check_pattern(filled, rules.ARG, f"{what} item", "one safe token")
+            if problem is None:
+                problem = rules.leg_set_flag_problem(what, filled)
             if problem is not None:
                 raise ConfigError(problem, path=location.path, line=location.line)
             out.append(filled)
         return tuple(out)
+
+    def fail(message: str) -> ConfigError:
+        return ConfigError(f"leg {name!r}: {message}", path=location.path, line=location.line)
+
+    torch_index = _torch_index(backend, version, settings, fail)
+    base_image: str | None = None
+    setup_extra: list[str] = []
+    build_extra: list[str] = []
+    if settings.build:
+        build_extra = [f"--python={python}", f"--torch-ref={settings.torch.ref}"]
+    if settings.container and settings.image is None:
+        # The setup's own --arch (from setup_args) is checked with the rest of its arguments.
+        base_image = settings.base_image or backend.test_base_image(version)
+        setup_extra = [f"--python={python}", f"--base-image={base_image}"]
+        if settings.build:
+            setup_extra.append(f"--torch-wheel={rules.WHEELHOUSE}")
+        else:
+            channel = settings.torch.channel
+            setup_extra += [f"--torch-channel={channel}", f"--torch-index={torch_index}"]
 
     return MatrixEntry(
         name=name,
@@ -181,16 +216,37 @@ def _leg(
         suites=settings.suites,
         runner=runner,
         image=settings.image,
-        base_image=settings.base_image,
+        base_image=base_image,
         container=settings.container,
         build=settings.build,
-        build_args=fill(settings.build_args, "build_args"),
-        setup_args=fill(settings.setup_args, "setup_args"),
+        build_args=(*fill(settings.build_args, "build_args"), *build_extra),
+        setup_args=(*fill(settings.setup_args, "setup_args"), *setup_extra),
         test_args=fill(settings.test_args, "test_args"),
         timeout_minutes=settings.timeout_minutes,
         variant=settings.variant,
         location=location,
+        torch_index=torch_index,
     )
+
+
+def _torch_index(
+    backend: Backend,
+    version: str | None,
+    settings: LegSettings,
+    fail: Callable[[str], ConfigError],
+) -> str | None:
+    """The index a channel leg installs torch from; None for a leg that builds torch."""
+    channel = settings.torch.channel
+    if channel is None:
+        return None
+    index = backend.torch_index(channel, version)
+    if index is None:
+        toolkit = f" for {backend.name} {version}" if version else f" for {backend.name}"
+        raise fail(
+            f"PyTorch publishes no torch wheels{toolkit} on the {channel} channel; build it "
+            "(torch: {ref: ...} with build: true)"
+        )
+    return index
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,12 @@
 """The `strategy.matrix` object for GitHub Actions: `{"include": [...]}`, one item per leg.
 
 Each item carries exactly what the workflow's jobs consume, under stable keys and in the
-legs' order. Unset strings are `""` rather than null, so `if: matrix.image != ''` and
-`env:` values behave the same for every leg. Values were validated by `parse`, but the
-workflow must still pass them to commands through `env:`, never by `${{ }}` in `run:`.
+legs' order: the leg's Python, its torch source (channel and the index it resolves to, or
+the ref a build starts from), its test image's base, and the complete argument lists of its
+build, setup and test commands. Unset strings are `""` rather than null, so
+`if: matrix.image != ''` and `env:` values behave the same for every leg. Values were
+validated by `parse`, but the workflow must still pass them to commands through `env:`,
+never by `${{ }}` in `run:`.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ GITHUB_FIELDS: tuple[str, ...] = (
     "python",
     "torch_channel",
     "torch_ref",
+    "torch_index",
     "suites",
     "suite",
     "container",
@@ -56,6 +60,7 @@ def github_item(leg: MatrixEntry) -> dict[str, Any]:
         "python": leg.python,
         "torch_channel": leg.torch.channel or "",
         "torch_ref": leg.torch.ref or "",
+        "torch_index": leg.torch_index or "",
         "suites": list(leg.suites),
         "suite": suite_option(leg.suites),
         "container": leg.container,

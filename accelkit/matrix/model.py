@@ -132,14 +132,21 @@ class MatrixEntry:
     runner: tuple[str, ...]
     image: str | None
     base_image: str | None
+    """The base of the leg's test image: the matrix's, else the backend's default (None for
+    legs without a container or with a prebuilt image)."""
     container: bool
     build: bool
     build_args: tuple[str, ...]
+    """`accelkit build` arguments: the matrix's, then what the leg sets (--python, --torch-ref)."""
     setup_args: tuple[str, ...]
+    """`accelkit setup` arguments: the matrix's, then what the leg sets (--python,
+    --base-image, and the torch: --torch-channel with its index, or the built wheel)."""
     test_args: tuple[str, ...]
     timeout_minutes: int
     variant: str | None
     location: Location = field(compare=False)
+    torch_index: str | None = None
+    """The index a channel leg installs torch from (PyTorch's, for its backend and toolkit)."""
 
     def match_values(self) -> dict[str, str]:
         """The leg's values as `exclude` items and `--filter` see them (strings)."""
@@ -174,6 +181,7 @@ class MatrixEntry:
             "python": self.python,
             "torch_channel": self.torch.channel,
             "torch_ref": self.torch.ref,
+            "torch_index": self.torch_index,
             "suites": list(self.suites),
             "runner": list(self.runner),
             "image": self.image,

@@ -405,8 +405,20 @@ class _Parser:
         if not container and (images["image"] or images["base_image"]):
             line = container_found[1] if container_found is not None else scope.line
             self.fail("container: false leaves no use for image or base_image", line)
+        if images["image"] and images["base_image"]:
+            at = (optional("base_image") or (None, scope.line))[1]
+            self.fail("image (a prebuilt test image) leaves no use for base_image", at)
         build_found = optional("build")
         build = False if build_found is None else self.boolean(*build_found, "build")
+        at = (build_found or required("torch", ""))[1]
+        if (torch.ref is not None) != build:
+            self.fail(
+                f"build: true builds torch from a git ref, but torch is the {torch.channel} "
+                "channel: give torch: {ref: ...}"
+                if build
+                else f"torch: {{ref: {torch.ref}}} is built from source: set build: true",
+                at,
+            )
         args: dict[str, tuple[str, ...]] = {}
         for key in ("build_args", "setup_args", "test_args"):
             found = optional(key)

@@ -12,9 +12,13 @@ Where the rehearsal departs from the workflow, on purpose:
 - A build leg (`build: true`) compiles torch against TheRock's pip index and the torch
   source, which a rehearsal does not reach: it is not runnable unless `skip_build` is set,
   and then its setup installs the `--torch-wheel` given instead of the built wheel.
-- Setup must install torch from a local wheel (`torch_wheel`); a setup that would install
-  from an index, or from nothing, is reported instead of attempted. Images (base images
-  and prebuilt leg images) are never pulled: they must already be on the engine.
+- Setup installs torch from a local wheel for the leg's Python (`torch_wheels`: the one whose
+  tags fit, cp311 for a 3.11 leg), or from `torch_index` when one is given; a setup that
+  would install from the leg's own index (PyTorch's, unreachable here) is reported instead
+  of attempted, and so is a leg for whose Python no wheel fits. Images (base images and
+  prebuilt leg images) are never pulled: they must already be on the engine, and
+  `base_images` maps a leg's Python to a local base image made for it (Debian bookworm
+  for 3.11, trixie for 3.13).
 - Legs without a container run the suite on this host with the installed torch; the
   workflow's setup step is not rehearsed for them (there is no image to use).
 - `leg.timeout_minutes` (the job's timeout) is not enforced; per-case timeouts still are.
@@ -59,8 +63,15 @@ class RehearsalOptions:
     output: Path
     base_image: str | None = None
     """Base image for every setup step (upstream images are never pulled here)."""
-    torch_wheel: Path | None = None
-    """The torch wheel every setup step installs (replaces a leg's --torch-wheel/-index)."""
+    base_images: tuple[tuple[str, str], ...] = ()
+    """(python, image): the base image for the legs of that Python; wins over base_image."""
+    torch_wheels: tuple[Path, ...] = ()
+    """Torch wheels; each setup installs the one built for its leg's Python (replacing the
+    leg's channel or built wheel)."""
+    torch_index: str | None = None
+    """An index to install torch from where no wheel fits the leg's Python (it must be
+    reachable from here), with `torch_spec`."""
+    torch_spec: str | None = None
     skip_build: bool = False
     """Rehearse build legs without their build step (their setup installs `torch_wheel`)."""
     test_args: tuple[str, ...] = ()
@@ -242,8 +253,9 @@ def plan_rehearsal(
     legs: Sequence[MatrixEntry], options: RehearsalOptions, host: Host
 ) -> RehearsalPlan:
     """The plan for `legs` on this machine; BadInput for args a leg cannot be run with."""
-    if options.torch_wheel is not None and not options.torch_wheel.is_file():
-        raise BadInput(f"--torch-wheel {options.torch_wheel}: no such file")
+    for wheel in options.torch_wheels:
+        if not wheel.is_file():
+            raise BadInput(f"--torch-wheel {wheel}: no such file")
     return RehearsalPlan(tuple(_plan_leg(leg, options, host) for leg in legs))
 
 
@@ -312,20 +324,39 @@ def _plan_setup(
     except BadInput as exc:
         raise BadInput(f"{where}: {exc}") from None
     request = parsed
-    if options.torch_wheel is not None:
-        request = dataclasses.replace(request, torch_wheel=options.torch_wheel, torch_index=None)
-    if options.base_image is not None:
-        request = dataclasses.replace(request, base_image=options.base_image)
-    argv = ["accelkit", "setup", *request.to_argv(), "--json"]
     reasons: list[str] = []
+    wheel, misfits = wheel_for_python(leg.python, options.torch_wheels)
+    if wheel is not None:
+        request = dataclasses.replace(
+            request, torch_wheel=wheel, torch_index=None, torch_channel=None
+        )
+    elif options.torch_index is not None:
+        request = dataclasses.replace(
+            request,
+            torch_wheel=None,
+            torch_index=options.torch_index,
+            torch_channel=None,
+            torch_spec=options.torch_spec or request.torch_spec,
+        )
+    elif options.torch_wheels:
+        reasons.append(
+            f"no --torch-wheel fits Python {leg.python} ({'; '.join(misfits)}): pass a torch "
+            "wheel built for it, or --torch-index"
+        )
+    base = dict(options.base_images).get(leg.python) or options.base_image
+    if base is not None:
+        request = dataclasses.replace(request, base_image=base)
+    argv = ["accelkit", "setup", *request.to_argv(), "--json"]
+    if reasons:
+        return SetupStep(tuple(argv)), reasons
     try:
         plan = plan_setup(request)
     except BadInput as exc:
         return SetupStep(tuple(argv)), [f"setup: {exc}"]
-    if plan.torch_wheel is None:
+    if plan.torch_wheel is None and options.torch_index is None:
         reasons.append(
             f"setup would install torch from {plan.torch_index}, which a rehearsal does not "
-            "reach: pass --torch-wheel"
+            "reach: pass --torch-wheel (or --torch-index)"
         )
     if docker and not host.has_image(plan.base_image):
         reasons.append(
@@ -333,6 +364,21 @@ def _plan_setup(
             "pass --base-image"
         )
     return SetupStep(tuple(argv), plan), reasons
+
+
+def wheel_for_python(python: str, wheels: Sequence[Path]) -> tuple[Path | None, list[str]]:
+    """The first of `wheels` that installs into Python `python`, and why each other does not."""
+    from accelkit.setup.image import wheel_python_problem
+    from accelkit.wheels.wheel import parse_wheel_name
+
+    misfits: list[str] = []
+    for wheel in wheels:
+        name = parse_wheel_name(wheel)
+        problem = wheel_python_problem(name.python, name.abi, python)
+        if problem is None:
+            return wheel, misfits
+        misfits.append(f"{wheel.name}: {problem}")
+    return None, misfits
 
 
 def _plan_test(

@@ -18,7 +18,7 @@ import re
 from accelkit import inputs
 
 SUITES: tuple[str, ...] = ("conformance", "perf")
-TORCH_CHANNELS: tuple[str, ...] = ("nightly", "test", "release")
+TORCH_CHANNELS = inputs.TORCH_CHANNELS
 
 PYTHON = inputs.PYTHON
 IMAGE = inputs.IMAGE
@@ -87,3 +87,42 @@ def check_pattern(value: str, pattern: re.Pattern[str], what: str, allowed: str)
             f"{allowed} are allowed"
         )
     return f"{what} {value!r} is not valid ({allowed})"
+
+
+#: Where a build leg's `accelkit build --output` puts the wheel its setup then installs.
+WHEELHOUSE = "wheelhouse"
+
+#: Flags that a leg's own keys set (accelkit.matrix.expand): a matrix never writes them in
+#: build_args, setup_args or test_args, so what a leg is named after is what it runs.
+LEG_SET_FLAGS: dict[str, dict[str, str]] = {
+    "build_args": {
+        "--python": "the leg's python",
+        "--torch-ref": "torch: {ref: ...}",
+        "--output": f"the workflow ({WHEELHOUSE}/)",
+        "-o": f"the workflow ({WHEELHOUSE}/)",
+    },
+    "setup_args": {
+        "--python": "the leg's python",
+        "--base-image": "base_image (or the backend's default)",
+        "--torch-channel": "torch: {channel: ...}",
+        "--torch-index": "torch: {channel: ...} (the backend's index for it)",
+        "--torch-wheel": "build: true (the wheel the build step writes)",
+    },
+    "test_args": {
+        "--device": "the backend",
+        "-d": "the backend",
+        "--suite": "suites",
+        "--image": "the leg's test image",
+        "--json": "the workflow (leg-results/<leg>/)",
+        "--junit": "the workflow (leg-results/<leg>/)",
+    },
+}
+
+
+def leg_set_flag_problem(what: str, token: str) -> str | None:
+    """Why `token` may not appear in a leg's `what` (build_args, ...), or None."""
+    flag = token.split("=", 1)[0]
+    source = LEG_SET_FLAGS.get(what, {}).get(flag)
+    if source is None:
+        return None
+    return f"{what} item {token!r}: {flag} is set from {source}; remove it"

@@ -15,10 +15,12 @@ import platform
 import re
 import socket
 import sys
+import sysconfig
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from accelkit import __version__
+from accelkit.incontainer.torch_source import read_record as read_torch_source
 from accelkit.torch_import import torch_import_error, torch_or_none
 
 # Environment variables that change what torch sees or builds. A fixed allow-list: the
@@ -86,10 +88,14 @@ def _jsonable(value: object) -> object:
 
 
 def _python() -> Json:
+    gil_enabled = getattr(sys, "_is_gil_enabled", None)
     return {
         "version": platform.python_version(),
         "implementation": platform.python_implementation(),
         "executable": sys.executable,
+        # The free-threaded build (3.13t): compiled without the GIL, and running without it.
+        "free_threaded": bool(sysconfig.get_config_var("Py_GIL_DISABLED")),
+        "gil_enabled": bool(gil_enabled()) if gil_enabled is not None else True,
     }
 
 
@@ -154,6 +160,9 @@ def _torch() -> Json:
         "xpu": getattr(version, "xpu", None),
         "cxx11abi": cxx11abi,
         "path": os.path.dirname(str(getattr(torch, "__file__", "") or "")) or None,
+        # Where it was installed from (channel, index or wheel) and the version pip resolved,
+        # when accelkit installed it (test images; runners that record it).
+        "source": read_torch_source(),
     }
 
 

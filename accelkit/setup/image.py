@@ -1,11 +1,17 @@
 """`accelkit setup <backend>`: a backend's test image (torch under test + accelkit), built once
 per content and verified by running `accelkit doctor --json` inside it.
 
-The image tag hashes everything that goes into it: the Dockerfile, the install script, the
-build args, the base image's id, the torch wheel (or index and spec), accelkit's source
-and the requirement filters. An unchanged setup finds its tag on the engine and skips the
-build (and the accelkit wheel, and the build context). Verification runs every time: it
-is cheap, and it is what says the image really holds what was asked for.
+The image tag hashes everything that goes into it: the Dockerfile, the install scripts, the
+build args (the Python among them), the base image's id, the torch wheel (or index, spec
+and channel), accelkit's source and the requirement filters. An unchanged setup finds its
+tag on the engine and skips the build (and the accelkit wheel, and the build context).
+Verification runs every time: it is cheap, and it is what says the image really holds what
+was asked for, the Python of `--python` included.
+
+The Python: `--python 3.13` makes the image's venv with CPython 3.13 from the base image's
+package sources (`dockerfiles/install-python.sh`, which also checks it); a base image made
+for that Python (Debian trixie for 3.13) needs nothing else. A `--torch-wheel` built for
+another Python is refused before anything is built.
 """
 
 from __future__ import annotations
@@ -26,7 +32,16 @@ from typing import Any
 
 from accelkit import resources
 from accelkit.errors import BadInput, Failed
-from accelkit.inputs import check_file, check_image, check_safe, check_url
+from accelkit.inputs import (
+    PRERELEASE_CHANNELS,
+    check_file,
+    check_image,
+    check_python,
+    check_safe,
+    check_torch_channel,
+    check_url,
+    python_problem,
+)
 from accelkit.setup.request import SetupRequest
 from accelkit.wheels import pipconfig
 from accelkit.wheels.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
@@ -57,6 +72,24 @@ class SetupPlan:
     arch: str | None
     accelkit_source: Path
     spec: Any = field(repr=False, compare=False)  # backends.TestImageSpec
+    python: str | None = None
+    """The image's Python (3.13, 3.13t); None: whatever python3 the base image has."""
+    torch_channel: str | None = None
+    """PyTorch's channel the index install comes from (pre-releases for nightly, test)."""
+
+    @property
+    def torch_pre(self) -> bool:
+        return self.torch_wheel is None and self.torch_channel in PRERELEASE_CHANNELS
+
+    def torch_source(self) -> dict[str, Any]:
+        """What the image records about its torch (accelkit.incontainer.torch_source)."""
+        if self.torch_wheel is not None:
+            return {"kind": "wheel", "wheel": self.torch_wheel.name}
+        source: dict[str, Any] = {"kind": "index", "index": self.torch_index}
+        source["spec"] = self.torch_spec
+        if self.torch_channel is not None:
+            source["channel"] = self.torch_channel
+        return source
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "build_args", MappingProxyType(dict(self.build_args)))
@@ -66,6 +99,7 @@ class SetupPlan:
         return {
             "backend": self.backend,
             "arch": self.arch,
+            "python": self.python,
             "repository": self.repository,
             "dockerfile": str(self.dockerfile),
             "base_image": self.base_image,
@@ -74,6 +108,8 @@ class SetupPlan:
                 "wheel": str(self.torch_wheel) if self.torch_wheel else None,
                 "index": self.torch_index,
                 "spec": None if self.torch_wheel else self.torch_spec,
+                "channel": self.torch_channel,
+                "pre": self.torch_pre,
                 "skip_requirements": list(self.skip_requirements),
             },
             "accelkit_source": str(self.accelkit_source),
@@ -86,12 +122,15 @@ class SetupPlan:
             if self.torch_wheel
             else f"{self.torch_spec} from {self.torch_index}"
         )
+        if self.torch_channel is not None:
+            torch += f" (channel {self.torch_channel}{', pre-releases' if self.torch_pre else ''})"
         lines = [
             f"accelkit setup {self.backend}" + (f" --arch {self.arch}" if self.arch else ""),
             f"  image: {self.repository}:<content hash>",
             f"  from {self.dockerfile.name} on {self.base_image}",
         ]
         lines += [f"    --build-arg {k}={v}" for k, v in sorted(self.build_args.items())]
+        lines.append(f"  python: {self.python or 'the base image python3'} (verified)")
         lines.append(f"  torch: {torch}")
         if self.torch_wheel and self.skip_requirements:
             lines.append("    not installed with it: " + ", ".join(self.skip_requirements))
@@ -119,32 +158,58 @@ class SetupResult:
         }
 
 
-def plan_setup(request: SetupRequest) -> SetupPlan:
-    """Check the request and lay out the image; starts nothing."""
+def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
+    """Check the request and lay out the image; starts nothing. With `check_files` False the
+    torch wheel need not exist yet (a matrix leg's setup installs what its build writes)."""
     from accelkit import backends
 
     backend = backends.get(request.backend, flag="backend")
     if request.arch is not None:
         check_safe("--arch", request.arch)
     spec = backend.test_image(request.arch)
+    python = check_python(request.python) if request.python is not None else None
     if request.torch_wheel is not None and request.torch_index is not None:
         raise BadInput("--torch-wheel and --torch-index are alternatives: give one")
+    channel = None
+    if request.torch_channel is not None:
+        channel = check_torch_channel(request.torch_channel)
+        if request.torch_wheel is not None:
+            raise BadInput(
+                "--torch-channel names an index to install from; with --torch-wheel there "
+                "is none: give one"
+            )
     wheel = None
-    if request.torch_wheel is not None:
+    if request.torch_wheel is not None and not check_files:
+        wheel = request.torch_wheel
+    elif request.torch_wheel is not None:
         wheel = check_file("--torch-wheel", _single_torch_wheel(request.torch_wheel))
         parsed = parse_wheel_name(wheel)
         if parsed.name.lower() != "torch":
             raise BadInput(f"--torch-wheel: {wheel.name} is not a torch wheel")
+        if python is not None:
+            problem = wheel_python_problem(parsed.python, parsed.abi, python)
+            if problem is not None:
+                raise BadInput(f"--torch-wheel {wheel.name}: {problem}")
     index = spec.build_args.get("TORCH_INDEX_URL")
+    if channel is not None:
+        index = backend.torch_index(channel)
+        if index is None and request.torch_index is None:
+            raise BadInput(
+                f"--torch-channel {channel}: PyTorch publishes no {backend.name} wheels; "
+                "give --torch-wheel (a build) or --torch-index"
+            )
     if request.torch_index is not None:
         index = check_url("--torch-index", request.torch_index)
     if wheel is None and index is None:
         raise BadInput(
-            f"accelkit setup {backend.name} needs --torch-wheel PATH or --torch-index URL"
+            f"accelkit setup {backend.name} needs --torch-wheel PATH, --torch-channel "
+            "CHANNEL or --torch-index URL"
         )
     check_safe("--torch-spec", request.torch_spec)
     base = check_image("--base-image", request.base_image or spec.default_base_image)
     args = {k: v for k, v in spec.build_args.items() if k != "TORCH_INDEX_URL"}
+    if python is not None:
+        args["PYTHON_VERSION"] = python  # the Dockerfiles' default (empty): the base's python3
     return SetupPlan(
         backend=backend.name,
         repository=f"accelkit-test-{backend.name}",
@@ -159,7 +224,25 @@ def plan_setup(request: SetupRequest) -> SetupPlan:
         arch=request.arch,
         accelkit_source=resources.source_tree(request.accelkit_source),
         spec=spec,
+        python=python,
+        torch_channel=channel if wheel is None else None,
     )
+
+
+def wheel_python_problem(python_tag: str, abi_tag: str, python: str) -> str | None:
+    """Why a wheel tagged `python_tag`-`abi_tag` (cp311-cp311, cp313-cp313t, py3-none) does
+    not install into Python `python` (3.13, 3.13t), as pip would refuse it; None if it does."""
+    if not python_tag.startswith("cp"):
+        return None  # pure-Python or abi3-style tags: not tied to one interpreter
+    major, minor = python.rstrip("t").split(".")
+    wanted = f"cp{major}{minor}"
+    if wanted not in python_tag.split("."):
+        return f"built for {python_tag}, the image's Python is {python} ({wanted})"
+    free_threaded = abi_tag.endswith("t")
+    if abi_tag.startswith("cp") and free_threaded != python.endswith("t"):
+        build = "the free-threaded build" if free_threaded else "the build with the GIL"
+        return f"built for {build} ({abi_tag}), the image's Python is {python}"
+    return None
 
 
 def image_tag(plan: SetupPlan, base_image_id: str) -> str:
@@ -168,6 +251,9 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
     hashed = dict(plan.build_args)
     hashed[BASE_IMAGE_ARG] = base_image_id
     hashed["accelkit:install.py"] = _file_digest(_install_script())
+    hashed["accelkit:torch_source.py"] = _file_digest(_torch_source_script())
+    hashed["accelkit:install-python.sh"] = _file_digest(_python_script())
+    hashed["accelkit:torch-source"] = json.dumps(plan.torch_source(), sort_keys=True)
     hashed["accelkit:source"] = source_digest(plan.accelkit_source)
     hashed["accelkit:skip"] = ",".join(plan.skip_requirements)
     if plan.torch_wheel is not None:
@@ -239,14 +325,20 @@ def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
         probe = run_container(client, image, list(argv), timeout=VERIFY_TIMEOUT_S)
         probes[name] = "\n".join(probe.output_tail)
     backend = backends.get(plan.backend)
-    problems = backend.verify_test_image(doctor, probes, plan.spec)
+    problems = python_problems(doctor, plan.python)
+    problems += backend.verify_test_image(doctor, probes, plan.spec)
     if problems:
         raise Failed(f"{image} is not set up as asked: " + "; ".join(problems))
     env = doctor.get("env") if isinstance(doctor.get("env"), dict) else {}
     torch = env.get("torch", {}) if isinstance(env, dict) else {}
     caps = doctor.get("capabilities") if isinstance(doctor.get("capabilities"), dict) else {}
+    python = env.get("python", {}) if isinstance(env, dict) else {}
     return {
-        "torch": {key: torch.get(key) for key in ("version", "git_version", "cuda", "hip", "xpu")},
+        "python": {key: python.get(key) for key in ("version", "free_threaded")},
+        "torch": {
+            key: torch.get(key)
+            for key in ("version", "git_version", "cuda", "hip", "xpu", "source")
+        },
         "accelkit": env.get("accelkit") if isinstance(env, dict) else None,
         "capabilities": {
             name: bool(value.get("available"))
@@ -257,12 +349,27 @@ def verify(plan: SetupPlan, client: Any, image: str) -> dict[str, Any]:
     }
 
 
+def python_problems(doctor: dict[str, Any], wanted: str | None) -> list[str]:
+    """What differs between the image's interpreter (from `accelkit doctor --json` inside it)
+    and the Python the setup asked for; empty when it asked for none or got it."""
+    if wanted is None:
+        return []
+    env = doctor.get("env") if isinstance(doctor.get("env"), dict) else {}
+    python = env.get("python") if isinstance(env, dict) else None
+    if not isinstance(python, dict) or not isinstance(python.get("version"), str):
+        return [f"the image reports no Python version (--python {wanted})"]
+    problem = python_problem(wanted, python["version"], bool(python.get("free_threaded")))
+    return [] if problem is None else [f"the image runs {problem} (--python {wanted})"]
+
+
 def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) -> None:
     """The build context: the Dockerfile, install.py/json, the wheels, requirements, pip/."""
     context.mkdir(parents=True)
     shutil.copyfile(plan.dockerfile, context / "Dockerfile")
     shutil.copyfile(_install_script(), context / "install.py")
-    install: dict[str, Any] = {}
+    shutil.copyfile(_torch_source_script(), context / "torch_source.py")
+    shutil.copyfile(_python_script(), context / "install-python.sh")
+    install: dict[str, Any] = {"torch_source": plan.torch_source()}
     (context / "torch").mkdir()
     if plan.torch_wheel is not None:
         _link_or_copy(plan.torch_wheel, context / "torch" / plan.torch_wheel.name)
@@ -273,6 +380,7 @@ def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) ->
     else:
         install["torch_index"] = plan.torch_index
         install["torch_spec"] = plan.torch_spec
+        install["torch_pre"] = plan.torch_pre
         torch_reqs = []
     _write_lines(context / "torch-requirements.txt", torch_reqs)
     accelkit_wheel = build_accelkit_wheel(plan.accelkit_source, context / "accelkit")
@@ -333,6 +441,14 @@ def source_digest(source: Path) -> str:
 
 def _install_script() -> Path:
     return Path(__file__).resolve().parent.parent / "incontainer" / "image_install.py"
+
+
+def _torch_source_script() -> Path:
+    return Path(__file__).resolve().parent.parent / "incontainer" / "torch_source.py"
+
+
+def _python_script() -> Path:
+    return resources.dockerfile("install-python.sh")
 
 
 def _file_digest(path: Path) -> str:

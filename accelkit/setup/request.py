@@ -31,7 +31,25 @@ SETUP_OPTIONS: tuple[Opt, ...] = (
         "Install torch from this wheel file (or the one torch wheel in this folder).",
         True,
     ),
+    Opt(
+        "python",
+        ("--python",),
+        str,
+        None,
+        "Python of the image (3.13; 3.13t: free-threaded), installed from the base image's "
+        "packages and verified (default: the base image's python3).",
+        True,
+    ),
     Opt("torch_index", ("--torch-index",), str, None, "Install torch from this index URL.", True),
+    Opt(
+        "torch_channel",
+        ("--torch-channel",),
+        str,
+        None,
+        "Install torch from PyTorch's nightly, test or release channel (pre-releases for "
+        "nightly and test); --torch-index overrides its index URL.",
+        True,
+    ),
     Opt(
         "torch_spec",
         ("--torch-spec",),
@@ -65,7 +83,9 @@ class SetupRequest:
     backend: str
     arch: str | None = None
     torch_wheel: Path | None = None
+    python: str | None = None
     torch_index: str | None = None
+    torch_channel: str | None = None
     torch_spec: str = "torch"
     base_image: str | None = None
     accelkit_source: Path | None = None

@@ -7,10 +7,13 @@
    come as a read-only mount, never as an image layer. incontainer.py runs the steps and
    reports them with marker lines; every line goes to the log file next to the outputs.
 3. The wheels are copied out of the container into a staging folder and only after every
-   step passed are they validated and moved to the output folder; a failed build, or a
-   Ctrl-C, reports no wheel (and the container is removed either way).
-4. manifest.json: inputs, the plan, the builder image and its id, per-step durations,
-   sha256 and size of every artifact, the validation and smoke results.
+   step passed are they validated (against the plan's expectation with the resolved values
+   filled in) and moved to the output folder; a failed build, or a Ctrl-C, reports no wheel
+   (and the container is removed either way).
+4. The smoke test (on by default): the torch wheel installed in a fresh container, a fresh
+   venv, with the SDK index as an extra index, and imported with the plan's smoke checks.
+5. manifest.json: inputs, the plan, the resolved values, the builder image and its id,
+   per-step durations, sha256 and size of every artifact, the validation and smoke results.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from accelkit import resources
-from accelkit.errors import Failed
+from accelkit.errors import Failed, Unavailable
 from accelkit.incontainer.build_steps import STEP_MARKER
+from accelkit.incontainer.steps import UnsetVariable
 from accelkit.wheels import pipconfig
 from accelkit.wheels.plan import (
     CONTAINER_ACCELKIT,
@@ -58,6 +62,8 @@ class BuildOutcome:
     builder_cached: bool
     durations: dict[str, float] = field(default_factory=dict)
     validation: tuple[WheelReport, ...] = ()
+    resolved: dict[str, str] = field(default_factory=dict)
+    smoke: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +73,8 @@ class BuildOutcome:
             "builder_image": self.builder_image,
             "builder_cached": self.builder_cached,
             "durations": self.durations,
+            "resolved": self.resolved,
+            "smoke": self.smoke,
         }
 
 
@@ -90,6 +98,8 @@ def execute(
     log_path = output / f"build-{plan.backend}.log"
     started = time.time()
     durations: dict[str, float] = {}
+    resolved: dict[str, str] = {}
+    unavailable: list[str] = []
     tail: collections.deque[str] = collections.deque(maxlen=FAILURE_TAIL_LINES)
 
     with (
@@ -101,7 +111,7 @@ def execute(
             log.write(text + "\n")
             log.flush()
             if text.startswith(STEP_MARKER):
-                _on_marker(text, durations, step_event)
+                _on_marker(text, durations, step_event, resolved, unavailable)
                 return
             tail.append(text)
             show(text)
@@ -159,6 +169,8 @@ def execute(
             on_line=line,
             copy_out=[CopyOut(source=CONTAINER_DIST, target_dir=staging)],
         )
+        if unavailable:
+            raise Unavailable(f"accelkit build {plan.backend}: {unavailable[0]}")
         if not result.ok:
             shown = "".join(f"\n  | {text}" for text in tail)
             raise Failed(
@@ -176,7 +188,11 @@ def execute(
                 f"accelkit build {plan.backend}: no wheel matching {plan.outputs[0]} "
                 f"(built: {names}); full log: {log_path}"
             )
-        reports = tuple(validate_wheel(w, plan.expect) for w in torch_wheels)
+        try:
+            expect = plan.expect.resolved(resolved)
+        except UnsetVariable as exc:
+            raise Failed(f"accelkit build {plan.backend}: the builder never set {exc}") from None
+        reports = tuple(validate_wheel(w, expect) for w in torch_wheels)
         bad = [r for r in reports if not r.ok]
         if bad:
             problems = "; ".join(f"{r.wheel.name}: {', '.join(r.problems)}" for r in bad)
@@ -189,9 +205,23 @@ def execute(
 
     smoke: dict[str, Any] | None = None
     if plan.inputs.get("smoke"):
-        smoke = run_smoke(plan, client, final[0], smoke_image, show)
+        step_event("smoke", "start")
+        smoke = run_smoke(plan, client, final[0], smoke_image or image, show, own=not smoke_image)
+        durations["smoke"] = smoke["seconds"]
+        step_event("smoke", "done")
     manifest = write_manifest(
-        plan, output, image, image_id, cached, durations, final, reports, smoke, started, log_path
+        plan,
+        output,
+        image,
+        image_id,
+        cached,
+        durations,
+        final,
+        reports,
+        smoke,
+        started,
+        log_path,
+        resolved,
     )
     return BuildOutcome(
         wheels=tuple(final),
@@ -201,27 +231,31 @@ def execute(
         builder_cached=cached,
         durations=durations,
         validation=reports,
+        resolved=resolved,
+        smoke=smoke,
     )
 
 
 def run_smoke(
-    plan: BuildPlan, client: Any, wheel: Path, image: str | None, show: LineCallback
+    plan: BuildPlan, client: Any, wheel: Path, image: str, show: LineCallback, *, own: bool
 ) -> dict[str, Any]:
-    """Install `wheel` in a clean container (the builder's base by default) and import torch."""
+    """Install `wheel` in a fresh container of `image` (a fresh builder container when `own`:
+    its Python is the wheel's; otherwise the image's python3), in a fresh venv, with the
+    plan's SDK index as an extra index, and import it with the plan's smoke checks."""
     from accelkit.containers.run import Mount, RunOptions, run_container
 
-    image = image or plan.builder.base_image
+    spec = {
+        "wheel": f"/wheels/{wheel.name}",
+        "index_url": plan.index_url,
+        "python": "python" if own else "python3",
+        "module": plan.smoke.module,
+        "warnings_as_errors": list(plan.smoke.warnings_as_errors),
+        "libraries": dict(plan.smoke.libraries),
+    }
     with tempfile.TemporaryDirectory(prefix="accelkit-smoke-") as tmp:
         pip_dir = pipconfig.write_pip_dir(pipconfig.host_settings(dict(os.environ)), Path(tmp))
-        argv = [
-            "python3",
-            "-m",
-            "accelkit.incontainer.build_steps",
-            "smoke",
-            f"/wheels/{wheel.name}",
-        ]
-        if plan.index_url:
-            argv.append(plan.index_url)
+        argv = [str(spec["python"]), "-m", "accelkit.incontainer.build_steps", "smoke"]
+        argv.append(json.dumps(spec))
         options = RunOptions(
             env={
                 "PYTHONPATH": CONTAINER_ACCELKIT,
@@ -236,7 +270,7 @@ def run_smoke(
         )
         result = run_container(client, image, argv, options, on_line=show)
     result.check(f"smoke test of {wheel.name} in {image}")
-    return {"image": image, "ok": True, "seconds": round(result.duration_s, 3)}
+    return {"image": image, "ok": True, "seconds": round(result.duration_s, 3), "checks": spec}
 
 
 def write_manifest(
@@ -251,6 +285,7 @@ def write_manifest(
     smoke: dict[str, Any] | None,
     started: float,
     log_path: Path,
+    resolved: dict[str, str],
 ) -> Path:
     from accelkit.results.io import atomic_write_text
 
@@ -260,6 +295,7 @@ def write_manifest(
         "finished": _iso(time.time()),
         "inputs": dict(plan.inputs),
         "plan": plan.to_dict(),
+        "resolved": resolved,
         "builder": {"image": image, "id": image_id, "cached": cached},
         "durations_s": durations,
         "artifacts": [
@@ -282,12 +318,23 @@ def write_manifest(
     return path
 
 
-def _on_marker(text: str, durations: dict[str, float], step_event: StepCallback) -> None:
+def _on_marker(
+    text: str,
+    durations: dict[str, float],
+    step_event: StepCallback,
+    resolved: dict[str, str],
+    unavailable: list[str],
+) -> None:
     try:
         data = json.loads(text[len(STEP_MARKER) :])
     except ValueError:
         return
     name, state = str(data.get("step")), str(data.get("state"))
+    if state == "resolved":
+        resolved.update({str(k): str(v) for k, v in dict(data.get("values") or {}).items()})
+        return
+    if data.get("unavailable"):
+        unavailable.append(str(data["unavailable"]))
     if "seconds" in data:
         durations[name] = float(data["seconds"])
     step_event(name, state)

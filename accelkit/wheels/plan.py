@@ -14,12 +14,12 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from accelkit.incontainer.steps import EnvVar, Step
+from accelkit.incontainer.steps import EnvVar, Step, substitute
 
 __all__ = ["EnvVar", "Step"]  # the step records are defined where the builder reads them
 
@@ -48,16 +48,77 @@ class BuilderImage:
 
 
 @dataclass(frozen=True)
+class CodeObjects:
+    """GPU code objects the wheel's native libraries must carry, one per target: read from the
+    clang offload bundles in their `.hip_fatbin` sections (accelkit/wheels/offload.py)."""
+
+    targets: tuple[str, ...]
+    bundle_prefix: str  # the bundle entry id before the target: hipv4-amdgcn-amd-amdhsa--
+    elf_machine: int  # e_machine of each code object (EM_AMDGPU)
+    elf_mach: Mapping[str, int] = field(default_factory=dict, hash=False)  # target -> mach
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "elf_mach", MappingProxyType(dict(self.elf_mach)))
+
+
+@dataclass(frozen=True)
+class InitModule:
+    """A generated module that preloads the SDK's libraries at import (ROCm's
+    torch/_rocm_init.py): the names it must preload, and the version it must check."""
+
+    path: str
+    preload: tuple[str, ...]
+    check_version: str  # may name plan variables: @{rocm_version}
+    known_variable: str  # the plan variable holding the SDK's library names, comma separated
+
+
+@dataclass(frozen=True)
 class WheelExpectation:
-    """What every wheel of the build must satisfy (accelkit/wheels/wheel.py checks it)."""
+    """What every wheel of the build must satisfy (accelkit/wheels/wheel.py checks it).
+
+    Strings may name plan variables (`@{rocm_version}`): `resolved` fills them in with the
+    values the builder reported once the build has run.
+    """
 
     distribution: str = "torch"
-    version: str = ""  # the full version, local part included: 2.14.1+rocm7.14
+    version: str = ""  # the full version, local part included: 2.14.1+rocm@{rocm_version}
     requires: tuple[str, ...] = ()  # Requires-Dist entries that must be there, normalised
+    platform_specific: bool = False  # a platform tag, never py3-none-any
     files: tuple[str, ...] = ()  # paths that must be in the wheel
     forbidden_library_prefixes: tuple[str, ...] = ()  # bundled libraries that must not be
-    targets: tuple[str, ...] = ()  # GPU targets the wheel must record
-    targets_file: str | None = None  # where it records them
+    init_module: InitModule | None = None
+    code_objects: CodeObjects | None = None
+    values: Mapping[str, str] = field(default_factory=dict, hash=False)  # the plan variables
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "values", MappingProxyType(dict(self.values)))
+
+    def resolved(self, values: Mapping[str, str]) -> WheelExpectation:
+        """This expectation with the plan variables in `values` filled in (UnsetVariable
+        for one it names that the build never set)."""
+        init = self.init_module
+        if init is not None:
+            init = replace(init, check_version=substitute(init.check_version, values))
+        return replace(
+            self,
+            version=substitute(self.version, values),
+            requires=tuple(substitute(list(self.requires), values)),
+            init_module=init,
+            values=dict(values),
+        )
+
+
+@dataclass(frozen=True)
+class SmokeCheck:
+    """What the smoke test checks after installing the wheel in a clean container: the
+    module imports, the named modules do not warn, every library is loaded afterwards."""
+
+    module: str = "torch"
+    warnings_as_errors: tuple[str, ...] = ()
+    libraries: Mapping[str, str] = field(default_factory=dict, hash=False)  # name -> pattern
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "libraries", MappingProxyType(dict(self.libraries)))
 
 
 @dataclass(frozen=True)
@@ -72,9 +133,13 @@ class BuildPlan:
     outputs: tuple[str, ...]  # file name patterns of the artifacts, in CONTAINER_DIST
     expect: WheelExpectation
     notes: tuple[str, ...] = ()
+    variables: Mapping[str, str] = field(default_factory=dict)  # name -> what sets it
+    smoke: SmokeCheck = field(default_factory=SmokeCheck)
+    reference: str = ""  # the upstream recipe the steps follow
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "inputs", MappingProxyType(dict(self.inputs)))
+        object.__setattr__(self, "variables", MappingProxyType(dict(self.variables)))
 
     def to_dict(self) -> dict[str, Any]:
         return dict(_plain(self))
@@ -85,6 +150,8 @@ class BuildPlan:
     def render(self) -> list[str]:
         """The plan as text lines, for --dry-run."""
         lines = [f"accelkit build {self.backend}"]
+        if self.reference:
+            lines.append(f"  follows: {self.reference}")
         lines.append(f"  builder image: {self.builder.repository}:{self.builder.tag}")
         lines.append(f"    from {self.builder.dockerfile} on {self.builder.base_image}")
         for name, value in sorted(self.builder.build_args.items()):
@@ -93,12 +160,19 @@ class BuildPlan:
             lines.append(f"  SDK requirement: {self.requirement}")
         if self.index_url:
             lines.append(f"  index: {self.index_url}")
+        if self.variables:
+            lines.append("  set in the builder:")
+            lines.extend(f"    @{{{name}}}: {what}" for name, what in self.variables.items())
         lines.append("  environment:")
         lines.extend(f"    {var.render()}" for var in self.env)
         lines.append("  steps:")
         for number, step in enumerate(self.steps, 1):
             lines.append(f"    {number}. {step.name}: {step.description}")
             lines.append(f"       {step.render()}")
+            if step.reference:
+                lines.append(f"       reference: {step.reference}")
+            if step.note:
+                lines.append(f"       differs: {step.note}")
         lines.append("  outputs: " + ", ".join(self.outputs))
         lines.extend(f"  note: {note}" for note in self.notes)
         return lines

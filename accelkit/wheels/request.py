@@ -51,7 +51,21 @@ BUILD_OPTIONS: tuple[Opt, ...] = (
     Opt(
         "family", ("--family",), str, None, "ROCm: a legacy per-family index (gfx94X-dcgpu).", True
     ),
-    Opt("index_url", ("--index-url",), str, None, "ROCm: the SDK's package index.", True),
+    Opt(
+        "index_url",
+        ("--index-url",),
+        str,
+        None,
+        "ROCm: the SDK's package index (with --family: that family's index).",
+        True,
+    ),
+    Opt(
+        "pre",
+        ("--pre",),
+        bool,
+        False,
+        "ROCm: let --rocm-version X.Y pick pre-releases (nightlies, release candidates).",
+    ),
     Opt(
         "python", ("--python",), str, DEFAULT_PYTHON, "Python of the wheel (3.13t: free-threaded)."
     ),
@@ -86,15 +100,17 @@ BUILD_OPTIONS: tuple[Opt, ...] = (
         "smoke",
         ("--smoke",),
         bool,
-        False,
-        "Install each wheel in a clean container and import it.",
+        True,
+        "Install the wheel in a clean container and import it (ROCm: warnings of rocm_sdk "
+        "fail it, every preload must be loaded).",
+        negative="--no-smoke",
     ),
     Opt(
         "smoke_image",
         ("--smoke-image",),
         str,
         None,
-        "Image for --smoke (default: the builder's base).",
+        "Image for the smoke test, with python3 (default: a fresh builder container).",
         True,
     ),
 )
@@ -127,8 +143,9 @@ class BuildRequest:
     output: Path = Path("dist")
     ccache: Path | None = None
     builder_base_image: str | None = None
+    pre: bool = False
     triton: bool = True
-    smoke: bool = False
+    smoke: bool = True
     smoke_image: str | None = None
     build_number: int = 1
 

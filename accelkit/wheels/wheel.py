@@ -1,21 +1,25 @@
 """Looking inside wheels: their metadata and requirements, and the checks a built torch wheel
-must pass before it is reported (ROCm: the +rocm version, the pinned rocm[libraries]
-requirement, _rocm_init.py, no bundled ROCm libraries, the gfx targets recorded)."""
+must pass before it is reported. What to check comes from the recipe's `WheelExpectation`
+(ROCm: the +rocm<exact SDK> version, a platform tag, the exact rocm[libraries] and triton pins,
+torch/_rocm_init.py preloading names the SDK knows and checking the exact version, no bundled
+ROCm libraries, and a code object for each gfx target in the libraries' offload bundles)."""
 
 from __future__ import annotations
 
+import ast
 import email.parser
 import fnmatch
 import hashlib
 import posixpath
 import re
 import zipfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from accelkit.errors import BadInput
-from accelkit.wheels.plan import WheelExpectation
+from accelkit.wheels.offload import CodeObject, OffloadError, gpu_code_objects
+from accelkit.wheels.plan import CodeObjects, InitModule, WheelExpectation
 
 # PEP 427: {distribution}-{version}(-{build})?-{python}-{abi}-{platform}.whl
 _WHEEL_NAME = re.compile(
@@ -141,16 +145,26 @@ def validate_wheel(wheel: Path, expect: WheelExpectation) -> WheelReport:
         problems.append(f"distribution is {name.name}, not {expect.distribution}")
     if expect.version and name.version != expect.version:
         problems.append(f"version in the file name is {name.version}, not {expect.version}")
+    if expect.platform_specific and (name.platform == "any" or name.abi == "none"):
+        problems.append(
+            f"tagged {name.python}-{name.abi}-{name.platform}: a wheel with native libraries "
+            "needs a platform tag"
+        )
+    checked.append("platform tag")
     try:
         meta = metadata(wheel)
         with zipfile.ZipFile(wheel) as archive:
             members = archive.namelist()
-            contents = {
-                path: archive.read(path).decode("utf-8", errors="replace")
-                for path in {*expect.files, *([expect.targets_file] if expect.targets_file else [])}
-                if path in members
-            }
-    except BadInput as exc:
+            init = expect.init_module
+            init_text = (
+                archive.read(init.path).decode("utf-8", errors="replace")
+                if init is not None and init.path in members
+                else None
+            )
+            if expect.code_objects is not None:
+                problems += _code_object_problems(archive, members, expect.code_objects)
+                checked.append("GPU code objects")
+    except (BadInput, OSError, zipfile.BadZipFile) as exc:
         return WheelReport(wheel, (*problems, str(exc)), tuple(checked))
     if expect.version and meta.get("Version") != expect.version:
         problems.append(f"METADATA Version is {meta.get('Version')}, not {expect.version}")
@@ -158,26 +172,123 @@ def validate_wheel(wheel: Path, expect: WheelExpectation) -> WheelReport:
     present = {normalise_requirement(r.split(";")[0]) for r in meta.get_all("Requires-Dist") or []}
     for requirement in expect.requires:
         if normalise_requirement(requirement) not in present:
-            problems.append(f"no Requires-Dist on {requirement}")
+            wanted = requirement_name(requirement)
+            pinned = sorted(r for r in present if requirement_name(r) == wanted)
+            got = f" (it has {', '.join(pinned)})" if pinned else ""
+            problems.append(f"no Requires-Dist on {requirement}{got}")
     checked.append("requirements")
     for path in expect.files:
         if path not in members:
             problems.append(f"{path} is missing")
     checked.append("files")
+    if expect.init_module is not None:
+        problems += _init_module_problems(expect.init_module, init_text, expect.values)
+        checked.append(expect.init_module.path)
     bundled = sorted(
         member
         for member in members
-        if posixpath.basename(member).startswith(expect.forbidden_library_prefixes)
+        if expect.forbidden_library_prefixes
+        and posixpath.basename(member).startswith(expect.forbidden_library_prefixes)
         and ".so" in posixpath.basename(member)
-    ) if expect.forbidden_library_prefixes else []  # fmt: skip
+    )
     if bundled:
         shown = ", ".join(bundled[:5]) + (" ..." if len(bundled) > 5 else "")
         problems.append(f"bundles {len(bundled)} libraries it must depend on: {shown}")
     checked.append("bundled libraries")
-    if expect.targets and expect.targets_file:
-        text = contents.get(expect.targets_file, "")
-        missing = [t for t in expect.targets if f"'{t}'" not in text and f'"{t}"' not in text]
-        if missing:
-            problems.append(f"{expect.targets_file} does not record targets {', '.join(missing)}")
-        checked.append("targets")
     return WheelReport(wheel, tuple(problems), tuple(checked))
+
+
+def init_module_call(text: str) -> tuple[list[str] | None, str | None]:
+    """The `preload_shortnames` list and `check_version` string of the
+    `rocm_sdk.initialize_process(...)` call in a generated init module (None for either
+    when it is not a literal there)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None, None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+            continue
+        if node.func.attr != "initialize_process":
+            continue
+        preload: list[str] | None = None
+        version: str | None = None
+        for keyword in node.keywords:
+            try:
+                value = ast.literal_eval(keyword.value)
+            except ValueError:
+                continue
+            if keyword.arg == "preload_shortnames" and isinstance(value, (list, tuple)):
+                preload = [str(v) for v in value]
+            elif keyword.arg == "check_version" and isinstance(value, str):
+                version = value
+        return preload, version
+    return None, None
+
+
+def _init_module_problems(
+    init: InitModule, text: str | None, values: Mapping[str, str]
+) -> list[str]:
+    if text is None:
+        return [f"{init.path} is missing (import torch would not preload the SDK)"]
+    preload, version = init_module_call(text)
+    problems = []
+    if preload is None:
+        problems.append(f"{init.path} has no literal preload_shortnames list")
+    else:
+        known = [n for n in values.get(init.known_variable, "").split(",") if n]
+        unknown = [n for n in preload if known and n not in known]
+        if unknown:
+            problems.append(
+                f"{init.path} preloads {', '.join(unknown)}, unknown to the SDK of the build"
+            )
+        missing = [n for n in init.preload if n not in preload]
+        if missing:
+            problems.append(f"{init.path} does not preload {', '.join(missing)}")
+    if version != init.check_version:
+        problems.append(
+            f"{init.path} checks the SDK version {version!r}, not {init.check_version!r}"
+        )
+    return problems
+
+
+def _code_object_problems(
+    archive: zipfile.ZipFile, members: list[str], expect: CodeObjects
+) -> list[str]:
+    found: dict[str, list[CodeObject]] = {}
+    libraries = [m for m in members if re.search(r"\.so(\.\d+)*$", posixpath.basename(m))]
+    for member in libraries:
+        data = archive.read(member)
+        if not data.startswith(b"\x7fELF"):
+            continue
+        try:
+            objects = gpu_code_objects(data, expect.bundle_prefix)
+        except OffloadError as exc:
+            return [f"{member}: {exc}"]
+        for target, items in objects.items():
+            found.setdefault(target, []).extend(items)
+    if not found:
+        return [
+            f"no GPU code objects in the offload bundles of its {len(libraries)} libraries "
+            f"(expected {', '.join(expect.targets)})"
+        ]
+    problems = []
+    missing = [t for t in expect.targets if t not in found]
+    if missing:
+        problems.append(
+            f"no code objects for {', '.join(missing)} in its libraries' offload bundles "
+            f"(they hold {', '.join(sorted(found))})"
+        )
+    for target in expect.targets:
+        wrong = [
+            o
+            for o in found.get(target, [])
+            if o.machine != expect.elf_machine
+            or (target in expect.elf_mach and o.mach != expect.elf_mach[target])
+        ]
+        if wrong:
+            problems.append(
+                f"{len(wrong)} code objects bundled as {target} are not {target} ELF files "
+                f"(e_machine {wrong[0].machine}, mach {wrong[0].mach:#x})"
+            )
+    return problems

@@ -8,6 +8,13 @@ from collections.abc import Sequence
 
 from accelkit.results.model import BAD_STATUSES, SUITES, repro_command
 from accelkit.results.noise import IQR_WARN_THRESHOLD
+from accelkit.results.report.history import (
+    HistoryReport,
+    TrendRow,
+    sparkline,
+    trend_rows,
+    value_range,
+)
 from accelkit.results.report.model import (
     Report,
     format_cell,
@@ -30,17 +37,107 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .plot svg{max-width:100%;height:auto}.note{color:#555;font-size:.85em}
 .wrap{overflow-x:auto}
 tr.disagree td{background:#fde7e9;font-weight:bold}
+td.state-green{background:#e6f4ea}td.state-red{background:#fce8e6;color:#b00020}
+td.state-no-baseline,td.state-stale-baseline{background:#fff4ce}
+td.changed{outline:2px solid #1f4e9c;outline-offset:-2px;font-weight:bold}
+svg.spark{vertical-align:middle}
 """
+
+#: Width and height of a trend row's inline sparkline (pixels).
+_SPARK_W, _SPARK_H = 160, 24
 
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _spark_svg(row: TrendRow, nights: Sequence[str]) -> str:
+    """A small inline SVG polyline of the row's values; gaps where a night has none, and a
+    dot on each night where the verdict changed."""
+    low, high = value_range(row.values)
+    span = high - low
+    step = _SPARK_W / max(len(row.values) - 1, 1)
+
+    def y(value: float) -> float:
+        return _SPARK_H - 2 - (value - low) / span * (_SPARK_H - 4)
+
+    segments: list[list[str]] = [[]]
+    for index, value in enumerate(row.values):
+        if value is None:
+            segments.append([])
+        else:
+            segments[-1].append(f"{index * step:.1f},{y(value):.1f}")
+    lines = "".join(
+        f'<polyline fill="none" stroke="#1f4e9c" stroke-width="1.5" points="{" ".join(s)}"/>'
+        for s in segments
+        if s
+    )
+    changed = {c.night for c in row.changes}
+    dots = "".join(
+        f'<circle cx="{i * step:.1f}" cy="{y(v):.1f}" r="3" fill="#b00020">'
+        f"<title>{_e(night)}</title></circle>"
+        for i, (night, v) in enumerate(zip(nights, row.values, strict=True))
+        if night in changed and v is not None
+    )
+    return (
+        f'<svg class="spark" width="{_SPARK_W}" height="{_SPARK_H}" '
+        f'viewBox="-3 0 {_SPARK_W + 6} {_SPARK_H}" role="img" '
+        f'aria-label="{_e(sparkline(row.values))}">{lines}{dots}</svg>'
+    )
+
+
+def _history_section(history: HistoryReport) -> list[str]:
+    out = [
+        '<h2 id="history">History</h2>',
+        f'<p class="note">{len(history.nights)} nights, {_e(history.nights[0])} to '
+        f"{_e(history.nights[-1])}. Each leg's verdict against the night before; an outlined "
+        "cell is a night where it changed.</p>",
+        '<div class="wrap"><table id="verdicts"><thead><tr><th>leg</th>',
+    ]
+    out += [f"<th>{_e(night)}</th>" for night in history.nights]
+    out.append("</tr></thead><tbody>")
+    for leg in history.legs:
+        changed = {c.night: c for c in history.state_changes(leg)}
+        cells = []
+        for night, state in zip(history.nights, history.states[leg], strict=True):
+            css = f"state-{state}" if state else "missing"
+            title = changed[night].label() if night in changed else (state or "not run")
+            if night in changed:
+                css += " changed"
+            cells.append(f'<td class="{_e(css)}" title="{_e(title)}">{_e(state or "—")}</td>')
+        out.append(f"<tr><td>{_e(leg)}</td>{''.join(cells)}</tr>")
+    out.append("</tbody></table></div>")
+    out.append('<h2 id="trends">Trends per metric and leg</h2>')
+    out.append('<div class="wrap"><table id="trends-table"><thead><tr>')
+    out.append(
+        "<th>leg</th><th>case</th><th>metric</th><th>trend</th><th>first</th><th>last</th>"
+        "<th>change</th><th>verdict changed</th></tr></thead><tbody>"
+    )
+    for row in trend_rows(history):
+        change = row.change
+        changes = "; ".join(c.label() for c in row.changes) or "—"
+        out.append(
+            f"<tr><td>{_e(row.leg)}</td><td>{_e(row.case)}</td>"
+            f"<td>{_e(row.metric)} ({_e(row.unit)})</td>"
+            f"<td>{_spark_svg(row, history.nights)}</td>"
+            f'<td class="num">{_e(format_value(row.present[0], row.unit))}</td>'
+            f'<td class="num">{_e(format_value(row.present[-1], row.unit))}</td>'
+            f'<td class="num">{_e(f"{change:+.1%}" if change is not None else "—")}</td>'
+            f"<td>{_e(changes)}</td></tr>"
+        )
+    out.append("</tbody></table></div>")
+    return out
+
+
 def render_html(
-    report: Report, *, plots: Sequence[Plot] | None = None, plots_note: str | None = None
+    report: Report,
+    *,
+    plots: Sequence[Plot] | None = None,
+    plots_note: str | None = None,
+    history: HistoryReport | None = None,
 ) -> str:
-    """One self-contained HTML page: tables and the given inline-SVG plots."""
+    """One self-contained HTML page: tables and the given inline-SVG plots. With `history`,
+    the verdicts per night and the trends replace the tables of every run's values."""
     runs = report.runs
     out: list[str] = [
         "<!DOCTYPE html>",
@@ -77,9 +174,11 @@ def render_html(
             f"<td>{_e(run.source)}</td>{summary_cells}</tr>"
         )
     out.append("</tbody></table></div>")
+    if history is not None:
+        out += _history_section(history)
     head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
     reproducers: list[tuple[str, str]] = []
-    for suite in report.suites():
+    for suite in report.suites() if history is None else ():
         metrics = [m for m in report.metrics if m.suite == suite]
         if metrics:
             out.append(f'<h2 id="{_e(suite)}-metrics">{_e(suite)}: metrics</h2>')
@@ -208,11 +307,21 @@ def _differentials(report: Report) -> list[str]:
     return out
 
 
-def render_html_with_plots(report: Report) -> tuple[str, str | None]:
+def render_html_with_plots(
+    report: Report, history: HistoryReport | None = None
+) -> tuple[str, str | None]:
     """The HTML page with plots when matplotlib is installed; else without, and why."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         note = "Plots need matplotlib (pip install matplotlib); this page has tables only."
-        return render_html(report, plots_note=note), note
-    return render_html(report, plots=render_plots(report)), None
+        return render_html(report, plots_note=note, history=history), note
+    marks = None
+    if history is not None:
+        marks = {
+            (row.case, row.metric): [(c.night, row.leg, c.after) for c in row.changes]
+            for row in trend_rows(history)
+            if row.changes
+        }
+    plots = render_plots(report, marks=marks)
+    return render_html(report, plots=plots, history=history), None

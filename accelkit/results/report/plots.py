@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import io
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,8 +91,13 @@ class Plot:
     svg: str
 
 
-def render_plots(report: Report, *, max_plots: int = 200) -> list[Plot]:
-    """Bar charts (metric per run) and, with history, trends with the IQR noise band."""
+#: (case, metric) -> (night, leg, verdict after the change): where a trend marks a change.
+Marks = Mapping[tuple[str, str], Sequence[tuple[str, str, str]]]
+
+
+def render_plots(report: Report, *, max_plots: int = 200, marks: Marks | None = None) -> list[Plot]:
+    """Bar charts (metric per run) and, with history, trends with the IQR noise band and a
+    dashed line on each night where a leg's verdict for the metric changed (`marks`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -156,11 +161,13 @@ def render_plots(report: Report, *, max_plots: int = 200) -> list[Plot]:
             plots.append(Plot(title=f"{case} · {row.metric}", kind="bars", svg=_svg(figure)))
             plt.close(figure)
     if _has_history(report):
-        plots.extend(_trend_plots(report, leg_color, max_plots - len(plots)))
+        plots.extend(_trend_plots(report, leg_color, max_plots - len(plots), marks or {}))
     return plots
 
 
-def _trend_plots(report: Report, leg_color: dict[str, str], budget: int) -> list[Plot]:
+def _trend_plots(
+    report: Report, leg_color: dict[str, str], budget: int, marks: Marks
+) -> list[Plot]:
     from matplotlib import pyplot as plt
 
     groups = _group_order(report)
@@ -228,6 +235,19 @@ def _trend_plots(report: Report, leg_color: dict[str, str], budget: int) -> list
                         markersize=7,
                         label=f"{leg}: missing",
                     )
+            for night, leg, after in marks.get((case, row.metric), ()):
+                if night not in x_of or leg not in leg_color:
+                    continue
+                axes.axvline(x_of[night], color=leg_color[leg], linestyle="--", linewidth=1)
+                axes.text(
+                    x_of[night],
+                    0.98,
+                    f" {leg}: {after}",
+                    color=leg_color[leg],
+                    fontsize=7,
+                    va="top",
+                    transform=axes.get_xaxis_transform(),
+                )
             axes.set_xticks(range(len(groups)), labels=groups, rotation=30, ha="right", fontsize=7)
             if _wide_span(all_values):
                 axes.set_yscale("log")

@@ -1,0 +1,321 @@
+"""A nightly against the night before: one verdict per leg and one summary, written by the
+workflow's report job (`accelkit matrix compare`) and by its rehearsal (`accelkit matrix run
+--baseline`), so both say the same thing about the same files.
+
+The baseline of a leg is that leg's results in the most recent *completed* nightly, whatever
+that run's conclusion: a red night is still last night. The workflow downloads that run's
+merged results into BASELINE/<leg>/results.json, beside tonight's RESULTS/<leg>/results.json.
+
+A leg is red when any of these holds:
+- it produced no results file (setup failed, runner lost, cancelled);
+- a case failed, errored, crashed or timed out. Cases the backend's expectations list
+  (`accelkit/suite/expectations/<backend>.yaml`) run as expected failures and are recorded
+  `skipped` with `known_failure`, so only listed failures keep a leg green;
+- against its baseline: a metric regressed (`accelkit compare`'s verdict), or a case that
+  ran last night is skipped tonight (newly skipped), unless as a listed known failure.
+
+Named in the summary but not red by themselves: a leg without a baseline (a new leg, or one
+that produced nothing last night), a baseline older than `max_age_hours` (measured between
+the two results files' `run.started`), unexpected passes of listed failures (the list needs
+an update), improvements.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from accelkit.results import markdown
+from accelkit.results.compare import Comparison, compare
+from accelkit.results.compare import render_markdown as render_comparison
+from accelkit.results.io import load_results
+from accelkit.results.model import BAD_STATUSES, Results
+
+RESULTS_FILE = "results.json"
+#: A baseline older than this (two nights) is named: something kept the nights in between
+#: from producing this leg's results.
+DEFAULT_MAX_AGE_HOURS = 48.0
+#: Case ids listed per reason before "and N more".
+_LISTED = 20
+
+
+@dataclass(frozen=True)
+class LegVerdict:
+    """One leg of tonight's nightly against its baseline."""
+
+    name: str
+    red: bool
+    reasons: tuple[str, ...]
+    """Why the leg is red (empty when green)."""
+    notes: tuple[str, ...]
+    """What the summary names without turning the leg red (no baseline, stale, ...)."""
+    results: str | None = None
+    baseline: str | None = None
+    baseline_started: str | None = None
+    baseline_age_hours: float | None = None
+    failing: tuple[str, ...] = ()
+    regressed: tuple[str, ...] = ()
+    """`case · metric` of every regressed metric."""
+    newly_skipped: tuple[str, ...] = ()
+    comparison: Comparison | None = field(default=None, compare=False)
+
+    @property
+    def state(self) -> str:
+        """red, green, or (green and named) no-baseline / stale-baseline."""
+        if self.red:
+            return "red"
+        if self.baseline is None:
+            return "no-baseline"
+        if any(note.startswith("baseline is") for note in self.notes):
+            return "stale-baseline"
+        return "green"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        metric_verdicts: dict[str, str] = {}
+        if self.comparison is not None:
+            for metric in self.comparison.metrics:
+                if metric.verdict in ("regressed", "improved"):
+                    metric_verdicts[f"{metric.case} · {metric.metric}"] = metric.verdict
+        return {
+            "name": self.name,
+            "state": self.state,
+            "red": self.red,
+            "reasons": list(self.reasons),
+            "notes": list(self.notes),
+            "results": self.results,
+            "baseline": self.baseline,
+            "baseline_started": self.baseline_started,
+            "baseline_age_hours": self.baseline_age_hours,
+            "failing": list(self.failing),
+            "regressed": list(self.regressed),
+            "newly_skipped": list(self.newly_skipped),
+            "metric_verdicts": metric_verdicts,
+        }
+
+
+@dataclass(frozen=True)
+class NightlyVerdict:
+    legs: tuple[LegVerdict, ...]
+    max_age_hours: float
+    baseline_run: Mapping[str, Any] | None = None
+    """The workflow run the baseline came from, as `gh run list --json` describes it."""
+    baseline_dir: str | None = None
+    """Where the baseline's results were (None: there was no baseline at all)."""
+
+    @property
+    def red(self) -> bool:
+        return any(leg.red for leg in self.legs)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "red": self.red,
+            "max_baseline_age_hours": self.max_age_hours,
+            "baseline_run": dict(self.baseline_run) if self.baseline_run is not None else None,
+            "baseline_dir": self.baseline_dir,
+            "legs": [leg.to_json_dict() for leg in self.legs],
+        }
+
+
+def _started(results: Results) -> datetime | None:
+    try:
+        return datetime.fromisoformat(results.run.started)
+    except ValueError:
+        return None
+
+
+def _listed(ids: Sequence[str]) -> str:
+    shown = ", ".join(ids[:_LISTED])
+    return shown + (f" and {len(ids) - _LISTED} more" if len(ids) > _LISTED else "")
+
+
+def judge_leg(
+    name: str,
+    results_path: Path,
+    baseline_path: Path | None,
+    *,
+    max_age_hours: float = DEFAULT_MAX_AGE_HOURS,
+    threshold: float = 0.03,
+) -> LegVerdict:
+    """The verdict of one leg (BadInput for a results file that does not load)."""
+    if not results_path.is_file():
+        return LegVerdict(name, True, ("produced no results",), (), None, None)
+    results = load_results(results_path)
+    reasons: list[str] = []
+    notes: list[str] = []
+    failing = tuple(c.id for c in results.cases if c.status in BAD_STATUSES)
+    unexpected = tuple(c.id for c in results.cases if c.unexpected_pass)
+    if results.run.finished is None:
+        reasons.append("the run did not finish (results.json holds what finished)")
+    if unexpected:
+        notes.append(
+            f"{len(unexpected)} listed known failures passed (update the expectations): "
+            + _listed(unexpected)
+        )
+    if baseline_path is None or not baseline_path.is_file():
+        if failing:
+            reasons.append(f"{len(failing)} failing cases: {_listed(failing)}")
+        notes.append("no baseline: the previous completed nightly has no results for this leg")
+        return LegVerdict(
+            name=name,
+            red=bool(reasons),
+            reasons=tuple(reasons),
+            notes=tuple(notes),
+            results=str(results_path),
+            failing=failing,
+        )
+    baseline = load_results(baseline_path)
+    comparison = compare(baseline, results, threshold=threshold)
+    before = {c.id: c for c in baseline.cases}
+    new_failures = tuple(
+        f for f in failing if f not in before or before[f].status not in BAD_STATUSES
+    )
+    old_failures = tuple(f for f in failing if f not in new_failures)
+    if new_failures:
+        reasons.append(f"{len(new_failures)} new failures: {_listed(new_failures)}")
+    if old_failures:
+        reasons.append(
+            f"{len(old_failures)} failing since last night, not listed as known failures: "
+            + _listed(old_failures)
+        )
+    now = {c.id: c for c in results.cases}
+    newly_skipped = tuple(
+        change.case
+        for change in comparison.changes_of("newly_skipped")
+        if not now[change.case].known_failure
+    )
+    if newly_skipped:
+        reasons.append(f"{len(newly_skipped)} newly skipped: {_listed(newly_skipped)}")
+    regressed = tuple(f"{m.case} · {m.metric}" for m in comparison.metrics_with("regressed"))
+    if regressed:
+        reasons.append(f"{len(regressed)} metrics regressed: {_listed(regressed)}")
+    improved = comparison.metrics_with("improved")
+    if improved:
+        notes.append(f"{len(improved)} metrics improved")
+    age: float | None = None
+    then, tonight = _started(baseline), _started(results)
+    if then is not None and tonight is not None:
+        age = (tonight - then).total_seconds() / 3600
+        if age > max_age_hours:
+            notes.append(
+                f"baseline is {age / 24:.1f} days old (from {baseline.run.started[:19]}; "
+                f"more than {max_age_hours:g} h)"
+            )
+    return LegVerdict(
+        name=name,
+        red=bool(reasons),
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        results=str(results_path),
+        baseline=str(baseline_path),
+        baseline_started=baseline.run.started,
+        baseline_age_hours=None if age is None or math.isnan(age) else round(age, 2),
+        failing=failing,
+        regressed=regressed,
+        newly_skipped=newly_skipped,
+        comparison=comparison,
+    )
+
+
+def judge_nightly(
+    legs: Sequence[str],
+    results_dir: Path,
+    baseline_dir: Path | None,
+    *,
+    max_age_hours: float = DEFAULT_MAX_AGE_HOURS,
+    threshold: float = 0.03,
+    baseline_run: Mapping[str, Any] | None = None,
+) -> NightlyVerdict:
+    """Every expected leg (`legs`, in order) of RESULTS against BASELINE (None: no nightly
+    completed before this one)."""
+    verdicts = tuple(
+        judge_leg(
+            name,
+            results_dir / name / RESULTS_FILE,
+            baseline_dir / name / RESULTS_FILE if baseline_dir is not None else None,
+            max_age_hours=max_age_hours,
+            threshold=threshold,
+        )
+        for name in legs
+    )
+    shown = str(baseline_dir) if baseline_dir is not None else None
+    return NightlyVerdict(verdicts, max_age_hours, baseline_run, shown)
+
+
+_STATE_MARK = {
+    "red": "❌ red",
+    "green": "✅ green",
+    "no-baseline": "⚠️ no baseline",
+    "stale-baseline": "⚠️ stale baseline",
+}
+
+
+def _baseline_line(run: Mapping[str, Any] | None, directory: str | None) -> str:
+    if run is None and directory is not None:
+        return f"Baseline: the results in `{markdown.cell(directory, 200)}`."
+    if run is None:
+        return "Baseline: no completed nightly before this one; every leg is named below."
+    number = run.get("number")
+    when = str(run.get("createdAt") or "")[:19]
+    conclusion = run.get("conclusion") or "?"
+    url = run.get("url")
+    name = f"run #{number}" if number is not None else f"run {run.get('databaseId')}"
+    shown = f"[{name}]({url})" if url else name
+    return (
+        f"Baseline: the previous completed nightly, {shown} of {when} (conclusion: {conclusion})."
+    )
+
+
+def render_markdown(verdict: NightlyVerdict, *, max_bytes: int = markdown.DEFAULT_MAX_BYTES) -> str:
+    """The summary for $GITHUB_STEP_SUMMARY: the verdict, a row per leg, then details."""
+    red = [leg for leg in verdict.legs if leg.red]
+    named = [leg for leg in verdict.legs if leg.state in ("no-baseline", "stale-baseline")]
+    title = f"❌ {len(red)} of {len(verdict.legs)} legs red" if red else "✅ every leg green"
+    if not verdict.legs:
+        title = "no legs"
+    lines = [
+        f"## Nightly against the previous nightly: {title}",
+        "",
+        _baseline_line(verdict.baseline_run, verdict.baseline_dir),
+        "",
+    ]
+    if named:
+        lines.append(
+            f"**{len(named)} {'leg' if len(named) == 1 else 'legs'} without a usable baseline** "
+            "(missing, or older than "
+            f"{verdict.max_age_hours:g} h): "
+            + ", ".join(f"`{markdown.cell(leg.name, 80)}` ({leg.state})" for leg in named)
+        )
+        lines.append("")
+    rows = []
+    for leg in verdict.legs:
+        age = f"{leg.baseline_age_hours / 24:.1f} d" if leg.baseline_age_hours is not None else "—"
+        rows.append(
+            [
+                markdown.cell(leg.name, 80),
+                _STATE_MARK[leg.state],
+                age,
+                str(len(leg.failing)),
+                str(len(leg.regressed)),
+                str(len(leg.newly_skipped)),
+                markdown.cell("; ".join((*leg.reasons, *leg.notes)), 300),
+            ]
+        )
+    lines += markdown.table(
+        ["leg", "verdict", "baseline age", "failing", "regressed", "newly skipped", "why"], rows
+    )
+    lines.append("")
+    for leg in verdict.legs:
+        if leg.comparison is None or not (leg.red or leg.comparison.metrics_with("improved")):
+            continue
+        detail = render_comparison(
+            leg.comparison, base_label=f"{leg.name} (baseline)", new_label=f"{leg.name} (tonight)"
+        )
+        detail = detail.replace("\n### ", "\n#### ").replace(
+            "## accelkit compare", f"### {leg.name}", 1
+        )
+        lines += [detail, ""]
+    return markdown.cap("\n".join(lines) + "\n", max_bytes, see="the nightly-report artifact")
