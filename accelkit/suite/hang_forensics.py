@@ -51,10 +51,13 @@ def write_dump(rank: int, dump_dir: str) -> None:
     try:
         import torch._C._distributed_c10d as c10d
 
+        dump_fr_trace = getattr(c10d, "_dump_fr_trace", None)  # private: not in torch's stubs
+        if dump_fr_trace is None:
+            return
         try:
-            data = c10d._dump_fr_trace(includeStackTraces=False)
+            data = dump_fr_trace(includeStackTraces=False)
         except TypeError:  # releases without the keyword
-            data = c10d._dump_fr_trace()
+            data = dump_fr_trace()
     except (ImportError, AttributeError, RuntimeError):
         return
     final = os.path.join(dump_dir, f"{DUMP_PREFIX}{rank}")

@@ -63,7 +63,11 @@ def replay_record(item: pytest.Item, info: dict[str, Any]) -> dict[str, Any] | N
     callspec = getattr(item, "callspec", None)
     params: dict[str, Any] = dict(callspec.params) if callspec is not None else {}
     case = params.get("case")
-    if "sample" in info and all(hasattr(case, a) for a in ("op", "dtype", "grad")):
+    if (
+        "sample" in info
+        and case is not None
+        and all(hasattr(case, a) for a in ("op", "dtype", "grad"))
+    ):
         record.update(
             kind="opinfo",
             op=case.op,

@@ -194,7 +194,7 @@ def _opinfo(case: dict[str, Any]) -> int:
     call = f"{getattr(op.op, '__module__', '') or ''}.{getattr(op.op, '__name__', op.name)}"
     what = "gradient of " if grad else ""
     print(f"\n{what}{call.lstrip('.')}(input, *args, **kwargs), sample {index}:")
-    torch.set_printoptions(precision=8)
+    torch.set_printoptions(precision=8)  # type: ignore[no-untyped-call]
     for name, value in (("input", sample.input), ("args", sample.args), ("kwargs", sample.kwargs)):
         if name != "input" and not value:
             continue
