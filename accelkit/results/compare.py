@@ -257,6 +257,7 @@ def _status_change(base: Case | None, new: Case | None) -> StatusChange | None:
             base_status=None,
             new_status=new.status,
             message=new.message,
+            repro=new.repro is not None,
         )
     if base.status == new.status:
         return None
@@ -454,7 +455,9 @@ def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
 def _repro_lines(comparison: Comparison, new_source: str | None) -> list[str]:
     if new_source is None:
         return []
-    commands = [
-        repro_command(c.case, new_source) for c in comparison.changes_of("newly_failing") if c.repro
+    new_failures = [
+        *comparison.changes_of("newly_failing"),
+        *(c for c in comparison.changes_of("new_case") if c.new_status in BAD_STATUSES),
     ]
+    commands = [repro_command(c.case, new_source) for c in new_failures if c.repro]
     return ["```bash", *commands, "```"] if commands else []
