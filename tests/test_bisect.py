@@ -244,15 +244,20 @@ CASE = ["--case", "conformance/x"]
         (["--case", "x/y", "--good", "1", "--bad", "2", "--index", "i"], "conformance/ or perf/"),
         ([*CASE, "--good", "2.13.0", "--bad", "2.99", "--wheels", "{w}"], "--bad 2.99: no such"),
         ([*CASE, "--good", "1", "--bad", "2", "--wheels", "{w}", "--passes", "0"], "--passes"),
+        (
+            [*CASE, "--good", "2.13.0", "--bad", "2.13.0", "--wheels", "{w}", "--cache", "{f}"],
+            "--cache {f}: not a directory",
+        ),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
     from packaging.tags import sys_tags
 
     tag = next(iter(sys_tags()))
-    (tmp_path / f"torch-2.13.0-{tag.interpreter}-{tag.abi}-{tag.platform}.whl").write_bytes(b"")
-    proc = run_cli("bisect", *(a.replace("{w}", str(tmp_path)) for a in args))
-    assert_one_line_error(proc, 2, needle)
+    wheel = tmp_path / f"torch-2.13.0-{tag.interpreter}-{tag.abi}-{tag.platform}.whl"
+    wheel.write_bytes(b"")
+    proc = run_cli("bisect", *(a.format(w=tmp_path, f=wheel) for a in args))
+    assert_one_line_error(proc, 2, needle.format(f=wheel))
 
 
 # --------------------------------------------------------------------------------------

@@ -61,7 +61,11 @@ def bisect_command(
     ] = None,
     cache: Annotated[
         Path | None,
-        typer.Option("--cache", metavar="DIR", help="Keep installed builds here and reuse them."),
+        typer.Option(
+            "--cache",
+            metavar="DIR",
+            help="Keep installed builds here and reuse them (created if missing).",
+        ),
     ] = None,
     work: Annotated[
         Path | None,
@@ -95,12 +99,18 @@ def bisect_command(
     if passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {passes}")
     for flag, folder in (("--cache", cache), ("--work", work)):
-        if folder is not None and not folder.is_dir():
+        if folder is not None and folder.exists() and not folder.is_dir():
             raise BadInput(f"{flag} {folder}: not a directory")
     found = builds_in_folder(wheels) if wheels is not None else builds_on_index(str(index))
     if not found:
         raise BadInput(f"no torch build for this Python and platform in {wheels or index}")
     builds, reversed_order = select(found, good, bad)
+    for folder in (cache, work):
+        if folder is not None and not dry_run:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"{folder}: cannot create it ({exc.strerror})") from None
     if dry_run:
         plan = [{"version": b.version, "source": str(b.wheel or b.index)} for b in builds]
         if as_json:
