@@ -303,7 +303,9 @@ def _torch_analyzer(dump_dir: Path) -> list[str]:
         if not getattr(collective, "pass_check", True) and mismatches:
             found = ", ".join(f"rank {r}: {c.collective_name}" for r, c in mismatches.items())
             lines.append(f"collective #{collective.collective_seq_id} mismatched ({found})")
-    return [line.strip() for line in lines if line.strip().startswith(_ANALYZER_LINES)]
+    kept = [line.strip() for line in lines if line.strip().startswith(_ANALYZER_LINES)]
+    # It repeats "We cannot decide ..." once per entry it cannot decide: say it once.
+    return [line for n, line in enumerate(kept) if n == 0 or line != kept[n - 1]]
 
 
 def torch_analysis(
