@@ -244,6 +244,7 @@ CASE = ["--case", "conformance/x"]
         (["--case", "x/y", "--good", "1", "--bad", "2", "--index", "i"], "conformance/ or perf/"),
         ([*CASE, "--good", "2.13.0", "--bad", "2.99", "--wheels", "{w}"], "--bad 2.99: no such"),
         ([*CASE, "--good", "1", "--bad", "2", "--wheels", "{w}", "--passes", "0"], "--passes"),
+        ([*CASE, "--good", "1", "--bad", "2", "--index", "notaurl"], "--index: malformed value"),
         (
             [*CASE, "--good", "2.13.0", "--bad", "2.13.0", "--wheels", "{w}", "--cache", "{f}"],
             "--cache {f}: not a directory",

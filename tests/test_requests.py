@@ -5,6 +5,7 @@ arguments parse with the real command's parser."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -155,3 +156,22 @@ def test_every_shipped_leg_parses_with_the_real_commands(matrix: Path, tmp_path:
         test = RunRequest.from_argv(["--device", leg.device, *leg.test_args])
         assert test.device == leg.device
         assert dataclasses.replace(test, argv=()) == RunRequest.from_argv(test.to_argv())
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"case": " / "}, "--case: empty case id"),
+        ({"case": "nope/x"}, "--case nope/x: a case id starts with the suite it runs in"),
+        ({"case": "perf/gemm", "suite": "conformance"}, "(conformance/)"),
+        ({"record_outputs": Path("/nope/x")}, "directory /nope does not exist"),
+    ],
+)
+def test_case_and_record_outputs_are_checked_before_the_run(
+    fields: dict[str, Any], needle: str
+) -> None:
+    from accelkit.suite.request import validate
+
+    with pytest.raises(BadInput, match=re.escape(needle)):
+        validate(RunRequest(**fields))
+    validate(RunRequest(case="conformance/linalg/lstsq"))  # a prefix of case ids

@@ -95,6 +95,10 @@ def bisect_command(
         raise BadInput("name where the builds come from: --wheels DIR or --index URL")
     if case.split("/", 1)[0] not in ("conformance", "perf"):
         raise BadInput(f"--case {case}: a case id starts with conformance/ or perf/")
+    if index is not None:
+        from accelkit.inputs import check_url
+
+        check_url("--index", index)
     backends.get(device)
     if passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {passes}")

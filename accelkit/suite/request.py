@@ -269,6 +269,11 @@ def validate(request: RunRequest) -> None:
         raise BadInput("-k: empty expression")
     if request.case is not None and not request.case.strip("/ "):
         raise BadInput("--case: empty case id")
+    if request.case is not None and request.case.split("/", 1)[0] not in request.suites:
+        raise BadInput(
+            f"--case {request.case}: a case id starts with the suite it runs in "
+            f"({' or '.join(f'{s}/' for s in request.suites)})"
+        )
     if request.image is not None:
         from accelkit.inputs import check_image
 
