@@ -227,11 +227,20 @@ def read_dumps(
     for rank in range(world_size):
         if rank not in stops:
             state = "no dump" if rank not in dumps else "completed"
-            stops[rank] = {"rank": rank, "state": state}
+            stops[rank] = {"rank": rank, "state": state, **_last_collective(dumps.get(rank))}
     silent = sorted(r for r in range(world_size) if r not in dumps)
     if silent and dumps:
         who = ", ".join(f"rank {r} ({fates[r]})" if fates.get(r) else f"rank {r}" for r in silent)
         summaries.append(f"no dump from {who}")
+        if len(summaries) == 1:  # nothing open: say where the others got to (a peer died)
+            for rank in sorted(dumps):
+                reached = stops[rank]
+                if reached.get("collective"):
+                    summaries.append(
+                        f"rank {rank} was last in {reached['collective']} #{reached['seq']} of "
+                        f"process group {reached['process_group']}"
+                        + (f" ({fates[rank]})" if fates.get(rank) else "")
+                    )
     for rank, stop in stops.items():
         fate = fates.get(rank)
         if fate:
@@ -243,6 +252,20 @@ def read_dumps(
     else:
         summary = "every collective the dumps record completed"
     return summary, [stops[r] for r in sorted(stops)], bool(summaries)
+
+
+def _last_collective(dump: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The collective, sequence number and process group of a dump's last collective entry
+    ({} when there is none)."""
+    entries = [e for e in (dump or {}).get("entries") or [] if not e.get("is_p2p")]
+    if not entries or not isinstance(entries[-1].get("collective_seq_id"), int):
+        return {}
+    last = entries[-1]
+    return {
+        "collective": _collective(last),
+        "seq": last["collective_seq_id"],
+        "process_group": _group_label(last.get("process_group")),
+    }
 
 
 def _normalized(dumps: Mapping[int, Mapping[str, Any]], world_size: int) -> dict[int, Any]:
@@ -360,7 +383,7 @@ _STATE_WORDS = {
     "waiting": "waiting in",
     "missing": "never entered",
     "mismatch": "entered instead",
-    "completed": "completed",
+    "completed": "completed up to",
 }
 
 
