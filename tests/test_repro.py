@@ -109,15 +109,16 @@ def test_reproducers_fail_like_the_case_on_the_buggy_build_and_pass_on_a_clean_o
         "conformance/opinfo/mul/float32/grad": "opinfo",
         "conformance/ops/mul/float32": "function",
     }
-    results_path = tmp_path / "results.json"
-    keyword = "(opinfo and ([mul/float32] or [mul/float32/grad])) or test_ops[mul/float32]"
-    test_args = ["--device", "cpu", "--suite", "conformance", "-k", keyword, "--workers", "0"]
-    proc = run_cli(
-        "test", *test_args, "--json", str(results_path), env=_env(buggy=True, **fault), timeout=900
-    )
-    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
-    run = load_results(results_path)
-    cases = {c.id: c for c in run.cases}
+    # One run per case module (--case collects only that module): the OpInfo cases of mul
+    # (the prefix takes the forward and the gradient case) and the ops case.
+    sources: dict[str, Path] = {}
+    for n, prefix in enumerate(("conformance/opinfo/mul/float32", "conformance/ops/mul/float32")):
+        path = tmp_path / f"results-{n}.json"
+        test_args = ["--device", "cpu", "--case", prefix, "--workers", "0", "--json", str(path)]
+        proc = run_cli("test", *test_args, env=_env(buggy=True, **fault), timeout=900)
+        assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+        sources.update({c.id: path for c in load_results(path).cases})
+    cases = {c.id: c for path in set(sources.values()) for c in load_results(path).cases}
     assert {k: cases[k].status for k in failing} == dict.fromkeys(failing, "failed")
     for case_id, kind in failing.items():
         record = cases[case_id].repro
@@ -126,16 +127,17 @@ def test_reproducers_fail_like_the_case_on_the_buggy_build_and_pass_on_a_clean_o
     assert cases["conformance/opinfo/mul/float32"].repro.sample is not None  # type: ignore[union-attr]
 
     # Through the CLI once (writes and runs it: it fails as the case did, exit 1).
-    where = ["--from", str(results_path), "--out", str(tmp_path)]
-    cli = run_cli(
-        "repro", "conformance/opinfo/mul/float32/grad", *where, env=_env(buggy=True, **fault)
-    )
+    def where(case_id: str) -> list[str]:
+        return ["--from", str(sources[case_id]), "--out", str(tmp_path)]
+
+    grad = "conformance/opinfo/mul/float32/grad"
+    cli = run_cli("repro", grad, *where(grad), env=_env(buggy=True, **fault))
     assert cli.returncode == 1, cli.stdout[-3000:] + cli.stderr[-3000:]
     assert "the same failure as recorded" in cli.stdout, cli.stdout
     scripts = [tmp_path / repro.script_name(case_id) for case_id in failing]
     for case_id in failing:
-        if case_id != "conformance/opinfo/mul/float32/grad":
-            written = run_cli("repro", case_id, *where, "--no-run")
+        if case_id != grad:
+            written = run_cli("repro", case_id, *where(case_id), "--no-run")
             assert written.returncode == 0, written.stderr
     assert all(s.is_file() for s in scripts)
 
