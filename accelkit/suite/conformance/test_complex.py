@@ -38,21 +38,25 @@ def _complex_input(shape: tuple[int, ...], device: str) -> torch.Tensor:
     return torch.complex(real, imag).to(device)
 
 
+# The compile backend is `compiler`, not `backend`: that name is the plugin's session fixture
+# (the accelerator under test), which `device` depends on; a parameter of that name would
+# shadow it and make `device` fail with a ScopeMismatch in a worker where this case asks
+# for it first.
 @pytest.mark.parametrize(
-    ("name", "backend"),
+    ("name", "compiler"),
     [(n, b) for n in FUNCTIONS for b in BACKENDS],
     ids=[f"{n}/{b}" for n in FUNCTIONS for b in BACKENDS],
 )
-def test_complex(name: str, backend: str, device: str, capability_table: dict[str, Any]) -> None:
+def test_complex(name: str, compiler: str, device: str, capability_table: dict[str, Any]) -> None:
     import torch._functorch.config as functorch_config
 
-    if backend == "inductor" and not capability_table.get("inductor", {}).get("available"):
+    if compiler == "inductor" and not capability_table.get("inductor", {}).get("available"):
         pytest.skip(f"inductor: {capability_table.get('inductor', {}).get('reason')}")
     fn, scale = FUNCTIONS[name]
     a, b = _complex_input((6, 6), device), _complex_input((6, 6), device)
     want = reference(fn, a, b)
     torch._dynamo.reset()
     with functorch_config.patch(enable_complex_wrapper=True):
-        got = torch.compile(fn, backend=backend, fullgraph=True)(a, b)
+        got = torch.compile(fn, backend=compiler, fullgraph=True)(a, b)
     assert got.dtype == fn(a, b).dtype, f"{name}: compiled dtype {got.dtype}"
-    assert_matches_reference(got, want, torch.complex64, scale=scale, what=f"{name} ({backend})")
+    assert_matches_reference(got, want, torch.complex64, scale=scale, what=f"{name} ({compiler})")
