@@ -145,6 +145,26 @@ def base_image(docker_client: Any) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def old_torch(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """torch 2.13.0+cpu installed once per test session into a site folder (the way
+    `accelkit bisect` installs a build), shared by the triage tests that run a second torch:
+    `.cache` is a bisect --cache folder holding it, `.site` the folder to put on PYTHONPATH.
+    Installing the 190 MB wheel takes about a minute here; every test after the first
+    reuses it."""
+    from types import SimpleNamespace
+
+    from accelkit.triage.bisect import Build
+    from accelkit.triage.builds import SiteInstaller
+    from tests.wheels import old_release_wheel
+
+    wheel = old_release_wheel()
+    cache = tmp_path_factory.mktemp("torch-builds")
+    build = Build("2.13.0+cpu", wheel=wheel)
+    site = SiteInstaller(cache=cache).prepare(build)
+    return SimpleNamespace(cache=cache, site=site, wheel=wheel, build=build)
+
+
 # --------------------------------------------------------------------------------------
 # Shared end-to-end runs
 

@@ -5,6 +5,7 @@ arguments parse with the real command's parser."""
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 from typing import Any
 
@@ -202,3 +203,22 @@ def test_perf_env_always_states_the_threads() -> None:
 
     assert perf_env(1) == {PERF_THREADS_ENV: "1", "OPENBLAS_NUM_THREADS": "1"}
     assert perf_env(None) == {PERF_THREADS_ENV: "0"}
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"case": " / "}, "--case: empty case id"),
+        ({"case": "nope/x"}, "--case nope/x: a case id starts with the suite it runs in"),
+        ({"case": "perf/gemm", "suite": "conformance"}, "(conformance/)"),
+        ({"record_outputs": Path("/nope/x")}, "directory /nope does not exist"),
+    ],
+)
+def test_case_and_record_outputs_are_checked_before_the_run(
+    fields: dict[str, Any], needle: str
+) -> None:
+    from accelkit.suite.request import validate
+
+    with pytest.raises(BadInput, match=re.escape(needle)):
+        validate(RunRequest(**fields))
+    validate(RunRequest(case="conformance/linalg/lstsq"))  # a prefix of case ids

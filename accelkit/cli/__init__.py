@@ -27,7 +27,19 @@ __all__ = ["app", "main"]
 
 def _register() -> None:
     # Each module adds its own commands to `app`; importing them must stay cheap.
-    from accelkit.cli import build, compare, doctor, matrix, merge, report, setup, test  # noqa: F401
+    from accelkit.cli import (  # noqa: F401
+        bisect,
+        build,
+        compare,
+        diff,
+        doctor,
+        matrix,
+        merge,
+        report,
+        repro,
+        setup,
+        test,
+    )
 
 
 def _error_line(message: str) -> None:

@@ -60,7 +60,9 @@ def compare_command(
     new_results = load_results(new)
     comparison = compare(base_results, new_results, threshold=threshold)
     if markdown is not None:
-        text = render_markdown(comparison, base_label=str(base), new_label=str(new))
+        text = render_markdown(
+            comparison, base_label=str(base), new_label=str(new), new_source=str(new)
+        )
         atomic_write_text(markdown, text)
     if as_json:
         typer.echo(json.dumps(comparison.to_json_dict(), indent=2))

@@ -47,7 +47,7 @@ from typing import Any, Literal, cast
 
 from accelkit.results import canary, markdown, stats
 from accelkit.results.environment import EnvironmentDifference, environment_differences
-from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
+from accelkit.results.model import BAD_STATUSES, Case, Metric, Results, repro_command
 from accelkit.results.units import format_value
 
 MetricVerdict = Literal[
@@ -142,6 +142,8 @@ class StatusChange:
     new_status: str | None
     message: str
     """The new run's message (failure or skip reason); the base's for a missing case."""
+    repro: bool = False
+    """The new run recorded how to rebuild the case (`accelkit repro`)."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -151,6 +153,7 @@ class StatusChange:
             "base_status": self.base_status,
             "new_status": self.new_status,
             "message": self.message,
+            "repro": self.repro,
         }
 
 
@@ -346,6 +349,7 @@ def _status_change(base: Case | None, new: Case | None) -> StatusChange | None:
             base_status=None,
             new_status=new.status,
             message=new.message,
+            repro=new.repro is not None,
         )
     if base.status == new.status:
         return None
@@ -363,6 +367,7 @@ def _status_change(base: Case | None, new: Case | None) -> StatusChange | None:
         base_status=base.status,
         new_status=new.status,
         message=new.message,
+        repro=new.repro is not None,
     )
 
 
@@ -502,9 +507,12 @@ def render_markdown(
     base_label: str = "base",
     new_label: str = "new",
     max_bytes: int = markdown.DEFAULT_MAX_BYTES,
+    new_source: str | None = None,
 ) -> str:
-    """A summary for `$GITHUB_STEP_SUMMARY`: regressions, newly failing, improvements, then
-    the rest in brief. Never longer than `max_bytes` (UTF-8): extra rows are cut with a note.
+    """A summary for `$GITHUB_STEP_SUMMARY`: regressions, newly failing (with the
+    `accelkit repro` line of each, given the new run's file `new_source`), improvements,
+    then the rest in brief. Never longer than `max_bytes` (UTF-8): extra rows are cut with
+    a note.
     """
     summary = comparison.summary()
     verdict = "❌ regressions or new failures" if comparison.fails else "✅ no regressions"
@@ -544,6 +552,7 @@ def render_markdown(
     sections: list[tuple[str, list[str]]] = [
         ("### Regressions", _metric_rows(list(comparison.metrics_with("regressed")))),
         ("### Newly failing", _change_rows(comparison.changes_of("newly_failing"))),
+        ("#### Reproduce the new failures", _repro_lines(comparison, new_source)),
         ("### Passed before, skipped now", _change_rows(skipped_after_passing)),
         ("### Improvements", _metric_rows(list(comparison.metrics_with("improved")))),
         (
@@ -582,3 +591,14 @@ def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
         ("case", "metric", "reason"),
         ((_cell(m.case), _cell(m.metric), _cell(m.reason)) for m in metrics),
     )
+
+
+def _repro_lines(comparison: Comparison, new_source: str | None) -> list[str]:
+    if new_source is None:
+        return []
+    new_failures = [
+        *comparison.changes_of("newly_failing"),
+        *(c for c in comparison.changes_of("new_case") if c.new_status in BAD_STATUSES),
+    ]
+    commands = [repro_command(c.case, new_source) for c in new_failures if c.repro]
+    return ["```bash", *commands, "```"] if commands else []

@@ -8,6 +8,7 @@ regenerate with `python -m accelkit.results.model > accelkit/results/schema.json
 from __future__ import annotations
 
 import json
+import shlex
 from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -49,6 +50,76 @@ class Metric(_Model):
         return self
 
 
+class FailedCheck(_Model):
+    """The comparison that failed in a conformance case: what was compared, the tolerance
+    it had (None for an exact comparison) and the worst element the run saw."""
+
+    what: str
+    rtol: float | None = None
+    atol: float | None = None
+    index: list[int] | None = None
+    actual: float | None = None
+    expected: float | None = None
+    abs_diff: float | None = None
+
+
+class Repro(_Model):
+    """What `accelkit repro` needs to rebuild a case's exact inputs (issue 14): recorded for
+    failed conformance cases and for perf cases.
+
+    kind: which reproducer fits ("opinfo": an op_db sample; "function": a case function run
+    with its parameters; "perf": a perf case timed alone). seed: the case's seed (the
+    suite seeds torch with it when the case starts). device: the torch device type it ran
+    on. file, function, params: the case's module (relative to the cases folder), its
+    function and its JSON-able parameters. dtype, sample, grad: an OpInfo case's dtype, the
+    index of the sample that failed and whether it was the gradient.
+    """
+
+    kind: str
+    seed: int
+    device: str
+    file: str
+    function: str
+    params: dict[str, object] = Field(default_factory=dict)
+    dtype: str | None = None
+    sample: int | None = None
+    grad: bool | None = None
+    op: str | None = None
+    check: FailedCheck | None = None
+
+
+def repro_command(case_id: str, source: str) -> str:
+    """The command that writes and runs the reproducer of a case recorded in `source`."""
+    return f"accelkit repro {shlex.quote(case_id)} --from {shlex.quote(source)}"
+
+
+class RankStop(_Model):
+    """Where one rank of a distributed case stopped, from its Flight Recorder dump.
+
+    state: "waiting" (inside the collective, not completed), "missing" (never entered the
+    collective its peers wait in), "mismatch" (entered another collective at that sequence
+    number), "completed" (every collective it entered completed), "no dump" (no dump came
+    back: the rank died or did not answer); seq: the collective's sequence number in its
+    process group ("0 (default_pg)")."""
+
+    rank: int
+    state: str
+    collective: str | None = None
+    seq: int | None = None
+    process_group: str | None = None
+    note: str = ""
+
+
+class Hang(_Model):
+    """A distributed case that timed out or lost a rank: every rank's Flight Recorder dump,
+    read by torch's analyzer where it works ("torchfrtrace") or by accelkit ("dumps")."""
+
+    analyzer: str
+    summary: str
+    ranks: list[RankStop] = Field(default_factory=list)
+    analyzer_output: str = ""
+
+
 class Case(_Model):
     id: str
     suite: Suite
@@ -60,6 +131,10 @@ class Case(_Model):
     # as expected (status skipped), or it passed unexpectedly (status passed).
     known_failure: bool | None = None
     unexpected_pass: bool | None = None
+    # How to rebuild the case standalone (`accelkit repro`); absent in older files.
+    repro: Repro | None = None
+    # A distributed case that hung or lost a rank: where each rank stopped.
+    hang: Hang | None = None
 
 
 class Capability(_Model):
@@ -127,6 +202,9 @@ class RunInfo(_Model):
     # `accelkit test --ab A B`: which side this file is ("A" or "B"), its interpreter, and the
     # order of passes ("ABAB"); None for an ordinary run.
     ab: dict[str, str] | None = None
+    # The folder where the cases' outputs were recorded (`accelkit test --record-outputs`),
+    # for differential runs (`accelkit diff`); None when they were not.
+    outputs: str | None = None
 
 
 class Summary(_Model):

@@ -312,7 +312,10 @@ def render_markdown(verdict: NightlyVerdict, *, max_bytes: int = markdown.DEFAUL
         if leg.comparison is None or not (leg.red or leg.comparison.metrics_with("improved")):
             continue
         detail = render_comparison(
-            leg.comparison, base_label=f"{leg.name} (baseline)", new_label=f"{leg.name} (tonight)"
+            leg.comparison,
+            base_label=f"{leg.name} (baseline)",
+            new_label=f"{leg.name} (tonight)",
+            new_source=leg.results,  # each new failure's `accelkit repro` line
         )
         detail = detail.replace("\n### ", "\n#### ").replace(
             "## accelkit compare", f"### {leg.name}", 1

@@ -6,11 +6,11 @@ with --image dropped and the output paths mapped into the container), with the
 backend's device options (accelkit.backends), the host's device-selection variables and the
 variables the backend's suite needs (`Backend.suite_environment`; a value set on the host wins).
 Each requested output file (--json, --junit, --log) is written by the run inside to a bind
-mount of its host folder, so it grows on the host as cases finish; --cases, --expectations
-and --durations-from are mounted read-only. Cases are reported to `on_event` as they land in
-the results file. The inner exit code is the outcome: 2 and 3 become BadInput and Unavailable
-with the inner error line, anything but 0/1 a failure. The container is removed afterwards,
-also on Ctrl-C (accelkit.containers.run).
+mount of its host folder (--record-outputs: of the folder itself), so it grows on the host
+as cases finish; --cases, --expectations and --durations-from are mounted read-only. Cases
+are reported to `on_event` as they land in the results file. The inner exit code is the
+outcome: 2 and 3 become BadInput and Unavailable with the inner error line, anything but 0/1
+a failure. The container is removed afterwards, also on Ctrl-C (accelkit.containers.run).
 """
 
 from __future__ import annotations
@@ -78,7 +78,13 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             expectations=None,
             cases_dir=None,
             durations_from=None,
+            record_outputs=None,
         )
+        if request.record_outputs is not None:  # a folder: mounted itself, read-write
+            outputs_dir = request.record_outputs.resolve()
+            outputs_dir.mkdir(parents=True, exist_ok=True)
+            mounts.append(Mount(source=outputs_dir, target=f"{OUT_ROOT}/outputs", read_only=False))
+            inner = replace(inner, record_outputs=Path(f"{OUT_ROOT}/outputs"))
         if request.expectations is not None:
             source = request.expectations.resolve()
             mounts.append(Mount(source=source, target=f"{IN_ROOT}/expectations.yaml"))
@@ -127,6 +133,8 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             raise Failed(f"accelkit test in {request.image} exited with code {code}{tail}")
         results = load_results(json_path)
         run_update: dict[str, Any] = {"image": request.image}
+        if request.record_outputs is not None:
+            run_update["outputs"] = str(request.record_outputs.resolve())
         if request.argv:
             run_update["argv"] = list(request.argv)
         results = results.model_copy(update={"run": results.run.model_copy(update=run_update)})

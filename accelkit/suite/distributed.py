@@ -13,6 +13,11 @@ started the pytest session (`accelkit.suite.multinode`): `run_ranks` hands them 
 the cases do not change. A check may end its own rank the hard way (`kill_this_rank`, as a
 lost host would) after reporting what it ran; `failure_domains` says which ranks go down
 with it (under torchrun, its node's agent stops the node's other ranks).
+
+When a rank does not finish in time or dies, `run_ranks` collects every rank's Flight
+Recorder dump before killing the ranks and says which rank stopped at which collective
+(`accelkit.suite.hang_forensics`): in the error's message, and on the error for the results
+file (`Case.hang`).
 """
 
 from __future__ import annotations
@@ -22,9 +27,11 @@ import os
 import queue
 import signal
 import tempfile
+import time
 import traceback
 from collections.abc import Callable, Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, NoReturn
 
 RankFn = Callable[[int, int], Any]
@@ -36,6 +43,12 @@ CheckFn = Callable[[], Any]
 # How long one collective may block before c10d gives up: far below the case's deadline,
 # so a rank whose peer died fails with c10d's message instead of being killed silently.
 PG_TIMEOUT = timedelta(seconds=60)
+START_TIMEOUT_S = 300.0
+"""How long the ranks may take to start and join the process group (a fresh interpreter and
+a torch import each: seconds, or minutes on a loaded machine)."""
+DUMP_WAIT_S = 15.0
+"""How long the ranks still running get to write their Flight Recorder dumps."""
+_POLL_S = 0.5
 
 
 # How this rank hands its final value to the launcher now (set in each rank process by the
@@ -48,9 +61,19 @@ def set_delivery(deliver: Callable[[Any], None] | None) -> None:
     _deliver = deliver
 
 
-def _rank_main(fn: RankFn, rank: int, world_size: int, backend: str, store_path: str,
-               results: Any, env: Mapping[str, str],
-               init_kwargs: InitKwargsFn | None) -> None:  # fmt: skip
+def _rank_main(
+    fn: RankFn,
+    rank: int,
+    world_size: int,
+    backend: str,
+    store_path: str,
+    results: Any,
+    env: Mapping[str, str],
+    init_kwargs: InitKwargsFn | None,
+    dump_dir: str,
+) -> None:
+    from accelkit.suite.hang_forensics import serve_dumps, write_dump
+
     def deliver(value: Any) -> None:  # then SIGKILL: flush the queue's feeder thread first
         results.put((rank, "ok", value))
         results.close()
@@ -63,31 +86,52 @@ def _rank_main(fn: RankFn, rank: int, world_size: int, backend: str, store_path:
         os.environ.update(env)
         import torch.distributed as dist
 
+        serve_dumps(rank, dump_dir)
         store = dist.FileStore(store_path, world_size)  # type: ignore[attr-defined]
         kwargs: dict[str, Any] = {"timeout": PG_TIMEOUT}
         if init_kwargs is not None:
             kwargs.update(init_kwargs(rank, world_size))
         dist.init_process_group(backend, store=store, rank=rank, world_size=world_size, **kwargs)
+        results.put((rank, "ready", None))
         try:
             value = fn(rank, world_size)
         finally:
+            write_dump(rank, dump_dir)  # a rank that goes on and exits leaves its record
             dist.destroy_process_group()
         results.put((rank, "ok", value))
     except BaseException:
         results.put((rank, "error", traceback.format_exc(limit=8)))
 
 
-def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
-              timeout_s: float = 120.0, env: Mapping[str, str] | None = None,
-              init_kwargs: InitKwargsFn | None = None) -> list[Any]:  # fmt: skip
+def run_ranks(
+    fn: RankFn,
+    *,
+    world_size: int = 2,
+    backend: str = "gloo",
+    timeout_s: float = 120.0,
+    env: Mapping[str, str] | None = None,
+    init_kwargs: InitKwargsFn | None = None,
+) -> list[Any]:
     """`fn(rank, world_size)` in `world_size` processes; their return values by rank.
 
     `fn` and `init_kwargs` must be module-level functions (spawn pickles them by
-    reference). `env` is set in each rank before the process group is created. A rank that
-    raises fails the call with its traceback; a rank that does not finish in time is killed.
-    Under `accelkit test --nnodes` the ranks are a torchrun job across the nodes instead.
+    reference). `env` is set in each rank before the process group is created (with
+    TORCH_FR_BUFFER_SIZE on unless it says otherwise). `timeout_s` counts from the moment
+    every rank has joined the process group (starting interpreters and importing torch
+    may take long on a loaded machine; that gets `START_TIMEOUT_S`). A rank that raises
+    fails the call with its traceback; when a rank does not finish in time or dies, the
+    call fails with where each rank stopped (its Flight Recorder dump), recorded on the
+    error as `hang`. Under `accelkit test --nnodes` the ranks are a torchrun job across the
+    nodes instead (`accelkit.suite.multinode` judges those).
     """
     from accelkit.suite import multinode
+    from accelkit.suite.failures import add_failure_info
+    from accelkit.suite.hang_forensics import (
+        DEFAULT_BUFFER_SIZE,
+        analyze,
+        describe,
+        request_dumps,
+    )
 
     if multinode.active():
         return multinode.run_job(
@@ -101,8 +145,11 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
         )
     context = mp.get_context("spawn")
     results: Any = context.Queue()
+    rank_env = {"TORCH_FR_BUFFER_SIZE": DEFAULT_BUFFER_SIZE, **(env or {})}
     with tempfile.TemporaryDirectory(prefix="accelkit-dist-") as tmp:
         store_path = os.path.join(tmp, "store")
+        dump_dir = Path(tmp) / "flight-recorder"
+        dump_dir.mkdir()
         procs = [
             context.Process(
                 target=_rank_main,
@@ -113,8 +160,9 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
                     backend,
                     store_path,
                     results,
-                    dict(env or {}),
+                    rank_env,
                     init_kwargs,
+                    str(dump_dir),
                 ),
                 daemon=True,
             )
@@ -123,24 +171,23 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
         try:
             for proc in procs:
                 proc.start()
-            outputs: dict[int, Any] = {}
-            errors: list[str] = []
-            for _ in range(world_size):
-                try:
-                    rank, status, value = results.get(timeout=timeout_s)
-                except queue.Empty:
-                    missing = sorted(set(range(world_size)) - set(outputs))
-                    raise AssertionError(
-                        f"ranks {missing} did not finish within {timeout_s:g} s"
-                    ) from None
-                if status == "ok":
-                    outputs[rank] = value
-                else:
-                    errors.append(f"rank {rank} failed:\n{value}")
-                    break
-            if errors:
+            outputs, errors, stopped = _gather(procs, results, timeout_s)
+            if not errors and stopped is None:
+                return [outputs[rank] for rank in range(world_size)]
+            fates = _fates(procs, outputs, errors)
+            request_dumps(dump_dir)
+            _await_dumps(dump_dir, procs)
+            hang = analyze(dump_dir, world_size, fates)
+            # A rank that raised on its own (a failed check) leaves every collective
+            # completed: its traceback says it all. Anything else gets the forensics,
+            # right after the first line (reports show a message's start).
+            if stopped is None and not hang["stuck"]:
                 raise AssertionError("\n".join(errors))
-            return [outputs[rank] for rank in range(world_size)]
+            raised = ", ".join(e.split(":", 1)[0] for e in errors)
+            head = stopped or f"{raised}; the other ranks were stopped"
+            error = AssertionError("\n".join([head, describe(hang), *errors]))
+            add_failure_info(error, hang=hang)
+            raise error
         finally:
             for proc in procs:
                 proc.join(timeout=5)
@@ -148,6 +195,92 @@ def run_ranks(fn: RankFn, *, world_size: int = 2, backend: str = "gloo",
                     proc.kill()
                     proc.join(timeout=5)
             results.close()
+
+
+def _gather(
+    procs: list[Any], results: Any, timeout_s: float
+) -> tuple[dict[int, Any], list[str], str | None]:
+    """(values by rank, errors, why the ranks stopped short: a deadline or a dead rank)."""
+    outputs: dict[int, Any] = {}
+    errors: list[str] = []
+    ready: set[int] = set()
+    start_deadline = time.monotonic() + START_TIMEOUT_S
+    deadline: float | None = None
+    while len(outputs) < len(procs) and not errors:
+        try:
+            rank, status, value = results.get(timeout=_POLL_S)
+        except queue.Empty:
+            dead = [r for r, p in enumerate(procs) if r not in outputs and p.exitcode is not None]
+            if dead and not _drained(results, outputs, errors, ready):
+                codes = ", ".join(f"rank {r} (exit code {procs[r].exitcode})" for r in dead)
+                return outputs, errors, f"a rank died without a result: {codes}"
+            now = time.monotonic()
+            if deadline is None and now >= start_deadline:
+                late = sorted(set(range(len(procs))) - ready)
+                return outputs, errors, f"ranks {late} did not start within {START_TIMEOUT_S:g} s"
+            if deadline is not None and now >= deadline:
+                missing = sorted(set(range(len(procs))) - set(outputs))
+                return outputs, errors, f"ranks {missing} did not finish within {timeout_s:g} s"
+            continue
+        _take(rank, status, value, outputs, errors, ready)
+        if deadline is None and len(ready) == len(procs):
+            deadline = time.monotonic() + timeout_s
+    return outputs, errors, None
+
+
+def _take(
+    rank: int,
+    status: str,
+    value: Any,
+    outputs: dict[int, Any],
+    errors: list[str],
+    ready: set[int],
+) -> None:
+    if status == "ready":
+        ready.add(rank)
+    elif status == "ok":
+        ready.add(rank)
+        outputs[rank] = value
+    else:
+        errors.append(f"rank {rank} failed:\n{value}")
+
+
+def _drained(results: Any, outputs: dict[int, Any], errors: list[str], ready: set[int]) -> bool:
+    """Read what is left in the queue (a rank that exited right after its result); True if
+    a result or an error came."""
+    came = False
+    while True:
+        try:
+            rank, status, value = results.get(timeout=0.2)
+        except queue.Empty:
+            return came
+        came = came or status != "ready"
+        _take(rank, status, value, outputs, errors, ready)
+
+
+def _fates(procs: list[Any], outputs: Mapping[int, Any], errors: list[str]) -> dict[int, str]:
+    raised = {int(e.split()[1]) for e in errors}
+    fates: dict[int, str] = {}
+    for rank, proc in enumerate(procs):
+        if rank in outputs:
+            fates[rank] = "finished its function"
+        elif rank in raised:
+            fates[rank] = "raised an error"
+        elif proc.exitcode is not None:
+            fates[rank] = f"died with exit code {proc.exitcode}"
+        else:
+            fates[rank] = "still running when the ranks were stopped"
+    return fates
+
+
+def _await_dumps(dump_dir: Path, procs: list[Any]) -> None:
+    """Wait (at most DUMP_WAIT_S) for the dump of every rank still alive."""
+    deadline = time.monotonic() + DUMP_WAIT_S
+    alive = [r for r, p in enumerate(procs) if p.exitcode is None]
+    while time.monotonic() < deadline:
+        if all((dump_dir / f"rank_{r}").exists() for r in alive):
+            return
+        time.sleep(0.1)
 
 
 # --------------------------------------------------------------------------------------

@@ -12,8 +12,7 @@ import os
 import random
 import signal
 import time
-import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -22,13 +21,15 @@ import pytest
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend
 
-from accelkit.suite.caseid import case_id, suite_of
+from accelkit.suite.caseid import case_id, case_seed_of, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
 #: What a passed case verified, in one line: the case's message when it passes.
 NOTE_PROPERTY = "accelkit.note"
 #: Set on a case whose required capability is missing: its setup failure is a `failed` case.
 REQUIRED_PROPERTY = "accelkit.required_missing"
+REPRO_PROPERTY = "accelkit.repro"
+HANG_PROPERTY = "accelkit.hang"
 MAX_MESSAGE_CHARS = 4000
 
 
@@ -76,6 +77,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="",
         help="comma-separated capabilities every case must have: a case whose `requires` "
         "names a missing one fails instead of skipping",
+    )
+    group.addoption(
+        "--accelkit-case",
+        default=None,
+        help="run only the case with this id, or those under it (conformance/linalg/lstsq)",
+    )
+    group.addoption(
+        "--accelkit-outputs",
+        default=None,
+        help="save every conformance case's compared answers in this folder (accelkit diff)",
     )
     group.addoption(
         "--accelkit-pass",
@@ -229,11 +240,15 @@ def breadth(pytestconfig: pytest.Config) -> str:
 
 @pytest.hookimpl(trylast=True)  # after -k and -m: a shard splits what they selected
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Keep this shard's cases (`--shard`); keep only the repeated perf cases in passes after
-    the first (of the shard's: every pass runs the same ones); mark the cases this backend's
-    expectations list as known failures (xfail)."""
+    """Keep only the case named by --accelkit-case; keep this shard's cases (`--shard`);
+    keep only the repeated perf cases in passes after the first (of the shard's: every pass
+    runs the same ones); mark the cases this backend's expectations list as known failures
+    (xfail)."""
     from accelkit.suite.expectations import load_expectations
 
+    only = config.getoption("--accelkit-case", default=None)
+    if only:
+        _keep(config, items, lambda item: in_case(case_id(item.nodeid), only))
     _select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
         _keep(config, items, is_repeated_in_passes)
@@ -304,6 +319,13 @@ def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[...,
         items[:] = [item for item in items if wanted(item)]
 
 
+def in_case(case: str, selection: str) -> bool:
+    """Whether `case` is the case `selection` names, or one under it (`--case` takes a case
+    id or a prefix of ids: conformance/linalg/lstsq)."""
+    prefix = selection.rstrip("/")
+    return case == prefix or case.startswith(prefix + "/")
+
+
 def is_repeated_in_passes(item: pytest.Item) -> bool:
     """Whether a case runs in every measurement pass: perf cases not marked single_pass."""
     return suite_of(item.nodeid) == "perf" and item.get_closest_marker("single_pass") is None
@@ -317,8 +339,7 @@ def capability_table(pytestconfig: pytest.Config) -> dict[str, dict[str, Any]]:
 @pytest.fixture(autouse=True)
 def _accelkit_seed(request: pytest.FixtureRequest) -> int:
     """Seed every case from the run's seed and its own id: replayable with `--seed N`."""
-    base = int(request.config.getoption("--accelkit-seed"))
-    seed = (base * 1_000_003 + zlib.crc32(request.node.nodeid.encode())) % (2**31)
+    seed = case_seed_of(int(request.config.getoption("--accelkit-seed")), request.node.nodeid)
     random.seed(seed)
     try:
         import numpy
@@ -332,6 +353,27 @@ def _accelkit_seed(request: pytest.FixtureRequest) -> int:
     if torch is not None:
         torch.manual_seed(seed)
     return seed
+
+
+@pytest.fixture(autouse=True)
+def _accelkit_outputs(request: pytest.FixtureRequest) -> Generator[None, None, None]:
+    """With --accelkit-outputs DIR, keep what each conformance case computed
+    (accelkit.suite.outputs): the material of differential runs."""
+    folder = request.config.getoption("--accelkit-outputs", default=None)
+    nodeid = request.node.nodeid
+    if not folder or suite_of(nodeid) != "conformance":
+        yield
+        return
+    from accelkit.suite.outputs import recording
+
+    with recording(case_id(nodeid), Path(folder)):
+        yield
+
+
+@pytest.fixture
+def case_seed(_accelkit_seed: int) -> int:
+    """This case's seed: torch, random and numpy were seeded with it as the case started."""
+    return _accelkit_seed
 
 
 @pytest.fixture
@@ -370,6 +412,31 @@ def record_note(request: pytest.FixtureRequest) -> Callable[[str], None]:
         request.node.user_properties.append((NOTE_PROPERTY, note))
 
     return record
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Attach what `accelkit repro` needs to a failed case's report (and, for a distributed
+    case that hung, where each rank stopped); perf cases always carry theirs."""
+    report = yield
+    failed = report.failed and call.when in ("setup", "call") and call.excinfo is not None
+    perf_case = call.when == "call" and report.passed and suite_of(item.nodeid) == "perf"
+    if not (failed or perf_case):
+        return report
+    from accelkit.suite.failures import failure_info
+    from accelkit.suite.replay import replay_record
+
+    info = failure_info(call.excinfo.value) if failed and call.excinfo is not None else {}
+    hang = info.pop("hang", None)
+    if hang is not None:
+        report.user_properties.append((HANG_PROPERTY, hang))
+    if call.when == "call":
+        record = replay_record(item, info)
+        if record is not None:
+            report.user_properties.append((REPRO_PROPERTY, record))
+    return report
 
 
 # --------------------------------------------------------------------------------------
@@ -487,6 +554,8 @@ class ResultsRecorder:
             if key == METRIC_PROPERTY and isinstance(value, dict):
                 metric = dict(value)
                 state["metrics"][str(metric.pop("name"))] = metric
+            elif key in (REPRO_PROPERTY, HANG_PROPERTY) and isinstance(value, dict):
+                state[key.removeprefix("accelkit.")] = value
         when = report.when
         if when not in ("setup", "call", "teardown"):  # xdist reports a lost worker as "???"
             self._crashed(nodeid, report)
@@ -546,6 +615,8 @@ class ResultsRecorder:
             message=message,
             duration_s=round(duration, 6),
             metrics=metrics,
+            repro=state.get("repro"),
+            hang=state.get("hang"),
             **state.get("extra", {}),
         )
         self._writer.add(case)

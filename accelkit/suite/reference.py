@@ -32,6 +32,9 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from accelkit.suite import outputs
+from accelkit.suite.failures import add_failure_info
+
 # (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
 # rtol: a few units of the output dtype's rounding, eps (two units of rounding, u = eps / 2)
 # for the 16-bit dtypes; float32 and complex64 keep torch.testing's 1.3e-6 (11 eps: their
@@ -202,7 +205,16 @@ def assert_matches_reference(
         bound = bound + atol
         largest = float(torch.as_tensor(atol).max()) if _numel(atol) else 0.0
         how += f" + case bound (up to {largest:.3g})"
-    check_close(got, want, rtol=rtol, atol=bound, what=f"{what} ({dtype}, rtol={rtol:g}, {how})")
+    widest = float(torch.as_tensor(bound).max()) if _numel(bound) else 0.0
+    outputs.record(what, got, rtol, widest)
+    try:
+        described = f"{what} ({dtype}, rtol={rtol:g}, {how})"
+        check_close(got, want, rtol=rtol, atol=bound, what=described)
+    except AssertionError as error:
+        if got.shape == want.shape:  # for `accelkit repro`: the widest atol, the worst element
+            check = {"what": what, "rtol": rtol, "atol": widest}
+            add_failure_info(error, check={**check, **worst_element(got.to(want.dtype), want)})
+        raise
 
 
 def _numel(value: Any) -> int:
@@ -239,6 +251,28 @@ def check_close(
         f"{index if index else '()'}: {g!r}, reference {w!r}, |difference| {d:.4g} > "
         f"allowed {a:.4g}"
     )
+
+
+def worst_element(got: torch.Tensor, want: torch.Tensor) -> dict[str, Any]:
+    """The element of `got` farthest from `want` (NaN where the other is not NaN counts as
+    infinitely far): its index, both values (magnitudes, if complex) and the absolute
+    difference; what `accelkit repro` checks to see a reproducer fail the same way."""
+    if got.numel() == 0:
+        return {}
+    diff = (got - want).abs().to(torch.float64)
+    one_nan = got.isnan() != want.isnan()
+    diff = torch.where(one_nan, torch.full_like(diff, math.inf), diff.nan_to_num(nan=0.0))
+    flat = int(diff.reshape(-1).argmax())
+    index = [int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)]
+    a, e = got.reshape(-1)[flat], want.reshape(-1)[flat]
+    if a.is_complex():
+        a, e = a.abs(), e.abs()
+    return {
+        "index": index,
+        "actual": float(a),
+        "expected": float(e),
+        "abs_diff": float(diff.reshape(-1)[flat]),
+    }
 
 
 def make_input(shape: tuple[int, ...], dtype: torch.dtype, device: str, *, low: float = -2.0,

@@ -62,6 +62,15 @@ RUN_OPTIONS: tuple[Opt, ...] = (
     ),
     Opt("keyword", ("-k",), str, None, "Only cases matching this pytest -k expression.", True),
     Opt(
+        "case",
+        ("--case",),
+        str,
+        None,
+        "Only the case with this id, as the results file names it "
+        "(conformance/opinfo/exp/float32), or the cases under it (conformance/linalg/lstsq).",
+        True,
+    ),
+    Opt(
         "json_path",
         ("--json",),
         Path,
@@ -194,6 +203,15 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         nargs=2,
     ),
     Opt(
+        "record_outputs",
+        ("--record-outputs",),
+        Path,
+        None,
+        "Save what each conformance case computed in this folder (one file per case), "
+        "for `accelkit diff` between two runs.",
+        True,
+    ),
+    Opt(
         "image",
         ("--image",),
         str,
@@ -273,6 +291,7 @@ class RunRequest:
     device: str = "cpu"
     suite: SuiteChoice = "all"
     keyword: str | None = None
+    case: str | None = None
     json_path: Path | None = None
     junit_path: Path | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
@@ -294,6 +313,7 @@ class RunRequest:
     waive: str | None = None
     ab: tuple[str, str] | None = None
     """Two python interpreters (or venv folders), measured interleaved (`accelkit.suite.ab`)."""
+    record_outputs: Path | None = None
     image: str | None = None
     shard: str | None = None
     """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
@@ -431,6 +451,12 @@ def validate(request: RunRequest) -> None:
     outputs = [p.resolve() for p in (request.json_path, request.junit_path, request.log_path) if p]
     if len(set(outputs)) != len(outputs):
         raise BadInput("--json, --junit and --log must name different files")
+    if request.record_outputs is not None:
+        folder = request.record_outputs
+        if folder.exists() and not folder.is_dir():
+            raise BadInput(f"--record-outputs {folder}: not a directory")
+        if not folder.exists() and not folder.parent.is_dir():
+            raise BadInput(f"--record-outputs {folder}: directory {folder.parent} does not exist")
     if request.cases_dir is not None and not request.cases_dir.is_dir():
         raise BadInput(f"--cases {request.cases_dir}: not a directory")
     if request.keyword is not None and not request.keyword.strip():
@@ -446,6 +472,13 @@ def validate(request: RunRequest) -> None:
 
         for spec in request.ab:
             interpreter(spec)  # BadInput when it names no interpreter
+    if request.case is not None and not request.case.strip("/ "):
+        raise BadInput("--case: empty case id")
+    if request.case is not None and request.case.split("/", 1)[0] not in request.suites:
+        raise BadInput(
+            f"--case {request.case}: a case id starts with the suite it runs in "
+            f"({' or '.join(f'{s}/' for s in request.suites)})"
+        )
     if request.image is not None:
         from accelkit.inputs import check_image
 

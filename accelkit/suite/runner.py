@@ -135,6 +135,7 @@ def header(request: RunRequest, context: RunContext | None = None) -> Any:
             toolchain=toolchain.describe() if toolchain is not None else None,
             required=list(context.required) or None,
             waived=list(request.waived) or None,
+            outputs=str(request.record_outputs.resolve()) if request.record_outputs else None,
         ),
         env=fingerprint(),
         capabilities={
@@ -198,6 +199,8 @@ def pytest_argv(
         argv += ["--accelkit-expectations", str(request.expectations.resolve())]
     if request.measure_ceilings:
         argv.append("--accelkit-measure-ceilings")
+    if request.record_outputs is not None:
+        argv += ["--accelkit-outputs", str(request.record_outputs.resolve())]
     if pass_number > 1:
         argv += ["--accelkit-pass", str(pass_number)]
     if context.target is not None:
@@ -206,6 +209,8 @@ def pytest_argv(
         argv += ["--accelkit-required", ",".join(context.required)]
     if request.keyword:
         argv += ["-k", request.keyword]
+    if request.case:
+        argv += ["--accelkit-case", request.case]
     if request.shard is not None:
         argv += ["--accelkit-shard", request.shard]
     if request.durations_from is not None:
@@ -213,8 +218,21 @@ def pytest_argv(
     if request.compile_only:
         argv += ["--accelkit-compile-only", str(root / COMPILE_ONLY_CASES)]
     else:
-        argv += [str(suite_path(request, suite)) for suite in suites]
+        argv += _case_paths(request, suites)
     return argv
+
+
+def _case_paths(request: RunRequest, suites: tuple[str, ...]) -> list[str]:
+    """The folders (or, for --case, the one module) pytest collects: a case id's first two
+    parts name its suite and module (`conformance/ops/exp/float32` is in
+    conformance/test_ops.py), so one case costs collecting one module, not the suite."""
+    if request.case is not None:
+        parts = request.case.split("/")
+        root = cases_root(request)
+        module = root / parts[0] / f"test_{parts[1]}.py" if len(parts) > 1 else None
+        if parts[0] in suites and module is not None and module.is_file():
+            return [str(module)]
+    return [str(suite_path(request, suite)) for suite in suites]
 
 
 def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcome:
@@ -341,6 +359,8 @@ def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:
         planned.append((("conformance",), request.worker_count))
     if "perf" in request.suites:
         planned.append((("perf",), min(request.worker_count, 1)))
+    if request.case is not None:  # one case: only its suite's session
+        planned = [p for p in planned if request.case.split("/")[0] in p[0]] or planned
     return planned
 
 

@@ -12,6 +12,9 @@ Every results file becomes a `Run` with a `leg` (its folder, or the file's stem)
 `group` (the folder above the leg: the night). A leg folder that holds files but no results
 file (the leg produced nothing) becomes a missing `Run`: it shows as missing in tables and
 trends, never silently dropped or papered over by averaging its neighbours.
+
+Differential files (`accelkit diff --out`) are not runs and are passed over here, named or
+found: `report.model.load_report` reads them beside the runs.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelkit.errors import BadInput
+from accelkit.results.differential import is_differential_document
 from accelkit.results.environment import run_environment
 from accelkit.results.io import load_results
 from accelkit.results.model import SCHEMA_ID, Results
@@ -110,6 +114,8 @@ def _scan_directory(root: Path, skipped: list[str]) -> list[_Found]:
         if not path.is_file():
             continue
         claim = _is_results_document(path)
+        if not claim and is_differential_document(path):
+            continue  # read by report.model.load_report, beside the runs
         if not claim:
             why = "not JSON" if claim is None else "not an accelkit results file"
             skipped.append(f"{path}: {why}")
@@ -159,6 +165,8 @@ def discover(paths: Sequence[Path]) -> tuple[list[Run], list[str]]:
             if not any(f.results is not None for f in in_dir):
                 raise BadInput(f"{path}: no accelkit results files found in this directory")
             found.extend(_in_group_order(in_dir))
+        elif path.exists() and is_differential_document(path):
+            continue  # read by report.model.load_report, beside the runs
         elif path.exists():
             leg, group = _leg_and_group(path, None)
             found.append(_Found(path, load_results(path), leg, group))

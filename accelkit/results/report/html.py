@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from accelkit.results.model import SUITES
+from accelkit.results.model import BAD_STATUSES, SUITES, repro_command
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.report.history import (
     HistoryReport,
@@ -36,6 +36,7 @@ td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .plots{display:flex;flex-wrap:wrap;gap:1em}.plot{border:1px solid #eee;padding:.3em}
 .plot svg{max-width:100%;height:auto}.note{color:#555;font-size:.85em}
 .wrap{overflow-x:auto}
+tr.disagree td{background:#fde7e9;font-weight:bold}
 td.state-green{background:#e6f4ea}td.state-red{background:#fce8e6;color:#b00020}
 td.state-no-baseline,td.state-stale-baseline{background:#fff4ce}
 td.changed{outline:2px solid #1f4e9c;outline-offset:-2px;font-weight:bold}
@@ -176,6 +177,7 @@ def render_html(
     if history is not None:
         out += _history_section(history)
     head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
+    reproducers: list[tuple[str, str]] = []
     for suite in report.suites() if history is None else ():
         metrics = [m for m in report.metrics if m.suite == suite]
         if metrics:
@@ -217,14 +219,27 @@ def render_html(
         out.append(f"<thead><tr><th>case</th>{head}</tr></thead><tbody>")
         for c in cases:
             status_cells: list[str] = []
-            for status, message in zip(c.statuses, c.messages, strict=True):
+            for i, (status, message) in enumerate(zip(c.statuses, c.messages, strict=True)):
                 css = status or "missing"
-                text = status or "—"
+                text = _e(status or "—")
+                if status in BAD_STATUSES and i < len(c.repro) and c.repro[i]:
+                    anchor = f"repro-{len(reproducers)}"
+                    reproducers.append((anchor, repro_command(c.case, runs[i].source)))
+                    text = f'<a href="#{anchor}" title="reproduce it">{text}</a>'
                 status_cells.append(
-                    f'<td class="{_e(css)}" title="{_e(message[:2000])}">{_e(text)}</td>'
+                    f'<td class="{_e(css)}" title="{_e(message[:2000])}">{text}</td>'
                 )
             out.append(f"<tr><td>{_e(c.case)}</td>{''.join(status_cells)}</tr>")
         out.append("</tbody></table></div>")
+    if reproducers:
+        out.append('<h2 id="reproduce">Reproduce the failures</h2>')
+        out.append(
+            '<p class="note">Each command writes one Python file that rebuilds the case from '
+            'its seed, needs only torch, and runs it once.</p><ul class="reproduce">'
+        )
+        out += [f'<li id="{a}"><code>{_e(command)}</code></li>' for a, command in reproducers]
+        out.append("</ul>")
+    out += _differentials(report)
     if plots_note:
         out.append(f'<p class="note">{_e(plots_note)}</p>')
     if plots:
@@ -243,6 +258,53 @@ def render_html(
         out.append("</ul>")
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def _differentials(report: Report) -> list[str]:
+    """Where two environments computed different answers (`accelkit diff`): the cases beyond
+    tolerance first (marked when both runs passed), then the largest differences."""
+    out: list[str] = []
+    for n, diff in enumerate(report.differentials):
+        s = diff.summary
+        out.append(
+            f'<h2 id="differential-{n}">Differences: {_e(diff.a.label)} against '
+            f"{_e(diff.b.label)}</h2>"
+        )
+        out.append(
+            f'<p class="note">{s.compared} cases compared: {s.identical} identical, '
+            f"{s.differ} differ, <b>{s.beyond_tolerance} beyond tolerance</b> "
+            f"({s.beyond_tolerance_both_passed} of them passed in both runs), "
+            f"{s.not_comparable} not comparable.</p>"
+        )
+        rows = diff.disagreeing() + [c for c in diff.cases if not c.beyond_tolerance][:50]
+        if not rows:
+            continue
+        out.append(f'<div class="wrap"><table class="differential" data-index="{n}"><thead>')
+        out.append(
+            "<tr><th>case</th><th>A</th><th>B</th><th>max |a-b|</th><th>max relative</th>"
+            "<th>beyond tolerance</th><th>note</th></tr></thead><tbody>"
+        )
+        for c in rows:
+            css = "disagree" if c.beyond_tolerance else ""
+            flag = ""
+            if c.beyond_tolerance:
+                flag = "yes, both passed" if c.both_passed else "yes"
+            cells = [
+                c.id,
+                c.status_a or "—",
+                c.status_b or "—",
+                f"{c.max_abs:.3g}" if c.max_abs is not None else "—",
+                f"{c.max_rel:.3g}" if c.max_rel is not None else "—",
+                flag,
+                c.note[:300],
+            ]
+            out.append(
+                f'<tr class="{css}" title="{_e(c.worst[:500])}">'
+                + "".join(f"<td>{_e(x)}</td>" for x in cells)
+                + "</tr>"
+            )
+        out.append("</tbody></table></div>")
+    return out
 
 
 def render_html_with_plots(

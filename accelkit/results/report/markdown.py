@@ -81,6 +81,35 @@ def render_markdown(report: Report, *, max_bytes: int = markdown.DEFAULT_MAX_BYT
                 ),
             )
             lines.append("")
+    for diff in report.differentials:
+        s = diff.summary
+        lines += [
+            f"### Differences: {_cell(diff.a.label, 60)} against {_cell(diff.b.label, 60)}",
+            "",
+        ]
+        lines.append(
+            f"{s.compared} cases compared: {s.identical} identical, {s.differ} differ, "
+            f"**{s.beyond_tolerance} beyond tolerance** ({s.beyond_tolerance_both_passed} of "
+            f"them passed in both runs), {s.not_comparable} not comparable."
+        )
+        lines.append("")
+        disagreeing = diff.disagreeing()
+        if disagreeing:
+            lines += markdown.table(
+                ["case", "A", "B", "max abs", "max rel", "both passed"],
+                (
+                    [
+                        _cell(c.id),
+                        c.status_a or "—",
+                        c.status_b or "—",
+                        f"{c.max_abs:.3g}" if c.max_abs is not None else "—",
+                        f"{c.max_rel:.3g}" if c.max_rel is not None else "—",
+                        "yes" if c.both_passed else "no",
+                    ]
+                    for c in disagreeing
+                ),
+            )
+            lines.append("")
     lines.append(
         f"`~` marks a noisy metric (IQR/median at least {IQR_WARN_THRESHOLD:.0%}); — means absent."
     )

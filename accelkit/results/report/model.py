@@ -8,12 +8,18 @@ and `accelkit report --json` all read this one object.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from accelkit.results.differential import (
+    Differential,
+    is_differential_document,
+    load_differential,
+)
 from accelkit.results.model import STATUSES, SUITES, Case, Metric
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.report.discover import Run, discover
@@ -50,6 +56,8 @@ class CaseRow:
     case: str
     statuses: tuple[str | None, ...]
     messages: tuple[str, ...]
+    repro: tuple[bool, ...] = ()
+    """Per run: whether the run recorded how to rebuild the case (`accelkit repro`)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +68,8 @@ class Report:
     skipped_inputs: tuple[str, ...] = ()
     counts: tuple[dict[str, dict[str, int]], ...] = field(default=())
     """Per run: suite -> status -> number of cases."""
+    differentials: tuple[Differential, ...] = ()
+    """Differential files given beside the runs (`accelkit diff --out`)."""
 
     def suites(self) -> list[str]:
         present = {row.suite for row in self.cases}
@@ -83,7 +93,13 @@ class Report:
                 for r, counts in zip(self.runs, self.counts, strict=True)
             ],
             "cases": [
-                {"suite": c.suite, "case": c.case, "statuses": list(c.statuses)} for c in self.cases
+                {
+                    "suite": c.suite,
+                    "case": c.case,
+                    "statuses": list(c.statuses),
+                    "repro": list(c.repro),
+                }
+                for c in self.cases
             ],
             "metrics": [
                 {
@@ -110,6 +126,7 @@ class Report:
                 for m in self.metrics
             ],
             "skipped_inputs": list(self.skipped_inputs),
+            "differentials": [d.to_json_dict() for d in self.differentials],
         }
 
 
@@ -180,6 +197,7 @@ def build_report(runs: Sequence[Run], skipped_inputs: Iterable[str] = ()) -> Rep
             case=case_id,
             statuses=tuple(c[case_id].status if case_id in c else None for c in by_run),
             messages=tuple(c[case_id].message if case_id in c else "" for c in by_run),
+            repro=tuple(case_id in c and c[case_id].repro is not None for c in by_run),
         )
         for suite, case_id in ordered_cases
     )
@@ -210,9 +228,16 @@ def build_report(runs: Sequence[Run], skipped_inputs: Iterable[str] = ()) -> Rep
 
 
 def load_report(paths: Sequence[Path]) -> Report:
-    """`discover` then `build_report`: BadInput for unreadable input."""
+    """`discover` then `build_report`, with the differential files among `paths` (named,
+    or found in the folders): BadInput for unreadable input."""
     runs, skipped = discover(paths)
-    return build_report(runs, skipped)
+    report = build_report(runs, skipped)
+    found: list[Path] = []
+    for path in paths:
+        candidates = sorted(path.rglob("*.json")) if path.is_dir() else [path]
+        found += [p for p in candidates if p.is_file() and is_differential_document(p)]
+    differentials = tuple(load_differential(p) for p in dict.fromkeys(found))
+    return dataclasses.replace(report, differentials=differentials)
 
 
 # ---------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ from accelkit.suite.distributed import (
     run_checks,
     run_ranks,
 )
+from accelkit.suite.failures import add_failure_info, failure_info
 
 # The rank sessions are shared by the module's cases: `accelkit test --shard` keeps them in
 # one shard, so no shard starts them again.
@@ -436,11 +437,15 @@ def _session(request: pytest.FixtureRequest, name: str,
             try:
                 payload: dict[str, Any] = {"ranks": start()}
             except AssertionError as exc:
-                payload = {"failed": str(exc)}
+                # A hang's forensics (where each rank stopped) go to every case it fails.
+                payload = {"failed": str(exc), "hang": failure_info(exc).get("hang")}
             path.write_text(json.dumps(payload), encoding="utf-8")
         payload = json.loads(path.read_text(encoding="utf-8"))
     if "failed" in payload:
-        raise AssertionError(f"the {name} rank session failed:\n{payload['failed']}")
+        error = AssertionError(f"the {name} rank session failed:\n{payload['failed']}")
+        if payload.get("hang"):
+            add_failure_info(error, hang=payload["hang"])
+        raise error
     return list(payload["ranks"])
 
 

@@ -51,14 +51,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.mark.requires("opinfo")
-def test_opinfo(case: opinfo.OpinfoCase | None, device: str, request: Any) -> None:
+def test_opinfo(case: opinfo.OpinfoCase | None, device: str, case_seed: int, request: Any) -> None:
     assert case is not None  # the capability marker skips the placeholder
     op = opinfo.op_db_by_name()[case.op]
     breadth = _breadth(request.config)
     reason = opinfo.skip_reason(op, case, device, breadth)
     if reason is not None:
         pytest.skip(reason)
-    ran = opinfo.run_case(op, case, device, opinfo.sample_limit(case, breadth))
+    ran = opinfo.run_case(op, case, device, opinfo.sample_limit(case, breadth), case_seed)
     if ran == 0:
         pytest.skip(
             f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device}"

@@ -18,6 +18,8 @@ from typing import Any
 
 import torch
 
+from accelkit.suite import outputs
+from accelkit.suite.failures import add_failure_info
 from accelkit.suite.opinfo.tolerances import (
     NO_RULES,
     Rules,
@@ -26,6 +28,7 @@ from accelkit.suite.opinfo.tolerances import (
     overrides,
     scalar_tolerance,
 )
+from accelkit.suite.reference import worst_element
 
 
 class Mismatch(AssertionError):
@@ -138,6 +141,7 @@ def _compare_tensors(
     rtol, atol = case_tolerance(
         op_name, case_dtype, actual.dtype, want, magnitude, rules.inputs_dtype, rules
     )
+    outputs.record(what, actual, rtol, atol)
     if rules.bracket is not None and isinstance(rules.bracket[0], torch.Tensor):
         # Where the reference jumps within the inputs' rounding (or, for an elementwise op,
         # moves with it), the answer is compared with the nearest value that the reference
@@ -155,17 +159,24 @@ def _compare_tensors(
             "grad" if op_name.endswith("/grad") else rules.kind,
         )
     )
-    torch.testing.assert_close(
-        got,
-        want,
-        rtol=rtol,
-        atol=atol,
-        equal_nan=True,
-        check_device=False,
-        check_dtype=False,
-        check_stride=False,
-        msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}): {m}",
-    )
+    try:
+        torch.testing.assert_close(
+            got,
+            want,
+            rtol=rtol,
+            atol=atol,
+            equal_nan=True,
+            check_device=False,
+            check_dtype=False,
+            check_stride=False,
+            msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}): {m}",
+        )
+    except AssertionError as error:
+        # For `accelkit repro`: the exact tolerance (the message rounds it) and the worst
+        # element, which a reproducer must find again to fail the same way.
+        check = {"what": what, "rtol": rtol, "atol": atol, **worst_element(got, want)}
+        add_failure_info(error, check=check)
+        raise
 
 
 def _nearest(got: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:

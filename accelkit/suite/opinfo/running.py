@@ -8,18 +8,25 @@ Each sample gets its bounds from `sample_rules` first (samples with no digits ar
 a mismatch of a step function is re-checked against its bracket (`discontinuity`), and
 `EIGEN_OPS` are matched as eigen-decompositions (`eigen`). A failure raises `Mismatch` (an
 AssertionError) naming the op, the sample and the worst element.
+
+Each sample is made right after torch is seeded with `sample_seed(case seed, index)`, so a
+sample depends on the case's seed and its index only, not on what earlier samples computed:
+`accelkit repro` rebuilds sample k of a case from the two numbers recorded with its failure
+(`accelkit.suite.failures` carries them on the error), and runs `check_forward_sample` or
+`check_grad_sample` on it, the same code as the case.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import torch
 from torch.utils import _pytree as pytree
 
+from accelkit.suite.failures import add_failure_info
 from accelkit.suite.opinfo.comparison import Mismatch, compare
 from accelkit.suite.opinfo.discontinuity import cumsum, perturbed, reference_bracket
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
@@ -41,16 +48,25 @@ from accelkit.suite.opinfo.tolerances import (
     max_magnitude,
     overflow_threshold,
 )
+from accelkit.suite.outputs import inputs_seen
 from accelkit.suite.reference import REFERENCE_DTYPE, TOLERANCES, _to_reference
 
 
-def run_case(op: Any, case: OpinfoCase, device: str, limit: int | None) -> int:
+def sample_seed(case_seed: int, index: int) -> int:
+    """The seed torch gets right before sample `index` of a case is made."""
+    return (case_seed + index) % (2**31)
+
+
+def run_case(
+    op: Any, case: OpinfoCase, device: str, limit: int | None, seed: int | None = None
+) -> int:
     """The case's first `limit` samples (all for None), forward or gradient, on `device`;
-    returns how many ran (0: the op has none for the case here)."""
+    returns how many ran (0: the op has none for the case here). `seed`: the case's seed
+    (default: the one torch was last seeded with, as the suite seeds every case)."""
     dtype = DTYPES[case.dtype]
     if case.grad:
-        return run_grad(op, case.op, device, dtype, limit)
-    return run_forward(op, case.op, device, dtype, limit)
+        return run_grad(op, case.op, device, dtype, limit, seed)
+    return run_forward(op, case.op, device, dtype, limit, seed)
 
 
 def _reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
@@ -66,15 +82,29 @@ def _reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
     )
 
 
-def _samples(
-    op: Any, device: str, dtype: torch.dtype, limit: int | None, requires_grad: bool = False
-) -> Iterator[Any]:
+def seeded_samples(
+    op: Any,
+    device: str,
+    dtype: torch.dtype,
+    limit: int | None,
+    seed: int | None = None,
+    requires_grad: bool = False,
+) -> Iterator[tuple[int, Any]]:
+    """(index, sample) of the op's first `limit` samples (all for None), torch seeded with
+    `sample_seed(seed, index)` before each is made (`seed` None: torch's current seed)."""
     # The op's own sample generator, without OpInfo.sample_inputs' wrapper: that wrapper
     # reseeds with a fixed seed before each sample (the suite's per-case `--seed` must decide
     # the inputs, so that runs differ and replay) and calls inspect.stack() to find the test
     # function (~0.1 s per call under pytest's deep stacks: 95% of the suite's time).
-    samples: Iterable[Any] = op.sample_inputs_func(op, device, dtype, requires_grad)
-    return iter(itertools.islice(samples, limit) if limit is not None else samples)
+    case_seed = torch.initial_seed() if seed is None else seed
+    samples: Iterator[Any] = iter(op.sample_inputs_func(op, device, dtype, requires_grad))
+    for index in itertools.count() if limit is None else range(limit):
+        torch.manual_seed(sample_seed(case_seed, index))
+        try:
+            sample = next(samples)
+        except StopIteration:
+            return
+        yield index, sample
 
 
 def _call(fn: Callable[..., Any], sample: Any) -> Any:
@@ -93,64 +123,81 @@ def _sample_label(index: int, sample: Any) -> str:
     return f"sample {index} ({summary[:300]})"
 
 
-def run_forward(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: int | None) -> int:
+def run_forward(
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    limit: int | None,
+    seed: int | None = None,
+) -> int:
     """Every sample on the device against the float64 CPU reference; returns samples run."""
     count = 0
-    for index, sample in enumerate(_samples(op, device, dtype, limit)):
-        label = _sample_label(index, sample)
-        ref = _reference_sample(sample, device)
-        process = sample.output_process_fn_grad
-        with torch.no_grad():
-            raw = _call(op, sample)
-            expected_raw = _call(op, ref)
-        if op_name in EIGEN_OPS:  # no in-place variant
-            check_eigen(raw, expected_raw, ref.input, dtype, f"{op_name} {label}")
-            count += 1
-            continue
-        with torch.no_grad():
-            actual = process(raw)
-            expected = process(expected_raw)
-        magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
-        what = f"{op_name} {label}"
+    for index, sample in seeded_samples(op, device, dtype, limit, seed):
         try:
-            base = Rules(inputs_dtype=_inputs_dtype(sample), device_type=_device_type(device))
-            rules = sample_rules(op, op_name, dtype, ref, base)
-        except NoDigits:
-            continue
-        squared = squared_rules(op_name, ref, rules)
-        if squared is not None:
-            actual, expected, rules = squares(actual), squares(expected), squared
-            what += " (compared as squares)"
-        try:
-            compare(actual, expected, dtype, op_name, what, magnitude, rules)
-        except AssertionError:
-            step = DISCONTINUOUS.get(op_name)
-            if step is None:
-                raise
-            with torch.no_grad():
-                nearby = perturbed(
-                    ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name
-                )
-                variants = [process(_call(op, p)) for p in nearby]
-            if step.cumulative:
-                actual, expected = cumsum(actual), cumsum(expected)
-                variants = [cumsum(v) for v in variants]
-                what += " (cumulative)"
-            bracket = reference_bracket(expected, variants)
-            compare(
-                actual,
-                expected,
-                dtype,
-                op_name,
-                what,
-                magnitude,
-                dataclasses.replace(rules, bracket=bracket),
-            )
-        inplace = op.inplace_variant
-        if inplace is not None and _fits_in_place(raw, sample.input):
-            _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
-        count += 1
+            count += check_forward_sample(op, op_name, device, dtype, index, sample)
+        except AssertionError as error:
+            add_failure_info(error, sample=index)
+            raise
     return count
+
+
+def check_forward_sample(
+    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+) -> bool:
+    """One sample's outputs (and in-place variant) against the reference; False if the
+    sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
+    inputs_seen(sample.input, sample.args, sample.kwargs)
+    label = _sample_label(index, sample)
+    ref = _reference_sample(sample, device)
+    process = sample.output_process_fn_grad
+    with torch.no_grad():
+        raw = _call(op, sample)
+        expected_raw = _call(op, ref)
+    if op_name in EIGEN_OPS:  # no in-place variant
+        check_eigen(raw, expected_raw, ref.input, dtype, f"{op_name} {label}")
+        return True
+    with torch.no_grad():
+        actual = process(raw)
+        expected = process(expected_raw)
+    magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
+    what = f"{op_name} {label}"
+    try:
+        base = Rules(inputs_dtype=_inputs_dtype(sample), device_type=_device_type(device))
+        rules = sample_rules(op, op_name, dtype, ref, base)
+    except NoDigits:
+        return False
+    squared = squared_rules(op_name, ref, rules)
+    if squared is not None:
+        actual, expected, rules = squares(actual), squares(expected), squared
+        what += " (compared as squares)"
+    try:
+        compare(actual, expected, dtype, op_name, what, magnitude, rules)
+    except AssertionError:
+        step = DISCONTINUOUS.get(op_name)
+        if step is None:
+            raise
+        with torch.no_grad():
+            nearby = perturbed(ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name)
+            variants = [process(_call(op, p)) for p in nearby]
+        if step.cumulative:
+            actual, expected = cumsum(actual), cumsum(expected)
+            variants = [cumsum(v) for v in variants]
+            what += " (cumulative)"
+        bracket = reference_bracket(expected, variants)
+        compare(
+            actual,
+            expected,
+            dtype,
+            op_name,
+            what,
+            magnitude,
+            dataclasses.replace(rules, bracket=bracket),
+        )
+    inplace = op.inplace_variant
+    if inplace is not None and _fits_in_place(raw, sample.input):
+        _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
+    return True
 
 
 def _device_type(device: str) -> str:
@@ -225,94 +272,114 @@ def _check_inplace(
         )
 
 
-def run_grad(op: Any, op_name: str, device: str, dtype: torch.dtype, limit: int | None) -> int:
+def run_grad(
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    limit: int | None,
+    seed: int | None = None,
+) -> int:
     """Backward on the device against backward in float64 on the CPU: the gradient of a
     random weighted sum of the outputs (a plain sum would miss errors that cancel, such as
     softmax's gradient, which sums to zero), with respect to every input that needs one.
     EIGEN_OPS' outputs are first put in the reference's eigenpair order (`align_eigen`)."""
     count = 0
-    for index, sample in enumerate(_samples(op, device, dtype, limit, requires_grad=True)):
-        label = _sample_label(index, sample)
-        ref = _reference_sample(sample, device, grad=True)
-        inputs = differentiable((sample.input, sample.args, sample.kwargs))
-        ref_inputs = differentiable((ref.input, ref.args, ref.kwargs))
-        if not inputs:
-            continue
-        process = sample.output_process_fn_grad
-        # OpInfo's gradcheck_wrapper makes the function well defined for gradients
-        # (e.g. symmetrises the input of eigh); output_process_fn_grad does the same for
-        # outputs that are unique only up to sign or phase (svd, eig).
-        wrap = op.gradcheck_wrapper
-        outputs = differentiable(process(wrap(op.op, sample.input, *sample.args, **sample.kwargs)))
-        ref_outputs = differentiable(process(wrap(op.op, ref.input, *ref.args, **ref.kwargs)))
-        if len(outputs) != len(ref_outputs):
-            raise Mismatch(
-                f"{op_name} {label}: {len(outputs)} differentiable outputs, "
-                f"reference has {len(ref_outputs)}"
-            )
-        if not outputs:
-            continue
-        if op_name in EIGEN_OPS:  # each weight must multiply the same eigenpair on both sides
-            outputs = align_eigen(outputs, ref_outputs, ref.input, dtype, f"{op_name} {label}")
-        magnitude = max_magnitude((ref_inputs, ref_outputs))
-        weights = [torch.randn(o.shape, dtype=o.dtype, device="cpu") for o in outputs]
-        grads = torch.autograd.grad(
-            outputs,
-            inputs,
-            [w.to(o.device) for w, o in zip(weights, outputs, strict=True)],
-            allow_unused=True,
-        )
-        ref_grads = torch.autograd.grad(
-            ref_outputs,
-            ref_inputs,
-            [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
-            allow_unused=True,
-        )
-        threshold = overflow_threshold(dtype)
-        rules = Rules(
-            inputs_dtype=_inputs_dtype(sample),
-            may_overflow=any(reaches(o, threshold) for o in ref_outputs),
-            device_type=_device_type(device),
-        )
-        variants: list[tuple[Any, ...]] | None = None
-        grad_name = f"{op_name}/grad"
+    for index, sample in seeded_samples(op, device, dtype, limit, seed, requires_grad=True):
         try:
-            rules = sample_rules(op, grad_name, dtype, ref, rules, weights)
-        except NoDigits:
-            continue
-        for i, (g, rg) in enumerate(zip(grads, ref_grads, strict=True)):
-            if (g is None) != (rg is None):
-                # An unused input has no gradient; the reference must agree.
-                g = torch.zeros_like(inputs[i]) if g is None else g
-                rg = torch.zeros_like(ref_inputs[i]) if rg is None else rg
-            if g is None:
-                continue
-            what = f"{op_name} grad of input {i}, {label}"
-            if rules.input_terms:
-                rules = dataclasses.replace(rules, terms=rules.input_terms[i])
-            try:
-                compare(g, rg, dtype, grad_name, what, magnitude, rules)
-            except AssertionError:
-                step = DISCONTINUOUS.get(grad_name)
-                if step is None:
-                    raise
-                if variants is None:
-                    variants = [
-                        _reference_grads(op, p, weights)
-                        for p in perturbed(ref, dtype, step.mode, op_name=op_name)
-                    ]
-                bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
-                compare(
-                    g,
-                    rg,
-                    dtype,
-                    grad_name,
-                    what,
-                    magnitude,
-                    dataclasses.replace(rules, bracket=bracket),
-                )
-        count += 1
+            count += check_grad_sample(op, op_name, device, dtype, index, sample)
+        except AssertionError as error:
+            add_failure_info(error, sample=index)
+            raise
     return count
+
+
+def check_grad_sample(
+    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+) -> bool:
+    """One sample's gradients against the reference's (as `run_grad`); False if the sample
+    has nothing to compare; a failure raises AssertionError."""
+    inputs_seen(sample.input, sample.args, sample.kwargs)
+    label = _sample_label(index, sample)
+    ref = _reference_sample(sample, device, grad=True)
+    inputs = differentiable((sample.input, sample.args, sample.kwargs))
+    ref_inputs = differentiable((ref.input, ref.args, ref.kwargs))
+    if not inputs:
+        return False
+    process = sample.output_process_fn_grad
+    # OpInfo's gradcheck_wrapper makes the function well defined for gradients
+    # (e.g. symmetrises the input of eigh); output_process_fn_grad does the same for
+    # outputs that are unique only up to sign or phase (svd, eig).
+    wrap = op.gradcheck_wrapper
+    outputs = differentiable(process(wrap(op.op, sample.input, *sample.args, **sample.kwargs)))
+    ref_outputs = differentiable(process(wrap(op.op, ref.input, *ref.args, **ref.kwargs)))
+    if len(outputs) != len(ref_outputs):
+        raise Mismatch(
+            f"{op_name} {label}: {len(outputs)} differentiable outputs, "
+            f"reference has {len(ref_outputs)}"
+        )
+    if not outputs:
+        return False
+    if op_name in EIGEN_OPS:  # each weight must multiply the same eigenpair on both sides
+        outputs = align_eigen(outputs, ref_outputs, ref.input, dtype, f"{op_name} {label}")
+    magnitude = max_magnitude((ref_inputs, ref_outputs))
+    weights = [torch.randn(o.shape, dtype=o.dtype, device="cpu") for o in outputs]
+    grads = torch.autograd.grad(
+        outputs,
+        inputs,
+        [w.to(o.device) for w, o in zip(weights, outputs, strict=True)],
+        allow_unused=True,
+    )
+    ref_grads = torch.autograd.grad(
+        ref_outputs,
+        ref_inputs,
+        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
+        allow_unused=True,
+    )
+    threshold = overflow_threshold(dtype)
+    rules = Rules(
+        inputs_dtype=_inputs_dtype(sample),
+        may_overflow=any(reaches(o, threshold) for o in ref_outputs),
+        device_type=_device_type(device),
+    )
+    variants: list[tuple[Any, ...]] | None = None
+    grad_name = f"{op_name}/grad"
+    try:
+        rules = sample_rules(op, grad_name, dtype, ref, rules, weights)
+    except NoDigits:
+        return False
+    for i, (g, rg) in enumerate(zip(grads, ref_grads, strict=True)):
+        if (g is None) != (rg is None):
+            # An unused input has no gradient; the reference must agree.
+            g = torch.zeros_like(inputs[i]) if g is None else g
+            rg = torch.zeros_like(ref_inputs[i]) if rg is None else rg
+        if g is None:
+            continue
+        what = f"{op_name} grad of input {i}, {label}"
+        if rules.input_terms:
+            rules = dataclasses.replace(rules, terms=rules.input_terms[i])
+        try:
+            compare(g, rg, dtype, grad_name, what, magnitude, rules)
+        except AssertionError:
+            step = DISCONTINUOUS.get(grad_name)
+            if step is None:
+                raise
+            if variants is None:
+                variants = [
+                    _reference_grads(op, p, weights)
+                    for p in perturbed(ref, dtype, step.mode, op_name=op_name)
+                ]
+            bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
+            compare(
+                g,
+                rg,
+                dtype,
+                grad_name,
+                what,
+                magnitude,
+                dataclasses.replace(rules, bracket=bracket),
+            )
+    return True
 
 
 def _reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any, ...]:

@@ -1,0 +1,156 @@
+"""`accelkit bisect --case ID --good V --bad V --wheels DIR`: the first torch build where a
+case broke or a metric regressed."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from accelkit.cli.app import app
+
+if TYPE_CHECKING:
+    from accelkit.triage.bisect import Step
+
+
+@app.command("bisect")
+def bisect_command(
+    case: Annotated[
+        str,
+        typer.Option(
+            "--case",
+            metavar="ID",
+            help="The case, as the results file names it (conformance/... or perf/...).",
+            show_default=False,
+        ),
+    ],
+    good: Annotated[
+        str,
+        typer.Option(
+            "--good",
+            metavar="VERSION",
+            help="A build where the case is good: a version (2.13.0+cpu) or a nightly's date "
+            "(2026-01-31).",
+            show_default=False,
+        ),
+    ],
+    bad: Annotated[
+        str,
+        typer.Option(
+            "--bad", metavar="VERSION", help="A build where it is bad.", show_default=False
+        ),
+    ],
+    wheels: Annotated[
+        Path | None,
+        typer.Option("--wheels", metavar="DIR", help="Take the builds from this folder."),
+    ] = None,
+    index: Annotated[
+        str | None,
+        typer.Option("--index", metavar="URL", help="Take the builds from this pip index."),
+    ] = None,
+    device: Annotated[str, typer.Option("--device", "-d", help="Backend to test on.")] = "cpu",
+    passes: Annotated[
+        int, typer.Option("--passes", help="perf: measurement passes per build.")
+    ] = 5,
+    metric: Annotated[
+        str | None,
+        typer.Option("--metric", help="perf: judge this metric only (default: all of the case)."),
+    ] = None,
+    cache: Annotated[
+        Path | None,
+        typer.Option(
+            "--cache",
+            metavar="DIR",
+            help="Keep installed builds here and reuse them (created if missing).",
+        ),
+    ] = None,
+    work: Annotated[
+        Path | None,
+        typer.Option(
+            "--work", metavar="DIR", help="Keep each step's results file here (default: none)."
+        ),
+    ] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds one step (one build's run) may take.")
+    ] = 1800.0,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List the builds in the range; install nothing.")
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the answer and every step as JSON.")
+    ] = False,
+) -> None:
+    """Install torch builds one at a time (each into a throwaway site folder), run only the
+    named case on each, and name the last good and first bad build with their git hashes
+    and the commits between them. Builds that cannot be installed or run are skipped."""
+    from accelkit import backends
+    from accelkit.errors import BadInput
+    from accelkit.triage.bisect import bisect, builds_in_folder, builds_on_index, select
+    from accelkit.triage.builds import CaseJudge, SiteInstaller
+
+    if (wheels is None) == (index is None):
+        raise BadInput("name where the builds come from: --wheels DIR or --index URL")
+    if case.split("/", 1)[0] not in ("conformance", "perf"):
+        raise BadInput(f"--case {case}: a case id starts with conformance/ or perf/")
+    if index is not None:
+        from accelkit.inputs import check_url
+
+        check_url("--index", index)
+    backends.get(device)
+    if passes < 1:
+        raise BadInput(f"--passes: must be >= 1, got {passes}")
+    for flag, folder in (("--cache", cache), ("--work", work)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise BadInput(f"{flag} {folder}: not a directory")
+    found = builds_in_folder(wheels) if wheels is not None else builds_on_index(str(index))
+    if not found:
+        raise BadInput(f"no torch build for this Python and platform in {wheels or index}")
+    builds, reversed_order = select(found, good, bad)
+    for folder in (cache, work):
+        if folder is not None and not dry_run:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise BadInput(f"{folder}: cannot create it ({exc.strerror})") from None
+    if dry_run:
+        plan = [{"version": b.version, "source": str(b.wheel or b.index)} for b in builds]
+        if as_json:
+            typer.echo(json.dumps({"builds": plan, "reversed_order": reversed_order}, indent=2))
+        else:
+            for entry in plan:
+                typer.echo(f"{entry['version']}  {entry['source']}")
+        return
+
+    def report(step: Step) -> None:
+        git = (step.git_version or "?")[:12]
+        typer.echo(
+            f"  {step.build.version} (git {git}): {step.verdict.upper()}  {step.detail}", err=True
+        )
+
+    with tempfile.TemporaryDirectory(prefix="accelkit-bisect-") as tmp:
+        judge = CaseJudge(
+            case,
+            device=device,
+            work=work or Path(tmp),
+            passes=passes,
+            metric=metric,
+            timeout_s=timeout,
+        )
+        typer.echo(f"bisecting {case} over {len(builds)} builds", err=True)
+        result = bisect(
+            builds,
+            SiteInstaller(cache=cache),
+            judge,
+            on_step=report,
+            reversed_order=reversed_order,
+        )
+    if as_json:
+        typer.echo(json.dumps({"case": case, **result.to_json_dict()}, indent=2))
+        return
+    from accelkit.triage.bisect import iter_lines
+
+    for line in iter_lines(result):
+        typer.echo(line)

@@ -1,0 +1,342 @@
+"""`accelkit bisect`: the first torch build where a case broke (or a metric regressed).
+
+The builds come from a folder of wheels or a pip index (`builds_in_folder`,
+`builds_on_index`) and are put in version order; `select` keeps those from the good one
+to the bad one (a version, or a nightly's date). `bisect` then runs the search `git bisect`
+runs, over builds instead of commits:
+
+1. the good build is tested first and must show the case's good behaviour, the bad one next
+   and must not (else there is nothing to find, and the answer says so);
+2. the untested build nearest the middle of the remaining range is tested; good moves the
+   range's good end to it, bad its bad end;
+3. a build that cannot be installed or run is unusable: it is skipped, as `git bisect skip`
+   skips a commit, and the next candidate nearest the middle is tried;
+4. when no untested build is left between the two ends, the last good and the first bad
+   build are the answer, with the unusable builds between them (the change is in one of
+   those, or right at the first bad one).
+
+Each step installs one build (`Installer`) and runs only the named case there (`Judge`).
+The answer names both builds with their git hashes (torch.version.git_version, read from
+the installed build) and the commit range to read, as a GitHub compare URL.
+
+When the good build is newer than the bad one (looking for the build that fixed or added
+something), the search runs from the newest build down: the "first bad" build is then the
+newest one still showing the bad behaviour, and the commit range is still written oldest
+first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
+
+from accelkit.errors import BadInput, Failed
+
+Verdict = Literal["good", "bad", "unusable"]
+COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{old}...{new}"
+_DATE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
+
+
+@dataclass(frozen=True)
+class Build:
+    """One torch build: its version and where it comes from (a wheel file, or an index)."""
+
+    version: str
+    wheel: Path | None = None
+    index: str | None = None
+
+    @property
+    def key(self) -> Version:
+        return Version(self.version)
+
+    @property
+    def date(self) -> str | None:
+        """A nightly's date (the `.devYYYYMMDD` of its version), else None."""
+        dev = self.key.dev
+        return str(dev) if dev is not None and len(str(dev)) == 8 else None
+
+    def describe(self) -> str:
+        return f"torch {self.version}"
+
+
+class BuildUnusable(Exception):
+    """A build that cannot be installed or run here; the message says why."""
+
+
+@dataclass(frozen=True)
+class Environment:
+    """Where a build runs: the command that starts Python, the folders to put first on
+    PYTHONPATH, and what `import torch` says there."""
+
+    python: tuple[str, ...]
+    path: tuple[str, ...]
+    torch_version: str
+    git_version: str
+    note: str = ""
+
+
+class Installer(Protocol):
+    def install(self, build: Build) -> AbstractContextManager[Environment]:
+        """Install `build` for the time of the `with` block; BuildUnusable if it cannot be
+        installed or imported."""
+        ...
+
+
+class Judge(Protocol):
+    def __call__(self, environment: Environment, build: Build) -> tuple[Verdict, str]:
+        """Run the case in `environment`: its verdict and what decided it. The first call
+        (the good build) sets what good means."""
+        ...
+
+
+@dataclass(frozen=True)
+class Step:
+    build: Build
+    verdict: Verdict
+    detail: str
+    torch_version: str | None = None
+    git_version: str | None = None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.build.version,
+            "source": str(self.build.wheel or self.build.index or ""),
+            "verdict": self.verdict,
+            "detail": self.detail,
+            "torch_version": self.torch_version,
+            "git_version": self.git_version,
+        }
+
+
+@dataclass(frozen=True)
+class BisectResult:
+    last_good: Step
+    first_bad: Step
+    unusable_between: tuple[Step, ...]
+    steps: tuple[Step, ...]
+    reversed_order: bool = False
+    """The good build is the newer one: the search looked for where the good behaviour
+    started (a fix), walking from the newest build down."""
+    candidates: int = 0
+
+    @property
+    def compare_url(self) -> str | None:
+        ends = sorted((self.last_good, self.first_bad), key=lambda s: s.build.key)
+        old, new = (s.git_version for s in ends)
+        if not old or not new or old == "Unknown" or new == "Unknown":
+            return None
+        return COMPARE_URL.format(old=old, new=new)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "last_good": self.last_good.to_json_dict(),
+            "first_bad": self.first_bad.to_json_dict(),
+            "unusable_between": [s.to_json_dict() for s in self.unusable_between],
+            "compare_url": self.compare_url,
+            "reversed_order": self.reversed_order,
+            "candidates": self.candidates,
+            "steps": [s.to_json_dict() for s in self.steps],
+        }
+
+
+class NothingToBisect(Failed):
+    """The ends do not behave as good and bad: there is no change to find (exit 1)."""
+
+
+# --------------------------------------------------------------------------------------
+# Finding builds
+
+
+def builds_in_folder(folder: Path) -> list[Build]:
+    """The torch wheels in `folder` that install on this Python and platform, in version
+    order (one per version: the first compatible file)."""
+    from packaging.tags import sys_tags
+
+    if not folder.is_dir():
+        raise BadInput(f"--wheels {folder}: not a directory")
+    supported = set(sys_tags())
+    found: dict[str, Build] = {}
+    for path in sorted(folder.glob("torch-*.whl")):
+        try:
+            name, version, _, tags = parse_wheel_filename(path.name)
+        except (InvalidWheelFilename, InvalidVersion):
+            continue
+        if name != "torch" or not (set(tags) & supported):
+            continue
+        found.setdefault(str(version), Build(str(version), wheel=path.resolve()))
+    return sorted(found.values(), key=lambda b: b.key)
+
+
+def parse_index_versions(output: str) -> list[str]:
+    """The versions in `pip index versions torch`'s output ("Available versions: a, b")."""
+    for line in output.splitlines():
+        if line.strip().startswith("Available versions:"):
+            listed = line.split(":", 1)[1]
+            return [v.strip() for v in listed.split(",") if v.strip()]
+    return []
+
+
+def builds_on_index(
+    index: str, run_pip: Callable[[Sequence[str]], str] | None = None
+) -> list[Build]:
+    """The torch versions a pip index offers (pip's own listing), in version order."""
+    import subprocess
+    import sys
+
+    def default(args: Sequence[str]) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False
+        )
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["pip failed"])[-1]
+            raise BadInput(f"--index {index}: pip cannot list torch there: {last}")
+        return proc.stdout
+
+    output = (run_pip or default)(["index", "versions", "torch", "--index-url", index])
+    builds: list[Build] = []
+    for version in parse_index_versions(output):
+        try:
+            Version(version)
+        except InvalidVersion:
+            continue
+        builds.append(Build(version, index=index))
+    return sorted(builds, key=lambda b: b.key)
+
+
+def _matches(build: Build, wanted: str) -> bool:
+    date = _DATE.match(wanted)
+    if date is not None:
+        return build.date == "".join(date.groups())
+    if build.version == wanted:
+        return True
+    try:
+        return build.key == Version(wanted) or build.key.public == Version(wanted).public
+    except InvalidVersion:
+        return False
+
+
+def select(builds: Sequence[Build], good: str, bad: str) -> tuple[list[Build], bool]:
+    """The builds from `good` to `bad` (versions or nightly dates), good first, and whether
+    that is newest first. BadInput naming what is there when one is not found."""
+
+    def position(wanted: str, flag: str) -> int:
+        found = [i for i, b in enumerate(builds) if _matches(b, wanted)]
+        if not found:
+            listed = ", ".join(b.version for b in builds[:20]) or "none"
+            raise BadInput(f"{flag} {wanted}: no such build among: {listed}")
+        if len(found) > 1:
+            names = ", ".join(builds[i].version for i in found)
+            raise BadInput(f"{flag} {wanted}: matches several builds ({names}); name one")
+        return found[0]
+
+    g, b = position(good, "--good"), position(bad, "--bad")
+    if g == b:
+        raise BadInput(f"--good and --bad name the same build ({builds[g].version})")
+    if g < b:
+        return list(builds[g : b + 1]), False
+    return list(reversed(builds[b : g + 1])), True
+
+
+# --------------------------------------------------------------------------------------
+# The search
+
+
+def bisect(
+    builds: Sequence[Build],
+    installer: Installer,
+    judge: Judge,
+    *,
+    on_step: Callable[[Step], None] | None = None,
+    reversed_order: bool = False,
+) -> BisectResult:
+    """git bisect over `builds` (good first, bad last; see the module doc)."""
+    if len(builds) < 2:
+        raise BadInput("bisect needs at least a good and a bad build")
+    tested: dict[int, Step] = {}
+    order: list[Step] = []
+
+    def test(index: int) -> Step:
+        build = builds[index]
+        try:
+            with installer.install(build) as environment:
+                verdict, detail = judge(environment, build)
+                step = Step(
+                    build, verdict, detail, environment.torch_version, environment.git_version
+                )
+        except BuildUnusable as why:
+            step = Step(build, "unusable", str(why))
+        tested[index] = step
+        order.append(step)
+        if on_step is not None:
+            on_step(step)
+        return step
+
+    first = test(0)
+    if first.verdict != "good":
+        raise NothingToBisect(
+            f"the good build {first.build.version} is {first.verdict}: {first.detail}"
+        )
+    last = test(len(builds) - 1)
+    if last.verdict != "bad":
+        raise NothingToBisect(
+            f"the bad build {last.build.version} is {last.verdict}: {last.detail}"
+        )
+    low, high = 0, len(builds) - 1
+    while True:
+        candidates = [i for i in range(low + 1, high) if i not in tested]
+        if not candidates:
+            break
+        middle = (low + high) / 2
+        index = min(candidates, key=lambda i: (abs(i - middle), i))
+        step = test(index)
+        if step.verdict == "good":
+            low = index
+        elif step.verdict == "bad":
+            high = index
+    return BisectResult(
+        last_good=tested[low],
+        first_bad=tested[high],
+        unusable_between=tuple(tested[i] for i in range(low + 1, high)),
+        steps=tuple(order),
+        reversed_order=reversed_order,
+        candidates=len(builds),
+    )
+
+
+def iter_lines(result: BisectResult) -> Iterator[str]:
+    """The answer in words (what `accelkit bisect` prints)."""
+
+    def name(step: Step) -> str:
+        git = (step.git_version or "?")[:12]
+        return f"torch {step.build.version} (git {git})"
+
+    if result.reversed_order:
+        yield f"last bad build:  {name(result.first_bad)}"
+        yield f"first good build: {name(result.last_good)}"
+    else:
+        yield f"last good build: {name(result.last_good)}"
+        yield f"first bad build: {name(result.first_bad)}"
+    for step in result.unusable_between:
+        yield f"  unusable between them: torch {step.build.version}: {step.detail}"
+    if result.unusable_between:
+        yield "  (the change is in one of the unusable builds, or in the first bad one)"
+    url = result.compare_url
+    yield f"commits: {url}" if url else "commits: unknown (a build has no git hash)"
+    yield f"{len(result.steps)} of {result.candidates} builds tested"
+
+
+@dataclass
+class StepLog:
+    """Collects steps as they come (for --json and for tests)."""
+
+    steps: list[Step] = field(default_factory=list)
+
+    def __call__(self, step: Step) -> None:
+        self.steps.append(step)

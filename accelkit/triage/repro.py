@@ -1,0 +1,236 @@
+"""`accelkit repro CASE --from results.json`: a standalone reproducer for a recorded case.
+
+`plan_repro` reads the case's record (`Case.repro`, written by the suite for every failed
+conformance case and every perf case) and decides what the reproducer embeds
+(`accelkit.triage.bundle`); `write_repro` writes the one file; `run_repro` runs it once
+with a Python that has torch. Which cases can be reproduced:
+
+- OpInfo cases (`conformance/opinfo/<op>/<dtype>[/grad]`, forward, in place and gradient):
+  the failing sample, rebuilt from the case's seed and the sample's index;
+- case functions whose module needs nothing of accelkit but `accelkit.suite.reference`
+  (ops, control flow, compile parity, dynamic shapes, complex, gemv, linalg, graph
+  capture), with their recorded parameters; those that compile also run with Inductor
+  bypassed;
+- not: distributed cases (rank processes), cases that need other pytest fixtures than
+  `device` and the seed, and perf cases (`accelkit bisect --case` reruns those alone).
+
+The file name is the case id made safe: `repro_conformance_opinfo_exp_float32.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from accelkit.errors import BadInput
+from accelkit.results.io import load_results
+from accelkit.results.model import Case, Results
+from accelkit.triage.bundle import (
+    ACCELKIT_ROOT,
+    Embedded,
+    accelkit_module,
+    accelkit_package,
+    check_closed,
+    file_module,
+    render_script,
+)
+
+ENTRY = "accelkit.triage.replay_main:main"
+FIXTURES_FROM_RECORD = ("device", "case_seed", "_accelkit_seed")
+"""Must match accelkit.triage.replay_main.FIXTURES_FROM_RECORD (a test checks)."""
+SUITE_ROOT = ACCELKIT_ROOT / "suite"
+CUSTOM_CASES_PACKAGE = "accelkit_cases"
+"""Modules of a `--cases DIR` folder are embedded under this package."""
+
+_COMMON = (
+    "accelkit.suite.failures",
+    "accelkit.suite.outputs",
+    "accelkit.suite.params",
+    "accelkit.triage.replay_main",
+)
+
+
+@dataclass(frozen=True)
+class ReproPlan:
+    case_id: str
+    kind: str
+    file_name: str
+    script: str
+    embedded: tuple[str, ...]
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {"case": self.case_id, "kind": self.kind, "embedded": list(self.embedded)}
+
+
+def script_name(case_id: str) -> str:
+    return "repro_" + re.sub(r"[^A-Za-z0-9]+", "_", case_id).strip("_") + ".py"
+
+
+def find_case(results: Results, case_id: str, source: Path) -> Case:
+    for case in results.cases:
+        if case.id == case_id:
+            return case
+    close = difflib.get_close_matches(case_id, [c.id for c in results.cases], n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise BadInput(f"{source}: no case {case_id!r}{hint}")
+
+
+def _cases_root(results: Results) -> Path:
+    """The folder the run's cases came from: the built-in suite, or its `--cases DIR`."""
+    argv = list(results.run.argv)
+    if "--cases" in argv[:-1]:
+        return Path(argv[argv.index("--cases") + 1]).resolve()
+    return SUITE_ROOT
+
+
+def _case_module(results: Results, file: str) -> Embedded:
+    root = _cases_root(results)
+    path = (root / file).resolve()
+    if not path.is_file() or path.suffix != ".py":
+        raise BadInput(f"the case's module {file} is not in {root} any more")
+    dotted = ".".join(Path(file).with_suffix("").parts)
+    if root == SUITE_ROOT:
+        return accelkit_module(f"accelkit.suite.{dotted}")
+    return file_module(f"{CUSTOM_CASES_PACKAGE}.{dotted}", path, f"cases/{file}")
+
+
+def _check_arguments(module: Embedded, function: str, params: dict[str, Any]) -> None:
+    """BadInput unless every argument of `function` comes from the record."""
+    for node in ast.parse(module.source).body:
+        if isinstance(node, ast.FunctionDef) and node.name == function:
+            names = [
+                a.arg for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs)
+            ]
+            missing = [n for n in names if n not in params and n not in FIXTURES_FROM_RECORD]
+            if missing:
+                raise BadInput(
+                    f"{function} needs the pytest fixture {missing[0]!r}: not reproducible "
+                    "standalone (only device and the case's seed come from the record)"
+                )
+            return
+    raise BadInput(f"{module.path} has no function {function} any more")
+
+
+def _recorded(results: Results, case: Case) -> dict[str, Any]:
+    torch = results.env.get("torch")
+    torch = torch if isinstance(torch, dict) else {}
+    backends = results.env.get("backends")
+    device_name = "?"
+    if isinstance(backends, dict):
+        entry = backends.get(results.run.device)
+        if isinstance(entry, dict) and entry.get("devices"):
+            device_name = str(entry["devices"][0].get("name", "?"))
+    return {
+        "torch": torch.get("version"),
+        "git": torch.get("git_version"),
+        "backend": results.run.device,
+        "device_name": device_name,
+        "started": results.run.started,
+        "status": case.status,
+        "message": case.message[:1500],
+    }
+
+
+def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
+    """The reproducer of `case_id` in the results file; BadInput when it has no record or
+    its kind cannot be reproduced standalone. Nothing is written."""
+    results = load_results(results_path)
+    case = find_case(results, case_id, results_path)
+    record = case.repro
+    if record is None:
+        raise BadInput(
+            f"{case_id}: the results file has no reproducer record for this {case.status} case "
+            "(the suite records one for failed conformance cases and for perf cases)"
+        )
+    extra = record.model_extra or {}
+    if extra.get("unencoded_params"):
+        raise BadInput(
+            f"{case_id}: parameter {extra['unencoded_params'][0]!r} has no JSON form: "
+            "not reproducible standalone"
+        )
+    common = [accelkit_module(name) for name in _COMMON]
+    case_record: dict[str, Any] = {
+        "case": case_id,
+        **record.model_dump(mode="json", exclude_none=True),
+        "recorded": _recorded(results, case),
+    }
+    case_record.pop("unencoded_params", None)
+    if record.kind == "opinfo":
+        modules = [
+            *common,
+            accelkit_module("accelkit.suite.reference"),
+            *accelkit_package("accelkit.suite.opinfo"),
+        ]
+    elif record.kind == "function":
+        module = _case_module(results, record.file)
+        _check_arguments(module, record.function, dict(record.params))
+        shim = accelkit_module("accelkit.triage.pytest_shim")
+        pytest_module = Embedded("pytest", shim.path, shim.source)
+        modules = [*common, accelkit_module("accelkit.suite.reference"), pytest_module, module]
+        check_closed(modules, roots=("accelkit", "pytest", CUSTOM_CASES_PACKAGE))
+        case_record["module"] = module.name
+    else:
+        raise BadInput(
+            f"{case_id}: no standalone reproducer for {record.kind} cases "
+            "(covered: OpInfo cases and case functions)"
+        )
+    return ReproPlan(
+        case_id=case_id,
+        kind=record.kind,
+        file_name=script_name(case_id),
+        script=render_script(
+            docstring=_docstring(case_id, results_path, case_record),
+            case=case_record,
+            modules=modules,
+            entry=ENTRY,
+        ),
+        embedded=tuple(m.name for m in modules),
+    )
+
+
+def _docstring(case_id: str, source: Path, record: dict[str, Any]) -> str:
+    recorded = record["recorded"]
+    message = "\n".join(
+        "    " + line for line in str(recorded.get("message", "")).splitlines()[:12]
+    )
+    return (
+        f"Reproducer for {case_id}\n\n"
+        f"Written by `accelkit repro` from {source}: the run of {recorded.get('started')} on\n"
+        f"{recorded.get('backend')} ({recorded.get('device_name')}), torch "
+        f"{recorded.get('torch')} (git {str(recorded.get('git'))[:12]}), where the case was "
+        f"{recorded.get('status')}:\n\n{message}\n\n"
+        "Run it with any Python that has torch (nothing else is needed: the accelkit code\n"
+        "the case runs is embedded below; torch's OpInfo database also imports expecttest):\n\n"
+        f"    python {script_name(case_id)}\n\n"
+        "It rebuilds the case's inputs from its seed, runs it on the recorded device type,\n"
+        "compares with the float64 reference on the CPU and prints the worst element and the\n"
+        "tolerance. Exit status: 0 passes, 1 fails, 2 cannot run here.\n"
+    )
+
+
+def write_repro(plan: ReproPlan, out_dir: Path) -> Path:
+    from accelkit.results.io import atomic_write_text
+
+    if not out_dir.is_dir():
+        raise BadInput(f"--out {out_dir}: not a directory")
+    path = out_dir / plan.file_name
+    atomic_write_text(path, plan.script)
+    path.chmod(0o755)
+    return path
+
+
+def run_repro(
+    path: Path, *, python: Sequence[str] = (), timeout_s: float = 1800.0
+) -> subprocess.CompletedProcess[str]:
+    """Run the reproducer once (`python` default: this interpreter), capturing its output."""
+    argv = [*(python or [sys.executable]), str(path)]
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=path.parent
+    )
