@@ -225,7 +225,7 @@ def _record(**fields: object) -> Repro:
                 "function": "test_overlap_default",
                 "params": {},
             },
-            "imports accelkit.backends.base",
+            "needs the pytest fixture 'single_rank_group'",
         ),
         (
             "conformance/ops/exp/float32",

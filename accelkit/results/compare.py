@@ -15,15 +15,13 @@
   (`stats`, "Paired mode"): per-pass ratios, not two independent sets of groups.
 - canaries (`perf/canary/...`, metrics with a `canary` key) measure the machine: where both
   runs have them and one may have moved (its interval reaches beyond the band), a
-  `regressed` or `improved` metric of its
-  kind stays so only when the change is larger than the machine's shift could make it;
-  otherwise its verdict is `environment-shifted` (`accelkit.results.canary`; the method is
-  in `accelkit.results.stats`'s docstring). A canary judged `regressed` or `improved` is
-  itself `environment-shifted`.
-  `canary` names the canary a metric was judged against, `relative_ci` the interval with
-  the machine's largest effect taken out. Not for the two sides of one interleaved run:
-  they share the machine, so only the moved canaries themselves become
-  `environment-shifted` there.
+  `regressed` or `improved` metric of its kind stays so only when the change is larger
+  than the machine's shift could make it; otherwise its verdict is `environment-shifted`
+  (`accelkit.results.canary`; the method is in `accelkit.results.stats`'s docstring), as
+  is a moved canary's own. `canary` names the canary a metric was judged against,
+  `relative_ci` the interval with the machine's largest effect taken out. Not for the two
+  sides of one interleaved run: they share the machine, so only the moved canaries
+  themselves become `environment-shifted` there.
 
 Status changes between the two runs (keyed by case id):
 `newly_failing` (now failed/error/crashed/timeout, before passed or skipped),
@@ -441,16 +439,10 @@ def compare(
 
 
 def metrics_by_severity(comparison: Comparison) -> list[MetricComparison]:
-    """Regressions first, then improvements, noisy, missing, unchanged; stable within."""
-    order = {
-        "regressed": 0,
-        "improved": 1,
-        "environment-shifted": 2,
-        "noisy": 3,
-        "missing": 4,
-        "unchanged": 5,
-    }
-    return sorted(comparison.metrics, key=lambda m: order[m.verdict])
+    """Regressions first, then improvements, environment-shifted, noisy, missing, unchanged;
+    stable within."""
+    order = ("regressed", "improved", "environment-shifted", "noisy", "missing", "unchanged")
+    return sorted(comparison.metrics, key=lambda m: order.index(m.verdict))
 
 
 def format_ratio(metric: MetricComparison) -> str:
@@ -594,11 +586,11 @@ def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
 
 
 def _repro_lines(comparison: Comparison, new_source: str | None) -> list[str]:
-    if new_source is None:
-        return []
-    new_failures = [
-        *comparison.changes_of("newly_failing"),
-        *(c for c in comparison.changes_of("new_case") if c.new_status in BAD_STATUSES),
+    new_cases = comparison.changes_of("new_case")
+    new_failures = [*comparison.changes_of("newly_failing"), *new_cases]
+    commands = [
+        repro_command(c.case, new_source)
+        for c in new_failures
+        if c.repro and c.new_status in BAD_STATUSES and new_source is not None
     ]
-    commands = [repro_command(c.case, new_source) for c in new_failures if c.repro]
     return ["```bash", *commands, "```"] if commands else []

@@ -249,7 +249,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     only = config.getoption("--accelkit-case", default=None)
     if only:
         _keep(config, items, lambda item: in_case(case_id(item.nodeid), only))
-    _select_shard(config, items)
+    from accelkit.suite.shard_session import select_shard
+
+    select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
         _keep(config, items, is_repeated_in_passes)
     if config.getoption("--accelkit-compile-only", default=False):
@@ -266,50 +268,6 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         entry = known.get(case_id(item.nodeid))
         if entry is not None:
             item.add_marker(pytest.mark.xfail(reason=entry.describe(), strict=False))
-
-
-SHARD_SELECTIONS = "accelkit_shard_selections"
-_SELECTIONS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
-
-
-def _select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect every case outside this shard (`accelkit.suite.sharding`); record what the
-    shard chose from for the results file (a worker sends it with its `workeroutput`)."""
-    text = config.getoption("--accelkit-shard", default=None)
-    if not text:
-        return
-    from accelkit.suite import sharding
-
-    spec = sharding.ShardSpec.parse(str(text))
-    durations = None
-    path = config.getoption("--accelkit-durations", default=None)
-    if path:
-        from accelkit.results.io import load_results
-
-        durations = sharding.durations_of(load_results(Path(path)))
-    ids = [case_id(item.nodeid) for item in items]
-    groups: dict[str, str] = {}
-    for item, case in zip(items, ids, strict=True):
-        mark = item.get_closest_marker("shard_group")
-        if mark is not None and mark.args:
-            groups[case] = str(mark.args[0])
-    chosen = sharding.select(ids, spec, groups=groups, durations=durations)
-    selections: dict[str, dict[str, Any]] = {}
-    for suite in sorted({suite_of(item.nodeid) for item in items}):
-        mine = [c for item, c in zip(items, ids, strict=True) if suite_of(item.nodeid) == suite]
-        selections[suite] = {
-            "cases": len(mine),
-            "selected": sum(c in chosen for c in mine),
-            "digest": sharding.selection_digest(mine),
-        }
-    config.stash[_SELECTIONS_KEY] = selections
-    workeroutput = getattr(config, "workeroutput", None)
-    if isinstance(workeroutput, dict):
-        workeroutput[SHARD_SELECTIONS] = json.dumps(selections)
-    dropped = [item for item, case in zip(items, ids, strict=True) if case not in chosen]
-    if dropped:
-        config.hook.pytest_deselected(items=dropped)
-        items[:] = [item for item, case in zip(items, ids, strict=True) if case in chosen]
 
 
 def _keep(config: pytest.Config, items: list[pytest.Item], wanted: Callable[..., bool]) -> None:
@@ -503,13 +461,17 @@ class ResultsRecorder:
             self._emit({"event": "collected", "total": len(ids)})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
+        from accelkit.suite.shard_session import SELECTIONS_KEY
+
         if not hasattr(session.config, "workerinput"):
-            self._record_selections(session.config.stash.get(_SELECTIONS_KEY, {}))
+            self._record_selections(session.config.stash.get(SELECTIONS_KEY, {}))
             if session.items:
                 self._announce_total([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        from accelkit.suite.shard_session import SHARD_SELECTIONS
+
         sent = getattr(node, "workeroutput", {}).get(SHARD_SELECTIONS)
         if sent:
             self._record_selections(json.loads(sent))

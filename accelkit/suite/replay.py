@@ -84,6 +84,12 @@ def replay_record(item: pytest.Item, info: dict[str, Any]) -> dict[str, Any] | N
             unencoded.append(name)
     if unencoded:
         record["unencoded_params"] = unencoded
+    from accelkit import backends
+
+    backend = backends.get(str(item.config.getoption("--accelkit-device")))
+    # The backend facts a case may ask for (its `backend` fixture) and that its numerics
+    # follow (TF32 off where the backend has it: accelkit.suite.numerics).
+    record["backend"] = {"name": backend.name, "tf32": bool(backend.tf32)}
     check = info.get("check")
     if isinstance(check, dict):
         record["check"] = json.loads(json.dumps(check, default=str))

@@ -24,7 +24,7 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import outcome
+from accelkit.suite import outcome, shard_session
 from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
 from accelkit.suite.request import (
@@ -129,7 +129,7 @@ def header(request: RunRequest, context: RunContext | None = None) -> Any:
             seed=request.seed,
             timeout_s=request.timeout_s,
             breadth=request.breadth,
-            shard=_shard_record(request),
+            shard=shard_session.shard_record(request.shard, request.durations_from),
             target=context.target,
             compile_only=request.compile_only or None,
             toolchain=toolchain.describe() if toolchain is not None else None,
@@ -142,27 +142,6 @@ def header(request: RunRequest, context: RunContext | None = None) -> Any:
             name: Capability(available=a.available, reason=a.reason)
             for name, a in capabilities().items()
         },
-    )
-
-
-def _shard_record(request: RunRequest) -> Any:
-    """The results file's `run.shard` for a `--shard` run (the plugin adds what each
-    session chose from), else None."""
-    import hashlib
-
-    from accelkit.results.model import Shard
-
-    spec = request.shard_spec
-    if spec is None:
-        return None
-    digest = None
-    if request.durations_from is not None:
-        digest = hashlib.sha256(request.durations_from.read_bytes()).hexdigest()
-    return Shard(
-        index=spec.index,
-        count=spec.count,
-        balanced_by="durations" if digest else "count",
-        durations_sha256=digest,
     )
 
 

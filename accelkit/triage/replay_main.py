@@ -25,13 +25,14 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Any
 
 EXIT_PASSES = 0
 EXIT_FAILS = 1
 EXIT_CANNOT_RUN = 2
 
-FIXTURES_FROM_RECORD = ("device", "case_seed", "_accelkit_seed")
+FIXTURES_FROM_RECORD = ("device", "backend", "case_seed", "_accelkit_seed")
 """The suite's fixtures a reproducer can supply from the record; a case asking for any other
 cannot be reproduced standalone."""
 
@@ -204,7 +205,8 @@ def _opinfo(case: dict[str, Any]) -> int:
     check = check_grad_sample if grad else check_forward_sample
     print("\ncompared with the same sample in float64 on the CPU:")
     try:
-        compared = check(op, case["op"], case["device"], dtype, index, sample)
+        with _numerics(case):
+            compared = check(op, case["op"], case["device"], dtype, index, sample)
     except AssertionError as error:
         print("FAILED")
         _report_failure(error, case)
@@ -228,11 +230,21 @@ def _arguments(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
             continue
         if name == "device":
             kwargs[name] = case["device"]
+        elif name == "backend" and isinstance(case.get("backend"), dict):
+            kwargs[name] = SimpleNamespace(**case["backend"])
         elif name in ("case_seed", "_accelkit_seed"):
             kwargs[name] = int(case["seed"])
         else:
             raise CannotRun(f"the case needs the pytest fixture {name!r}")
     return kwargs
+
+
+def _numerics(case: dict[str, Any]) -> Any:
+    """The numerics every conformance case runs under (TF32 off where the backend has it)."""
+    from accelkit.suite.numerics import strict_numerics
+
+    backend = case.get("backend")
+    return strict_numerics(bool(backend.get("tf32")) if isinstance(backend, dict) else False)
 
 
 @contextmanager
@@ -267,7 +279,8 @@ def _run_once(fn: Callable[..., Any], case: dict[str, Any], label: str) -> bool:
     skipped: type[BaseException] = pytest.skip.Exception
     seed_everything(int(case["seed"]))
     try:
-        fn(**_arguments(fn, case))
+        with _numerics(case):
+            fn(**_arguments(fn, case))
     except skipped as why:
         raise CannotRun(f"the case skipped itself: {why}") from None
     except AssertionError as error:

@@ -43,7 +43,7 @@ from accelkit.triage.bundle import (
 )
 
 ENTRY = "accelkit.triage.replay_main:main"
-FIXTURES_FROM_RECORD = ("device", "case_seed", "_accelkit_seed")
+FIXTURES_FROM_RECORD = ("device", "backend", "case_seed", "_accelkit_seed")
 """Must match accelkit.triage.replay_main.FIXTURES_FROM_RECORD (a test checks)."""
 SUITE_ROOT = ACCELKIT_ROOT / "suite"
 CUSTOM_CASES_PACKAGE = "accelkit_cases"
@@ -51,6 +51,7 @@ CUSTOM_CASES_PACKAGE = "accelkit_cases"
 
 _COMMON = (
     "accelkit.suite.failures",
+    "accelkit.suite.numerics",
     "accelkit.suite.outputs",
     "accelkit.suite.params",
     "accelkit.triage.replay_main",
@@ -112,7 +113,8 @@ def _check_arguments(module: Embedded, function: str, params: dict[str, Any]) ->
             if missing:
                 raise BadInput(
                     f"{function} needs the pytest fixture {missing[0]!r}: not reproducible "
-                    "standalone (only device and the case's seed come from the record)"
+                    "standalone (only device, the backend's facts and the case's seed come from "
+                    "the record)"
                 )
             return
     raise BadInput(f"{module.path} has no function {function} any more")

@@ -17,13 +17,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from accelkit.backends.base import Backend
 from accelkit.suite.numerics import allow_tf32
 from accelkit.suite.reference import (
     absolute_terms,
@@ -33,6 +32,9 @@ from accelkit.suite.reference import (
     reference,
     tf32_atol,
 )
+
+if TYPE_CHECKING:
+    from accelkit.backends.base import Backend
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
