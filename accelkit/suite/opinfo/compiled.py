@@ -25,7 +25,6 @@ Ops that cannot compile are known skips with the reason (`skips.COMPILE_SKIPS`).
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import random
 import zlib
@@ -36,16 +35,14 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from accelkit.suite.opinfo.comparison import Mismatch, compare
-from accelkit.suite.opinfo.discontinuity import cumsum, perturbed, reference_bracket
+from accelkit.suite.opinfo.comparison import Mismatch
 from accelkit.suite.opinfo.eigen import EIGEN_OPS
 from accelkit.suite.opinfo.op_db import DTYPES, op_db_by_name
 from accelkit.suite.opinfo.planning import OpinfoCase, plan, skip_reason
+from accelkit.suite.opinfo.running import compare_with_steps, inputs_dtype, reference_sample
 from accelkit.suite.opinfo.sample_rules import NoDigits, sample_rules, squared_rules, squares
-from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
 from accelkit.suite.opinfo.skips import COMPILE_SKIPS
-from accelkit.suite.opinfo.tolerances import Rules, least_precise, max_magnitude
-from accelkit.suite.reference import TOLERANCES, _to_reference
+from accelkit.suite.opinfo.tolerances import Rules, max_magnitude
 
 # Lowerings outside the compile zoo, one of each kind, float32, the first sample only: four
 # ops compile in ~1 minute on a loaded 2-core CPU (each kernel is a C++ compile); every op
@@ -236,31 +233,6 @@ def run_compiled_case(op: Any, case: OpinfoCase, device: str, breadth: str, base
     return count
 
 
-def _inputs_dtype(sample: Any) -> torch.dtype | None:
-    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
-    dtypes = {
-        x.dtype
-        for x in leaves
-        if isinstance(x, torch.Tensor)
-        and (x.is_floating_point() or x.is_complex())
-        and x.dtype in TOLERANCES
-    }
-    return least_precise(*dtypes) if dtypes else None
-
-
-def _reference_sample(sample: Any, device: str) -> Any:
-    from torch.testing._internal.opinfo.core import SampleInput
-
-    return SampleInput(  # type: ignore[no-untyped-call]
-        _to_reference(sample.input, device),
-        args=_to_reference(sample.args, device),
-        kwargs=_to_reference(sample.kwargs, device),
-        output_process_fn_grad=sample.output_process_fn_grad,
-        broadcasts_input=sample.broadcasts_input,
-        name=sample.name,
-    )
-
-
 def _call(fn: Callable[..., Any], sample: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs)
 
@@ -272,14 +244,14 @@ def check_compiled_sample(
     digits to compare. A Mismatch says whether eager on the device gets the sample right."""
     summary = " ".join(str(sample.summary() if hasattr(sample, "summary") else sample).split())
     what = f"{op_name} compiled (inductor) sample {index} ({summary[:300]})"
-    ref = _reference_sample(sample, device)
+    ref = reference_sample(sample, device)
     process = sample.output_process_fn_grad
     with torch.no_grad():
         expected = process(_call(op, ref))
         actual = process(raw)
     magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
     base = Rules(
-        inputs_dtype=_inputs_dtype(sample), device_type=torch.device(device).type, kind="compiled"
+        inputs_dtype=inputs_dtype(sample), device_type=torch.device(device).type, kind="compiled"
     )
     try:
         rules = sample_rules(op, op_name, dtype, ref, base)
@@ -290,54 +262,16 @@ def check_compiled_sample(
         actual, expected, rules = squares(actual), squares(expected), squared
         what += " (compared as squares)"
     try:
-        _compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
+        compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
     except AssertionError as error:
         with torch.no_grad():
             eager = process(_call(op, sample))
         if squared is not None:
             eager = squares(eager)
         try:
-            _compare_with_steps(op, op_name, dtype, ref, eager, expected, what, magnitude, rules)
+            compare_with_steps(op, op_name, dtype, ref, eager, expected, what, magnitude, rules)
             verdict = f"eager on {device} matches the reference: the compiled code is wrong"
         except AssertionError:
             verdict = f"eager on {device} fails too (see conformance/opinfo/{op_name})"
         raise Mismatch(f"{error} [{verdict}]") from None
     return True
-
-
-def _compare_with_steps(
-    op: Any,
-    op_name: str,
-    dtype: torch.dtype,
-    ref: Any,
-    actual: Any,
-    expected: Any,
-    what: str,
-    magnitude: float,
-    rules: Rules,
-) -> None:
-    """compare, and for a step function (DISCONTINUOUS) the re-check against the reference's
-    range over the inputs' rounding, as the eager case does."""
-    try:
-        compare(actual, expected, dtype, op_name, what, magnitude, rules)
-    except AssertionError:
-        step = DISCONTINUOUS.get(op_name)
-        if step is None:
-            raise
-        process = ref.output_process_fn_grad
-        with torch.no_grad():
-            nearby = perturbed(ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name)
-            variants = [process(_call(op, p)) for p in nearby]
-        if step.cumulative:
-            actual, expected = cumsum(actual), cumsum(expected)
-            variants = [cumsum(v) for v in variants]
-        bracket = reference_bracket(expected, variants)
-        compare(
-            actual,
-            expected,
-            dtype,
-            op_name,
-            what,
-            magnitude,
-            dataclasses.replace(rules, bracket=bracket),
-        )

@@ -69,7 +69,7 @@ def run_case(
     return run_forward(op, case.op, device, dtype, limit, seed)
 
 
-def _reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
+def reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
     from torch.testing._internal.opinfo.core import SampleInput
 
     return SampleInput(  # type: ignore[no-untyped-call]
@@ -149,7 +149,7 @@ def check_forward_sample(
     sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
     inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
-    ref = _reference_sample(sample, device)
+    ref = reference_sample(sample, device)
     process = sample.output_process_fn_grad
     with torch.no_grad():
         raw = _call(op, sample)
@@ -163,7 +163,7 @@ def check_forward_sample(
     magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
     what = f"{op_name} {label}"
     try:
-        base = Rules(inputs_dtype=_inputs_dtype(sample), device_type=_device_type(device))
+        base = Rules(inputs_dtype=inputs_dtype(sample), device_type=_device_type(device))
         rules = sample_rules(op, op_name, dtype, ref, base)
     except NoDigits:
         return False
@@ -171,12 +171,33 @@ def check_forward_sample(
     if squared is not None:
         actual, expected, rules = squares(actual), squares(expected), squared
         what += " (compared as squares)"
+    compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
+    inplace = op.inplace_variant
+    if inplace is not None and _fits_in_place(raw, sample.input):
+        _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
+    return True
+
+
+def compare_with_steps(
+    op: Any,
+    op_name: str,
+    dtype: torch.dtype,
+    ref: Any,
+    actual: Any,
+    expected: Any,
+    what: str,
+    magnitude: float,
+    rules: Rules,
+) -> None:
+    """`compare`, and for a step function (DISCONTINUOUS) the re-check against the
+    reference's range over the inputs' rounding (cumulatively, for a cumulative step)."""
     try:
         compare(actual, expected, dtype, op_name, what, magnitude, rules)
     except AssertionError:
         step = DISCONTINUOUS.get(op_name)
         if step is None:
             raise
+        process = ref.output_process_fn_grad
         with torch.no_grad():
             nearby = perturbed(ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name)
             variants = [process(_call(op, p)) for p in nearby]
@@ -194,10 +215,6 @@ def check_forward_sample(
             magnitude,
             dataclasses.replace(rules, bracket=bracket),
         )
-    inplace = op.inplace_variant
-    if inplace is not None and _fits_in_place(raw, sample.input):
-        _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
-    return True
 
 
 def _device_type(device: str) -> str:
@@ -205,7 +222,7 @@ def _device_type(device: str) -> str:
     return torch.device(device).type
 
 
-def _inputs_dtype(sample: Any) -> torch.dtype | None:
+def inputs_dtype(sample: Any) -> torch.dtype | None:
     """The least precise floating dtype among the sample's tensors (None if none)."""
     leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
     dtypes = {
@@ -301,7 +318,7 @@ def check_grad_sample(
     has nothing to compare; a failure raises AssertionError."""
     inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
-    ref = _reference_sample(sample, device, grad=True)
+    ref = reference_sample(sample, device, grad=True)
     inputs = differentiable((sample.input, sample.args, sample.kwargs))
     ref_inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if not inputs:
@@ -338,7 +355,7 @@ def check_grad_sample(
     )
     threshold = overflow_threshold(dtype)
     rules = Rules(
-        inputs_dtype=_inputs_dtype(sample),
+        inputs_dtype=inputs_dtype(sample),
         may_overflow=any(reaches(o, threshold) for o in ref_outputs),
         device_type=_device_type(device),
     )
