@@ -342,6 +342,19 @@ def pairwise_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> In
     return _pnorm_powers(difference, argument(ref, 1, "p", 2.0), -1)
 
 
+def rpow_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """The sum of |w * x * b ** (x - 1)| over the elements, for __rpow__'s b ** x with a
+    tensor base b broadcast over the exponent x: the gradient of b reduces those terms in
+    the case dtype, and its partial sums can pass the dtype's range though the total (with
+    signs) does not."""
+    base = ref.args[0] if ref.args else None
+    if not isinstance(base, torch.Tensor) or not weights:
+        return [], []
+    x, b = _real64(ref.input), _real64(base)
+    terms = _real64(weights[0]) * x * b ** (x - 1)
+    return [terms.abs().sum()], []
+
+
 def tan_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
     """tan(x) ** 2, which tan's backward w * (1 + tan(x) ** 2) forms in the case dtype."""
     return [torch.tan(_real64(ref.input)) ** 2], []
