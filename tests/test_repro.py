@@ -85,8 +85,12 @@ def _outputs_by_script(output: str) -> dict[str, str]:
 
 
 def _greatest_difference(text: str) -> tuple[str, str]:
-    """(value, index) of torch.testing's 'Greatest absolute difference' line (for a scalar:
-    'Absolute difference', no index)."""
+    """(value, index) of the worst element a failed comparison names: torch.testing's
+    'Greatest absolute difference' line (for a scalar: 'Absolute difference', no index), or
+    accelkit.suite.reference.check_close's 'worst at index I: ..., |difference| D'."""
+    ours = re.search(r"worst at index (\([^)]*\)|\(\)): .*?\|difference\| (\S+)", text)
+    if ours:
+        return ours.group(2), ours.group(1)
     match = re.search(
         r"(?:Greatest absolute|Absolute) difference: (\S+)(?: at index (\([^)]*\)))?", text
     )
