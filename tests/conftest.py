@@ -187,8 +187,10 @@ def cpu_test_image(
     if wheel is None:
         pytest.skip(f"no CPU torch wheel on this machine (set {TORCH_WHEEL_ENV})")
     source = snapshot_source(tmp_path_factory.mktemp("cpu-image") / "accelkit-src")
+    # As the cpu-py3.11 leg sets it up (its --python is part of the image's content hash),
+    # so the leg rehearsal finds this image instead of building its own.
     args = ["setup", "cpu", "--torch-wheel", str(wheel), "--base-image", base_image]
-    args += ["--accelkit-source", str(source), "--json"]
+    args += ["--python", "3.11", "--accelkit-source", str(source), "--json"]
     outcomes = []
     try:
         for _ in range(2):
