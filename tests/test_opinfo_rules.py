@@ -352,3 +352,13 @@ def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
         if outcome[param][1]
     ]
     assert not wrong, wrong
+
+
+def test_compiled_cases_seed_as_the_plugin_seeds_every_case() -> None:
+    from accelkit.suite.caseid import case_seed_of
+    from accelkit.suite.opinfo import compiled
+
+    for seed in (0, 1, 12345, 2**31 - 1):
+        for param in ("add/float32", "nn.functional.gelu/float16", "linalg.eig/complex64"):
+            nodeid = f"{compiled.MODULE_NODEID}[{param}]"
+            assert compiled.case_seed(param, seed) == case_seed_of(seed, nodeid)
