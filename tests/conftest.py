@@ -7,8 +7,9 @@ pass silently.
 The expensive end-to-end work runs once per session and is shared by the tests that check
 the same thing from different sides: one run of the whole built-in suite on the CPU
 (`cpu_suite_run`), one cold CPU test-image build (`cpu_test_image`) and one rehearsal of
-a nightly CPU leg in that image (`cpu_leg_rehearsal`). The first test to use one pays for
-it, so each such test carries a `pytest.mark.timeout` that covers the fixture too.
+the nightly's two CPU legs, the 3.11 one in that image (`cpu_leg_rehearsal`). The first
+test to use one pays for it, so each such test carries a `pytest.mark.timeout` that covers
+the fixture too.
 
 Under `CI=true` (GitHub Actions sets it; so does the harness that runs `.ci/run`) every
 skip fails the run unless its reason matches an entry of `ALLOWED_SKIPS_IN_CI`: a test
@@ -119,6 +120,27 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Any:
     return report
 
 
+#: The session fixtures that cost minutes, and the pytest-xdist group of the tests that use
+#: them: `pytest -n 2 --dist loadgroup` (README's test command) sends each group to one
+#: worker, so each fixture is still made once per session. Tests of no group go anywhere.
+SHARED_FIXTURE_GROUPS = {
+    "cpu_suite_run": "cpu-suite-run",
+    "cpu_test_image": "cpu-test-image",
+    "cpu_leg_rehearsal": "cpu-test-image",
+    "old_torch": "old-torch",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        groups = {SHARED_FIXTURE_GROUPS[f] for f in fixtures if f in SHARED_FIXTURE_GROUPS}
+        if len(groups) > 1:
+            raise pytest.UsageError(f"{item.nodeid} uses fixtures of two groups: {groups}")
+        if groups:
+            item.add_marker(pytest.mark.xdist_group(groups.pop()))
+
+
 def _docker_missing(reason: str) -> NoReturn:
     if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
         pytest.fail(f"{reason} ({REQUIRE_DOCKER_ENV}=1: failing, not skipping)", pytrace=False)
@@ -204,27 +226,53 @@ def cpu_test_image(
             docker_client.images.remove(outcomes[0]["image"], force=True)
 
 
+#: Set where a torch for CPython 3.13 is reachable (PyTorch's CPU index, or a mirror with a
+#: build with its libraries): the cpu-py3.13 leg then runs. PyTorch publishes no CPU wheel
+#: for cp313 that this machine can reach, so CI rehearses the 3.13 leg up to its setup plan.
+TORCH_INDEX_ENV = "ACCELKIT_TEST_TORCH_INDEX"
+TORCH_SPEC_ENV = "ACCELKIT_TEST_TORCH_SPEC"
+
+
 @pytest.fixture(scope="session")
 def cpu_leg_rehearsal(
     cpu_test_image: CpuTestImage,
     base_image: str,
+    trixie_image: str,
     docker_client: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> LegRehearsal:
+    """The nightly's two CPU legs, cpu-py3.11 and cpu-py3.13, each on a base image made for
+    its Python (bookworm, trixie), compared with last night's results (a real results file).
+    One rehearsal for the session: the leg tests and the in-image tests read it."""
     work = tmp_path_factory.mktemp("rehearsal")
-    out = work / "leg-results"
+    out, baseline = work / "leg-results", work / "baseline"
+    (baseline / "cpu-py3.11").mkdir(parents=True)
+    real = FIXTURES / "results" / "cpu-real.json"
+    (baseline / "cpu-py3.11" / "results.json").write_text(real.read_text())
     before = managed_containers(docker_client, cpu_test_image.image)
+    index = os.environ.get(TORCH_INDEX_ENV)
+    torch = ["--torch-wheel", str(cpu_test_image.wheel)]
+    if index:
+        torch += ["--torch-index", index, "--torch-spec", os.environ.get(TORCH_SPEC_ENV, "torch")]
     # The marked copy on PYTHONPATH, run outside the checkout: accelkit's source tree is
-    # the copy, so the leg's setup finds the image cpu_test_image built.
-    args = ["matrix", "run", str(REPO / "matrices" / "nightly.yaml"), "--filter"]
-    args += ["name=cpu-py3.11", "--base-image", base_image]
-    args += ["--torch-wheel", str(cpu_test_image.wheel), "-k", "while_loop"]
-    args += ["--output", str(out), "--json"]
+    # the copy, so the cpu-py3.11 leg's setup finds the image cpu_test_image built.
+    args = ["matrix", "run", str(REPO / "matrices" / "nightly.yaml")]
+    args += ["--filter", "name=cpu-py3.11,cpu-py3.13"]
+    args += ["--base-image", f"3.11={base_image}", "--base-image", f"3.13={trixie_image}"]
+    args += [*torch, "-k", "while_loop", "--output", str(out), "--baseline", str(baseline)]
+    args += ["--json"]
     env = {"PYTHONPATH": str(cpu_test_image.source)}
     proc = run_cli(*args, cwd=work, env=env, timeout=REHEARSAL_TIMEOUT_S)
     leftover = managed_containers(docker_client, cpu_test_image.image) - before
     return LegRehearsal(
-        proc.returncode, proc.stdout, proc.stderr, out, cpu_test_image.image, leftover
+        proc.returncode,
+        proc.stdout,
+        proc.stderr,
+        out,
+        cpu_test_image.image,
+        leftover,
+        cpu_test_image.wheel,
+        bool(index),
     )
 
 

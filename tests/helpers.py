@@ -138,9 +138,9 @@ def managed_containers(client: Any, image: str) -> set[str]:
 
 @dataclass(frozen=True)
 class LegRehearsal:
-    """`accelkit matrix run matrices/nightly.yaml --filter name=cpu-py3.11 -k while_loop`
-    in the session's CPU test image: its setup is a cache hit, its test step is
-    `accelkit test --image`, and its outputs land in `output/cpu-py3.11/`."""
+    """`accelkit matrix run matrices/nightly.yaml --filter name=cpu-py3.11,cpu-py3.13 -k
+    while_loop --baseline DIR`: the 3.11 leg in the session's CPU test image (its setup is a
+    cache hit, its test step is `accelkit test --image`), outputs in `output/<leg>/`."""
 
     returncode: int
     stdout: str
@@ -148,3 +148,6 @@ class LegRehearsal:
     output: Path
     image: str
     leftover_containers: set[str]
+    wheel: Path
+    #: whether a torch for CPython 3.13 was reachable (the cpu-py3.13 leg ran)
+    torch_for_313: bool

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +19,7 @@ from accelkit.suite.request import RunRequest
 from tests.helpers import (
     IMAGE_TESTS_TIMEOUT_S,
     REPO,
-    TORCH_WHEEL_ENV,
     LegRehearsal,
-    cpu_torch_wheel,
     run_cli,
 )
 
@@ -166,25 +163,18 @@ def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: 
     assert "0 of 4 legs can run here" in out
 
 
-#: A torch index for the 3.13 leg (e.g. https://pypi.org/simple with torch==2.14.1, a CUDA
-#: build with its libraries): only where one is reachable. PyTorch publishes no CPU wheel
-#: for cp313 that this machine can reach, so CI rehearses the 3.13 leg up to its setup plan.
-TORCH_INDEX_ENV = "ACCELKIT_TEST_TORCH_INDEX"
-TORCH_SPEC_ENV = "ACCELKIT_TEST_TORCH_SPEC"
-
-
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
 def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
-    """One nightly CPU leg, setup and test, in the session's CPU test image (its cold build
-    and the in-image run are checked in tests/test_setup_cpu.py)."""
+    """The nightly CPU leg cpu-py3.11, setup and test, in the session's CPU test image (its
+    cold build and the in-image run are checked in tests/test_setup_cpu.py)."""
     rehearsal = cpu_leg_rehearsal
     assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
     data = json.loads(rehearsal.stdout)
-    (leg,) = data["outcome"]["legs"]
-    assert leg["name"] == "cpu-py3.11" and leg["status"] == "passed"
-    assert leg["counts"]["passed"] >= 1
+    legs = {leg["name"]: leg for leg in data["outcome"]["legs"]}
+    leg = legs["cpu-py3.11"]
+    assert leg["status"] == "passed" and leg["counts"]["passed"] >= 1
     leg_dir = rehearsal.output / "cpu-py3.11"
     assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
     results = load_results(leg_dir / "results.json")
@@ -200,39 +190,21 @@ def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> Non
 
 @pytest.mark.slow
 @pytest.mark.docker
-@pytest.mark.timeout(1800)
-def test_rehearse_two_cpu_legs_end_to_end(
-    base_image: str, trixie_image: str, tmp_path: Path
-) -> None:
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_rehearse_two_cpu_legs_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
     """cpu-py3.11 and cpu-py3.13 as the nightly runs them: each leg's image on a base made
     for its Python (bookworm, trixie), with the torch wheel built for it, then compared
-    with last night's results (a real results file) into the nightly's summary."""
-
-    wheel = cpu_torch_wheel()
-    if wheel is None:
-        pytest.skip(f"no CPU torch wheel on this machine (set {TORCH_WHEEL_ENV})")
-    out = tmp_path / "leg-results"
-    baseline = tmp_path / "baseline"
-    (baseline / "cpu-py3.11").mkdir(parents=True)
-    real = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
-    (baseline / "cpu-py3.11" / "results.json").write_text(real.read_text())
-    index = os.environ.get(TORCH_INDEX_ENV)
-    torch = ["--torch-wheel", str(wheel)]
-    if index:
-        torch += ["--torch-index", index, "--torch-spec", os.environ.get(TORCH_SPEC_ENV, "torch")]
-    args = ["matrix", "run", NIGHTLY, "--filter", "name=cpu-py3.11,cpu-py3.13"]
-    args += ["--base-image", f"3.11={base_image}", "--base-image", f"3.13={trixie_image}"]
-    args += [*torch, "-k", "while_loop", "--output", str(out), "--baseline", str(baseline)]
-    proc = run_cli(*args, "--json", cwd=REPO, timeout=1700)
-    assert proc.returncode == 0, (proc.stdout[-3000:], proc.stderr[-3000:])
-    data = json.loads(proc.stdout)
+    with last night's results into the nightly's summary."""
+    rehearsal = cpu_leg_rehearsal
+    assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
+    data = json.loads(rehearsal.stdout)
     legs = {leg["name"]: leg for leg in data["outcome"]["legs"]}
     assert legs["cpu-py3.11"]["status"] == "passed" and legs["cpu-py3.11"]["counts"]["passed"]
     pythons = {}
     for name in ("cpu-py3.11", "cpu-py3.13"):
         if legs[name]["status"] == "skipped":
             continue
-        leg_dir = out / name
+        leg_dir = rehearsal.output / name
         assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
         results = load_results(leg_dir / "results.json")
         assert results.run.device == "cpu" and results.cases
@@ -244,16 +216,16 @@ def test_rehearse_two_cpu_legs_end_to_end(
         setup = json.loads((leg_dir / "setup.json").read_text())
         assert setup["verified"]["python"]["version"] == pythons[name]
     assert pythons["cpu-py3.11"].startswith("3.11.")
-    if index:
+    if rehearsal.torch_for_313:
         assert pythons["cpu-py3.13"].startswith("3.13.")
     else:
         # No torch for CPython 3.13 here: the leg says exactly that, and runs nothing.
         assert legs["cpu-py3.13"]["status"] == "skipped"
         assert "no --torch-wheel fits Python 3.13" in legs["cpu-py3.13"]["message"]
-        assert f"{wheel.name}: built for cp311" in legs["cpu-py3.13"]["message"]
+        assert f"{rehearsal.wheel.name}: built for cp311" in legs["cpu-py3.13"]["message"]
     # The nightly's compare step, rehearsed: the same summary, for the legs that ran.
     verdict = data["verdict"]
     assert [leg["name"] for leg in verdict["legs"]] == sorted(pythons)
     assert verdict["legs"][0]["state"] in ("green", "stale-baseline")
-    summary = (out / "summary.md").read_text(encoding="utf-8")
+    summary = (rehearsal.output / "summary.md").read_text(encoding="utf-8")
     assert summary.startswith("## Nightly against the previous nightly")
