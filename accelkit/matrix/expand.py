@@ -33,7 +33,7 @@ from accelkit.matrix.model import (
     MatrixEntry,
     MatrixFile,
 )
-from accelkit.matrix.parse import hint_for
+from accelkit.matrix.values import hint_for
 
 FILTER_KEYS: tuple[str, ...] = (
     "name",
