@@ -228,6 +228,10 @@ def _leg(
         torch_index=torch_index,
         require=settings.require,
         waive=settings.waive,
+        shards=settings.shards,
+        nodes=settings.nodes,
+        rdzv_endpoint=settings.rdzv_endpoint,
+        node_runners=settings.runner.per_node,
     )
 
 

@@ -16,9 +16,10 @@ The schema, in brief (docs in `matrices/README.md`):
         exclude: [{target: gfx950, python: "3.13"}]
     exclude: [{backend: cuda, target: sm_90}]   # over expanded legs
 
-Settings: torch {channel | ref}, suites, runner (labels, or {target: labels}), image,
-base_image, container, build, build_args, setup_args, test_args, timeout_minutes, variant,
-require (capabilities the leg must have besides its backend's), waive ({capability: why}).
+Settings: torch {channel | ref}, suites, runner (labels, {target: labels}, or one label list
+per node), image, base_image, container, build, build_args, setup_args, test_args,
+timeout_minutes, variant, require (capabilities the leg must have besides its backend's),
+waive ({capability: why}), shards, nodes and rdzv_endpoint (`accelkit.matrix.scaleout`).
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ from accelkit.matrix.model import (
     TorchSource,
 )
 from accelkit.matrix.requirements import requirements
+from accelkit.matrix.scaleout import scale_out
 from accelkit.matrix.values import Scope, ValueChecker, hint_for, kind
 
 SCHEMA_VERSION = 1
@@ -50,6 +52,7 @@ SCHEMA_VERSION = 1
 SETTING_KEYS: tuple[str, ...] = (
     *("torch", "suites", "runner", "image", "base_image", "container", "build", "build_args"),
     *("setup_args", "test_args", "timeout_minutes", "variant", "require", "waive"),
+    *("shards", "nodes", "rdzv_endpoint"),
 )
 TOP_KEYS: tuple[str, ...] = ("schema", "name", "description", "defaults", "entries", "exclude")
 DEFAULT_KEYS: tuple[str, ...] = ("python", *SETTING_KEYS)
@@ -273,7 +276,12 @@ class _Parser(ValueChecker):
             "suites",
             lambda value, at: self.choice(value, at, "suite", rules.SUITES),
         )
-        runner = self.runner(optional("runner"), backend)
+        if "distributed" in suites and len(suites) > 1:
+            self.fail(
+                "suites: distributed (the distributed cases of conformance) is a leg's only "
+                "suite when it is one",
+                suites_line,
+            )
         images: dict[str, str | None] = {}
         for key in ("image", "base_image"):
             found = optional(key)
@@ -296,6 +304,8 @@ class _Parser(ValueChecker):
         if images["image"] and images["base_image"]:
             at = (optional("base_image") or (None, scope.line))[1]
             self.fail("image (a prebuilt test image) leaves no use for base_image", at)
+        scaled = scale_out(self, optional, suites=suites, container=container)
+        runner = self.runner(optional("runner"), backend, scaled.nodes)
         build_found = optional("build")
         build = False if build_found is None else self.boolean(*build_found, "build")
         at = (build_found or required("torch", ""))[1]
@@ -361,6 +371,9 @@ class _Parser(ValueChecker):
             variant=variant,
             require=require,
             waive=waive,
+            shards=scaled.shards,
+            nodes=scaled.nodes,
+            rdzv_endpoint=scaled.rdzv_endpoint,
         )
 
     def torch(self, value: object, line: int) -> TorchSource:
@@ -380,7 +393,7 @@ class _Parser(ValueChecker):
             self.fail(f"torch ref {ref!r} is not a valid git ref: {problem}", raw.line_of("ref"))
         return TorchSource(ref=ref)
 
-    def runner(self, found: tuple[Any, int] | None, backend: Backend) -> RunnerSpec:
+    def runner(self, found: tuple[Any, int] | None, backend: Backend, nodes: int) -> RunnerSpec:
         if found is None:
             return RunnerSpec()
         value, line = found
@@ -396,6 +409,23 @@ class _Parser(ValueChecker):
                 ),
             )
 
+        per_node = isinstance(value, LocatedList) and any(
+            isinstance(item, LocatedList) for item in value
+        )
+        if nodes > 1 or per_node:
+            if not per_node or nodes != len(value):
+                self.fail(
+                    f"runner of a leg of nodes: {nodes} is one label list per node, node 0's "
+                    f"first (e.g. [[self-hosted, pair0], [self-hosted, pair1]])"
+                    if nodes > 1
+                    else "runner: a list of label lists is one per node; set nodes",
+                    line,
+                )
+            assert isinstance(value, LocatedList)
+            return RunnerSpec(
+                per_node=tuple(labels(item, value.line_of(i)) for i, item in enumerate(value)),
+                location=location,
+            )
         if not isinstance(value, LocatedMap):
             return RunnerSpec(labels=labels(value, line), location=location)
         valid = backend_targets(backend)
