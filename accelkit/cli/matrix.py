@@ -438,7 +438,11 @@ def _render_plan(console: Any, file: Path, plan: Any) -> None:
             steps.append(" ".join(leg.build.argv) + skipped)
         if leg.setup is not None:
             steps.append(" ".join(leg.setup.argv))
-        steps.append(" ".join(leg.test.argv))
+        if leg.shards:
+            steps += [" ".join(step.argv) for step in leg.shards]
+            steps.append(" ".join(leg.merge or ()))
+        else:
+            steps.append(" ".join(leg.test.argv))
         here = "[green]runs[/]" if leg.runnable else f"[yellow]skipped:[/] {escape(leg.reason)}"
         table.add_row(leg.leg.name, here, escape("\n".join(steps)))
     console.print(table)
@@ -481,6 +485,8 @@ def _progress(console: Any) -> Callable[[str, dict[str, Any]], None]:
         elif kind == "setup-done":
             how = "cached" if event.get("cached") else "built"
             console.print(f"{name}: image {event['image']} ({how})", markup=False)
+        elif kind == "shard-start":
+            console.print(f"{name}: shard {event['shard']}", markup=False)
         elif kind == "case":
             case = event["case"]
             console.print(f"  {case['status'].upper():8} {case['id']}", markup=False)
