@@ -243,7 +243,7 @@ def test_actionlint_config_declares_every_matrix_label() -> None:
     used: dict[str, str] = {}
     for matrix in MATRICES:
         for leg in load_legs(str(matrix)):
-            for label in leg.runner:
+            for label in (*leg.runner, *(label for node in leg.node_runners for label in node)):
                 used.setdefault(label.lower(), f"{_rel(matrix)} ({leg.name})")
     custom = {
         label: where

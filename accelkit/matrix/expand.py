@@ -277,7 +277,7 @@ class LegFilter:
         if self.key == "suite":
             candidates: Sequence[str] = leg.suites
         elif self.key == "runner":
-            candidates = leg.runner
+            candidates = (*leg.runner, *(label for node in leg.node_runners for label in node))
         else:
             value = leg.match_values().get(self.key)
             candidates = () if value is None else (value,)
