@@ -228,6 +228,25 @@ def test_bad_scale_out_settings_name_their_line(
         assert word in message, message
 
 
+def test_job_names_are_unique_and_within_githubs_limit(tmp_path: Path) -> None:
+    clash = SHARDED + "    include:\n      - {python: '3.11', variant: shard-2-of-3, shards: 1}\n"
+    path = _write(tmp_path, clash)
+    with pytest.raises(ConfigError) as info:
+        load_legs(str(path))
+    assert "job named 'cpu-py3.11-shard-2-of-3', like a job of leg 'cpu-py3.11'" in str(info.value)
+    wide = HEADER.replace('python: ["3.11"]', 'python: ["3.10", "3.11", "3.12", "3.13"]')
+    wide = wide.split("entries:\n")[0] + "entries:\n"
+    for variant in ("a", "b"):  # 2 legs x 4 pythons x 32 shards: GitHub's 256 jobs
+        wide += f"  - {{backend: cpu, variant: {variant}, shards: 32, runner: [r]}}\n"
+    (tmp_path / "wide").mkdir()
+    assert len(load_legs(str(_write(tmp_path / "wide", wide)))) == 8
+    path = _write(tmp_path, wide + "  - {backend: mps, container: false, runner: [m]}\n")
+    with pytest.raises(ConfigError) as info:
+        load_legs(str(path))
+    assert str(info.value).startswith(f"{path}: the matrix has 260 jobs"), str(info.value)
+    assert "at most 256" in str(info.value)
+
+
 def test_the_distributed_suite_alone_is_a_single_host_leg(tmp_path: Path) -> None:
     text = HEADER.replace("suites: [conformance]", "suites: [distributed]")
     (leg,) = load_legs(str(_write(tmp_path, text)))

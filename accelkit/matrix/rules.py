@@ -49,6 +49,8 @@ MAX_TIMEOUT_MINUTES = 72 * 60  # GitHub's limit for a job on a self-hosted runne
 MAX_SHARDS = 32
 #: `nodes: N`: one job per node, all waiting at one rendezvous.
 MAX_NODES = 8
+#: Jobs in one GitHub matrix (a leg's, or one per shard or node): GitHub's own limit.
+MAX_JOBS = 256
 
 
 _EXPLAINED = {
