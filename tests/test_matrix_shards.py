@@ -285,6 +285,71 @@ def test_the_nightly_shards_one_cpu_leg() -> None:
     assert all(leg.nodes == 1 for leg in legs)  # no two-node runners in the fleet yet
 
 
+# --- the nightly's leg job: each job's test command ------------------------------------------
+
+
+def _leg_step(name: str) -> str:
+    data = yaml.safe_load(NIGHTLY_WORKFLOW.read_text())
+    (step,) = [s for s in data["jobs"]["leg"]["steps"] if s.get("name") == name]
+    return str(step["run"])
+
+
+def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
+    """The leg job's Test step, with a recording `accelkit`, for a shard and for node 1."""
+    legs = [*load_legs(str(_write(tmp_path, TWO_NODES)))]
+    (tmp_path / "s").mkdir()
+    legs += load_legs(str(_write(tmp_path / "s", SHARDED)))
+    items = {item["job"]: item for item in github_matrix(legs)["include"]}
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "argv"
+    fake = bin_dir / "accelkit"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{record}"\n')
+    fake.chmod(0o755)
+    (bin_dir / "python").symlink_to(sys.executable)
+    seen = {}
+    for job in ("cpu-py3.11-shard-2-of-3", "cpu-py3.11-2nodes-node-0", "cpu-py3.11-2nodes-node-1"):
+        item = items[job]
+        env = {
+            **os.environ,
+            "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "RUNNER_TEMP": str(tmp_path),
+            "TEST_ARGS": json.dumps(item["test_args"]),
+            "DEVICE": item["device"],
+            "SUITE": item["suite"],
+            "CONTAINER": json.dumps(item["container"]),
+            "IMAGE": "accelkit-test-cpu:abc" if item["container"] else "",
+            "LEG_DIR": item["leg_dir"],
+            "WRITES_RESULTS": json.dumps(item["writes_results"]),
+        }
+        proc = subprocess.run(
+            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _leg_step("Test")],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        assert proc.returncode == 0, proc.stderr
+        seen[job] = record.read_text().splitlines()
+    assert seen["cpu-py3.11-shard-2-of-3"] == [
+        *("test", "--device", "cpu", "--suite", "conformance"),
+        *("--image", "accelkit-test-cpu:abc", "--shard=2/3"),
+        *("--json", "leg-results/cpu-py3.11/shard-2-of-3/results.json"),
+        *("--junit", "leg-results/cpu-py3.11/shard-2-of-3/junit.xml"),
+    ]
+    node = ["test", "--device", "cpu", "--suite", "distributed", "--nnodes=2"]
+    endpoint = "--rdzv-endpoint=cpu-pair-0.lan:29500"
+    assert seen["cpu-py3.11-2nodes-node-0"] == [
+        *node,
+        *("--node-rank=0", endpoint),
+        *("--json", "leg-results/cpu-py3.11-2nodes/results.json"),
+        *("--junit", "leg-results/cpu-py3.11-2nodes/junit.xml"),
+    ]
+    assert seen["cpu-py3.11-2nodes-node-1"] == [*node, "--node-rank=1", endpoint]
+
+
 # --- the nightly's merge step -------------------------------------------------------------
 
 
