@@ -5,7 +5,8 @@ while they work, and what the CLI renders. One JSON-able mapping per event, keye
   `collected` {total}, `start` {id}, `case` {case}; measurement passes add `pass`
   {pass, passes, total} and `pass_case` {pass, case};
 - the rehearsal (`accelkit.matrix.rehearse`), per leg: `leg-start`, `setup-line` {line},
-  `setup-done` {image, cached}, `leg-done` {outcome}, and the leg's suite events.
+  `setup-done` {image, cached}, `shard-start` {shard} (a sharded leg, before each shard's
+  run), `leg-done` {outcome}, and the leg's suite events.
 """
 
 from __future__ import annotations

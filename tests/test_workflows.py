@@ -243,7 +243,7 @@ def test_actionlint_config_declares_every_matrix_label() -> None:
     used: dict[str, str] = {}
     for matrix in MATRICES:
         for leg in load_legs(str(matrix)):
-            for label in leg.runner:
+            for label in (*leg.runner, *(label for node in leg.node_runners for label in node)):
                 used.setdefault(label.lower(), f"{_rel(matrix)} ({leg.name})")
     custom = {
         label: where
@@ -385,7 +385,7 @@ def test_nightly_shape() -> None:
     uses = {s.get("uses", "").split("@")[0]: s for s in leg["steps"]}
     upload = uses["actions/upload-artifact"]
     assert upload["if"] == "${{ !cancelled() }}"
-    assert "${{ matrix.name }}" in upload["with"]["name"]
+    assert "${{ matrix.job }}" in upload["with"]["name"]  # one artifact per job (shard, node)
     prefix = upload["with"]["name"].split("${{")[0]
     report = next(job for job in _jobs(workflow).values() if leg_id in job.get("needs", []))
     assert report["if"].startswith("${{ !cancelled()")

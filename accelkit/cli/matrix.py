@@ -80,7 +80,8 @@ def expand_command(
     ] = False,
     allow_empty: AllowEmptyOption = False,
 ) -> None:
-    """Show every leg the matrix expands to (after --filter)."""
+    """Show every leg the matrix expands to (after --filter), with its number of GitHub
+    jobs (one per shard or node of a scaled-out leg)."""
     legs = _legs(file, filters, allow_empty)
     if as_json:
         sys.stdout.write(json.dumps([leg.to_dict() for leg in legs], indent=2) + "\n")
@@ -94,16 +95,20 @@ def expand_command(
         table.add_column(column, overflow="fold")
     table.add_column("build")
     table.add_column("timeout", justify="right")
+    table.add_column("jobs", justify="right")
     for leg in legs:
         image = (leg.image or leg.base_image or "-") if leg.container else "(no container)"
+        jobs = f"{leg.nodes} nodes" if leg.nodes > 1 else f"{leg.shards} shards"
+        jobs = jobs if leg.nodes > 1 or leg.shards > 1 else "1"
         table.add_row(
             leg.name,
             leg.torch.label(),
             ",".join(leg.suites),
-            " ".join(leg.runner),
+            " | ".join(" ".join(labels) for labels in leg.node_runners or (leg.runner,)),
             image,
             "yes" if leg.build else "no",
             f"{leg.timeout_minutes}m",
+            jobs,
         )
     Console(soft_wrap=False).print(table)
 
@@ -438,7 +443,11 @@ def _render_plan(console: Any, file: Path, plan: Any) -> None:
             steps.append(" ".join(leg.build.argv) + skipped)
         if leg.setup is not None:
             steps.append(" ".join(leg.setup.argv))
-        steps.append(" ".join(leg.test.argv))
+        if leg.shards:
+            steps += [" ".join(step.argv) for step in leg.shards]
+            steps.append(" ".join(leg.merge or ()))
+        else:
+            steps.append(" ".join(leg.test.argv))
         here = "[green]runs[/]" if leg.runnable else f"[yellow]skipped:[/] {escape(leg.reason)}"
         table.add_row(leg.leg.name, here, escape("\n".join(steps)))
     console.print(table)
@@ -481,6 +490,8 @@ def _progress(console: Any) -> Callable[[str, dict[str, Any]], None]:
         elif kind == "setup-done":
             how = "cached" if event.get("cached") else "built"
             console.print(f"{name}: image {event['image']} ({how})", markup=False)
+        elif kind == "shard-start":
+            console.print(f"{name}: shard {event['shard']}", markup=False)
         elif kind == "case":
             case = event["case"]
             console.print(f"  {case['status'].upper():8} {case['id']}", markup=False)

@@ -13,6 +13,7 @@ from accelkit.matrix.expand import (
     parse_filters,
 )
 from accelkit.matrix.github import GITHUB_FIELDS, github_item, github_matrix
+from accelkit.matrix.jobs import LegJob, leg_jobs
 from accelkit.matrix.model import (
     EntrySpec,
     IncludeSpec,
@@ -50,6 +51,7 @@ __all__ = [
     "EntrySpec",
     "IncludeSpec",
     "LegFilter",
+    "LegJob",
     "LegMatcher",
     "LegOutcome",
     "LegPlan",
@@ -66,6 +68,7 @@ __all__ = [
     "expand",
     "github_item",
     "github_matrix",
+    "leg_jobs",
     "leg_name",
     "load_legs",
     "load_matrix",

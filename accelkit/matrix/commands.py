@@ -5,7 +5,8 @@
 (`from_argv`), then runs each command's own checks that need no files and no engine: the
 build recipe's plan (toolkit version spelling, targets, the toolkit a target needs), the
 setup plan (Python spelling, channel, index, base image, target), the test request's
-validation. A leg the commands would refuse fails `accelkit matrix validate` with the leg's
+validation, for each of the leg's jobs (each shard's `--shard`, each node's `--nnodes`). A
+leg the commands would refuse fails `accelkit matrix validate` with the leg's
 file:line, e.g.
 
     matrices/nightly.yaml:37: leg 'cuda13.4-sm_107-py3.12': accelkit build: --arch: target
@@ -19,6 +20,7 @@ import dataclasses
 from accelkit.errors import BadInput, ConfigError
 from accelkit.matrix import rules
 from accelkit.matrix.github import suite_option
+from accelkit.matrix.jobs import leg_jobs
 from accelkit.matrix.model import MatrixEntry
 
 
@@ -50,9 +52,11 @@ def check_leg_commands(leg: MatrixEntry) -> None:
             plan_setup(SetupRequest.from_argv([leg.backend, *leg.setup_args]), check_files=False)
         except BadInput as exc:
             raise fail("accelkit setup", exc) from None
-    argv = ["--device", leg.device, "--suite", suite_option(leg.suites), *leg.test_args]
-    try:
-        request = RunRequest.from_argv(argv)
-        validate(dataclasses.replace(request, image=leg.image))
-    except BadInput as exc:
-        raise fail("accelkit test", exc) from None
+    for job in leg_jobs(leg):
+        argv = ["--device", leg.device, "--suite", suite_option(leg.suites), *job.test_args]
+        try:
+            request = RunRequest.from_argv(argv)
+            validate(dataclasses.replace(request, image=leg.image))
+        except BadInput as exc:
+            command = "accelkit test" if job.name == leg.name else f"job {job.name}: accelkit test"
+            raise fail(command, exc) from None

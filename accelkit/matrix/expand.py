@@ -33,7 +33,7 @@ from accelkit.matrix.model import (
     MatrixEntry,
     MatrixFile,
 )
-from accelkit.matrix.parse import hint_for
+from accelkit.matrix.values import hint_for
 
 FILTER_KEYS: tuple[str, ...] = (
     "name",
@@ -112,7 +112,32 @@ def expand(matrix: MatrixFile) -> tuple[MatrixEntry, ...]:
                 line=leg.location.line,
             )
         seen[leg.name] = leg
+    _check_jobs(legs)
     return tuple(legs)
+
+
+def _check_jobs(legs: Sequence[MatrixEntry]) -> None:
+    """Job names (a leg's, or its shards' and nodes') are unique, and GitHub takes them all."""
+    from accelkit.matrix.jobs import leg_jobs
+
+    jobs: dict[str, MatrixEntry] = {}
+    for leg in legs:
+        for job in leg_jobs(leg):
+            first = jobs.setdefault(job.name, leg)
+            if first is not leg:
+                raise ConfigError(
+                    f"leg {leg.name!r} has a job named {job.name!r}, like a job of leg "
+                    f"{first.name!r} (line {first.location.line}); rename one with 'variant'",
+                    path=leg.location.path,
+                    line=leg.location.line,
+                )
+    if len(jobs) > rules.MAX_JOBS:
+        raise ConfigError(
+            f"the matrix has {len(jobs)} jobs (legs times their shards or nodes); a GitHub "
+            f"matrix takes at most {rules.MAX_JOBS}",
+            path=legs[0].location.path,
+            line=None,
+        )
 
 
 def _apply_excludes(
@@ -228,6 +253,10 @@ def _leg(
         torch_index=torch_index,
         require=settings.require,
         waive=settings.waive,
+        shards=settings.shards,
+        nodes=settings.nodes,
+        rdzv_endpoint=settings.rdzv_endpoint,
+        node_runners=settings.runner.per_node,
     )
 
 
@@ -273,7 +302,7 @@ class LegFilter:
         if self.key == "suite":
             candidates: Sequence[str] = leg.suites
         elif self.key == "runner":
-            candidates = leg.runner
+            candidates = (*leg.runner, *(label for node in leg.node_runners for label in node))
         else:
             value = leg.match_values().get(self.key)
             candidates = () if value is None else (value,)

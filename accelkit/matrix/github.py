@@ -1,10 +1,15 @@
-"""The `strategy.matrix` object for GitHub Actions: `{"include": [...]}`, one item per leg.
+"""The `strategy.matrix` object for GitHub Actions: `{"include": [...]}`, one item per job:
+one per leg, or one per shard of a `shards: N` leg and one per node of a `nodes: N` leg
+(`accelkit.matrix.jobs`).
 
 Each item carries exactly what the workflow's jobs consume, under stable keys and in the
 legs' order: the leg's Python, its torch source (channel and the index it resolves to, or
 the ref a build starts from), its test image's base, and the complete argument lists of its
-build, setup and test commands. Unset strings are `""` rather than null, so
-`if: matrix.image != ''` and `env:` values behave the same for every leg. Values were
+build, setup and test commands (the test's with the job's `--shard` or `--nnodes` options);
+`name` is the leg's, `job` the job's, `leg_dir` the job's folder under `leg-results/`, and
+`writes_results` false for the nodes that write no results (all but node 0). Unset strings
+are `""` rather than null, so `if: matrix.image != ''` and `env:` values behave the same for
+every leg. Values were
 validated by `parse`, but the workflow must still pass them to commands through `env:`,
 never by `${{ }}` in `run:`.
 """
@@ -15,11 +20,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from accelkit.matrix import rules
+from accelkit.matrix.jobs import LegJob, leg_jobs
 from accelkit.matrix.model import MatrixEntry
 
 # The keys of every item, in order; workflows (and their tests) rely on this list.
 GITHUB_FIELDS: tuple[str, ...] = (
     "name",
+    "job",
     "runner",
     "backend",
     "backend_version",
@@ -40,18 +47,25 @@ GITHUB_FIELDS: tuple[str, ...] = (
     "build_args",
     "test_args",
     "timeout_minutes",
+    "leg_dir",
+    "writes_results",
+    "shard",
+    "nodes",
+    "node_rank",
 )
 
 
 def suite_option(suites: Sequence[str]) -> str:
-    """The value for `accelkit test --suite`: one suite, or `all` for every suite."""
-    return "all" if set(suites) == set(rules.SUITES) else suites[0]
+    """The value for `accelkit test --suite`: one suite, or `all` for conformance and perf."""
+    return "all" if set(suites) == set(rules.ALL_SUITES) else suites[0]
 
 
-def github_item(leg: MatrixEntry) -> dict[str, Any]:
+def github_item(job: LegJob) -> dict[str, Any]:
+    leg = job.leg
     item: dict[str, Any] = {
         "name": leg.name,
-        "runner": list(leg.runner),
+        "job": job.name,
+        "runner": list(job.runner),
         "backend": leg.backend,
         "backend_version": leg.backend_version or "",
         "target": leg.target or "",
@@ -69,12 +83,17 @@ def github_item(leg: MatrixEntry) -> dict[str, Any]:
         "setup_args": list(leg.setup_args),
         "build": leg.build,
         "build_args": list(leg.build_args),
-        "test_args": list(leg.test_args),
+        "test_args": list(job.test_args),
         "timeout_minutes": leg.timeout_minutes,
+        "leg_dir": job.directory,
+        "writes_results": job.writes_results,
+        "shard": "" if job.shard is None else f"{job.shard[0]}/{job.shard[1]}",
+        "nodes": leg.nodes,
+        "node_rank": job.node_rank,
     }
     assert tuple(item) == GITHUB_FIELDS
     return item
 
 
 def github_matrix(legs: Sequence[MatrixEntry]) -> dict[str, list[dict[str, Any]]]:
-    return {"include": [github_item(leg) for leg in legs]}
+    return {"include": [github_item(job) for leg in legs for job in leg_jobs(leg)]}

@@ -39,8 +39,13 @@ class RunnerSpec:
     labels: tuple[str, ...] = ()
     per_target: tuple[tuple[str, tuple[str, ...]], ...] = ()
     location: Location | None = field(default=None, compare=False)
+    per_node: tuple[tuple[str, ...], ...] = ()
+    """A `nodes: N` leg's labels, one list per node rank (node 0's runner hosts the
+    rendezvous); `for_target` gives node 0's."""
 
     def for_target(self, target: str | None) -> tuple[str, ...]:
+        if self.per_node:
+            return self.per_node[0]
         if target is not None:
             for name, labels in self.per_target:
                 if name == target:
@@ -71,6 +76,12 @@ class LegSettings:
     """Capabilities the legs must have besides their backend's (`accelkit test --require`)."""
     waive: tuple[tuple[str, str], ...] = ()
     """(capability, why) pairs the legs do without (`accelkit test --waive`)."""
+    shards: int = 1
+    """Jobs the leg's test is split into (`accelkit test --shard I/N`), merged before compare."""
+    nodes: int = 1
+    """Nodes the leg's distributed cases span (`accelkit test --nnodes N`), one job per node."""
+    rdzv_endpoint: str | None = None
+    """HOST:PORT of node 0 (`--rdzv-endpoint`) for a leg of 2 nodes or more."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +164,11 @@ class MatrixEntry:
     """The index a channel leg installs torch from (PyTorch's, for its backend and toolkit)."""
     require: tuple[str, ...] = ()
     waive: tuple[tuple[str, str], ...] = ()
+    shards: int = 1
+    nodes: int = 1
+    rdzv_endpoint: str | None = None
+    node_runners: tuple[tuple[str, ...], ...] = ()
+    """Runner labels per node rank for a leg of 2 nodes or more (`runner` is node 0's)."""
 
     def match_values(self) -> dict[str, str]:
         """The leg's values as `exclude` items and `--filter` see them (strings)."""
@@ -201,5 +217,9 @@ class MatrixEntry:
             "variant": self.variant,
             "require": list(self.require),
             "waive": dict(self.waive),
+            "shards": self.shards,
+            "nodes": self.nodes,
+            "rdzv_endpoint": self.rdzv_endpoint,
+            "node_runners": [list(labels) for labels in self.node_runners],
             "source": str(self.location),
         }

@@ -16,22 +16,21 @@ The schema, in brief (docs in `matrices/README.md`):
         exclude: [{target: gfx950, python: "3.13"}]
     exclude: [{backend: cuda, target: sm_90}]   # over expanded legs
 
-Settings: torch {channel | ref}, suites, runner (labels, or {target: labels}), image,
-base_image, container, build, build_args, setup_args, test_args, timeout_minutes, variant,
-require (capabilities the leg must have besides its backend's), waive ({capability: why}).
+Settings: torch {channel | ref}, suites, runner (labels, {target: labels}, or one label list
+per node), image, base_image, container, build, build_args, setup_args, test_args,
+timeout_minutes, variant, require (capabilities the leg must have besides its backend's),
+waive ({capability: why}), shards, nodes and rdzv_endpoint (`accelkit.matrix.scaleout`).
 """
 
 from __future__ import annotations
 
-import difflib
 import os
-import re
-from collections.abc import Iterable, Sequence
-from typing import Any, NoReturn
+from collections.abc import Sequence
+from typing import Any
 
 from accelkit import inputs
 from accelkit.backends import Backend, all_backends
-from accelkit.errors import BadInput, ConfigError
+from accelkit.errors import BadInput
 from accelkit.matrix import rules
 from accelkit.matrix.loader import LocatedList, LocatedMap, load_yaml
 from accelkit.matrix.model import (
@@ -45,12 +44,15 @@ from accelkit.matrix.model import (
     TorchSource,
 )
 from accelkit.matrix.requirements import requirements
+from accelkit.matrix.scaleout import scale_out
+from accelkit.matrix.values import Scope, ValueChecker, hint_for, kind
 
 SCHEMA_VERSION = 1
 
 SETTING_KEYS: tuple[str, ...] = (
     *("torch", "suites", "runner", "image", "base_image", "container", "build", "build_args"),
     *("setup_args", "test_args", "timeout_minutes", "variant", "require", "waive"),
+    *("shards", "nodes", "rdzv_endpoint"),
 )
 TOP_KEYS: tuple[str, ...] = ("schema", "name", "description", "defaults", "entries", "exclude")
 DEFAULT_KEYS: tuple[str, ...] = ("python", *SETTING_KEYS)
@@ -88,113 +90,10 @@ def backend_targets(backend: Backend) -> tuple[str, ...]:
     return (*backend.targets, *backend.families)
 
 
-def _kind(value: object) -> str:
-    if value is None:
-        return "nothing (null)"
-    if isinstance(value, bool):
-        return f"the boolean {value}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    return type(value).__name__
-
-
-def hint_for(word: str, choices: Iterable[str]) -> str:
-    """` (did you mean 'x'?)` for a near miss, else an empty string."""
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
-
-
-class _Scope:
-    """A setting looked up in an include item, then its entry, then `defaults`."""
-
-    def __init__(self, *maps: LocatedMap | None) -> None:
-        self.maps = [m for m in maps if m is not None]
-
-    def find(self, key: str) -> tuple[Any, int] | None:
-        for mapping in self.maps:
-            if key in mapping:
-                return mapping[key], mapping.line_of(key)
-        return None
-
-    @property
-    def line(self) -> int:
-        return self.maps[0].line
-
-
-class _Parser:
+class _Parser(ValueChecker):
     def __init__(self, path: str) -> None:
-        self.path = path
+        super().__init__(path)
         self.backends = {backend.name: backend for backend in all_backends()}
-
-    def fail(self, message: str, line: int | None) -> NoReturn:
-        raise ConfigError(message, path=self.path, line=line)
-
-    # --- generic checks ------------------------------------------------------------------
-
-    def check_keys(self, mapping: LocatedMap, allowed: Sequence[str], where: str) -> None:
-        for key in mapping:
-            if key not in allowed:
-                hint = hint_for(key, allowed)
-                if not hint:
-                    hint = f" (allowed: {', '.join(allowed)})"
-                self.fail(f"unknown key {key!r} in {where}{hint}", mapping.line_of(key))
-
-    def mapping(self, value: object, line: int, what: str) -> LocatedMap:
-        if not isinstance(value, LocatedMap):
-            self.fail(f"{what} must be a mapping, not {_kind(value)}", line)
-        return value
-
-    def string(
-        self, value: object, line: int, what: str, pattern: re.Pattern[str], allowed: str
-    ) -> str:
-        if isinstance(value, float):
-            self.fail(
-                f"{what} must be a quoted string: write '{value}' in quotes "
-                "(YAML reads an unquoted 3.10 as the number 3.1)",
-                line,
-            )
-        if not isinstance(value, str):
-            self.fail(f"{what} must be a string, not {_kind(value)}", line)
-        problem = rules.check_pattern(value, pattern, what, allowed)
-        if problem is not None:
-            self.fail(problem, line)
-        return value
-
-    def string_list(
-        self,
-        value: object,
-        line: int,
-        what: str,
-        item: Any,
-        *,
-        scalar_ok: bool = True,
-        empty_ok: bool = False,
-    ) -> tuple[str, ...]:
-        """A list of strings (or one string, as a list of one), each checked by `item`."""
-        if isinstance(value, (str, float)) and scalar_ok:
-            return (item(value, line),)
-        if not isinstance(value, LocatedList):
-            self.fail(f"{what} must be a list of strings, not {_kind(value)}", line)
-        if not value and not empty_ok:
-            self.fail(f"{what} must not be empty", line)
-        out: list[str] = []
-        for index, element in enumerate(value):
-            checked = item(element, value.line_of(index))
-            if checked in out:
-                self.fail(f"{what} lists {checked!r} twice", value.line_of(index))
-            out.append(checked)
-        return tuple(out)
-
-    def boolean(self, value: object, line: int, what: str) -> bool:
-        if not isinstance(value, bool):
-            self.fail(f"{what} must be true or false, not {_kind(value)}", line)
-        return value
 
     # --- the file ------------------------------------------------------------------------
 
@@ -217,7 +116,7 @@ class _Parser:
         description = top.get("description")
         if description is not None and not isinstance(description, str):
             self.fail(
-                f"description must be a string, not {_kind(description)}",
+                f"description must be a string, not {kind(description)}",
                 top.line_of("description"),
             )
         defaults = None
@@ -229,7 +128,7 @@ class _Parser:
         entries_value = top["entries"]
         if not isinstance(entries_value, LocatedList) or not entries_value:
             self.fail(
-                f"entries must be a non-empty list, not {_kind(entries_value)}",
+                f"entries must be a non-empty list, not {kind(entries_value)}",
                 top.line_of("entries"),
             )
         entries = tuple(
@@ -256,13 +155,13 @@ class _Parser:
         backend_name = raw["backend"]
         line = raw.line_of("backend")
         if not isinstance(backend_name, str) or backend_name not in self.backends:
-            shown = backend_name if isinstance(backend_name, str) else _kind(backend_name)
+            shown = backend_name if isinstance(backend_name, str) else kind(backend_name)
             hint = hint_for(shown, self.backends) if isinstance(backend_name, str) else ""
             self.fail(f"unknown backend {shown!r}{hint}; known: {', '.join(self.backends)}", line)
         backend = self.backends[backend_name]
         version = self.backend_version(raw, backend)
         targets = self.targets(raw, backend, version)
-        scope = _Scope(raw, defaults)
+        scope = Scope(raw, defaults)
         pythons = self.pythons(scope, where)
         settings = self.settings(scope, backend, where)
         includes = self.includes(raw, defaults, backend, version, pythons)
@@ -301,7 +200,7 @@ class _Parser:
 
     def target(self, value: object, line: int, backend: Backend, version: str | None) -> str:
         if not isinstance(value, str):
-            self.fail(f"a {backend.name} target must be a string, not {_kind(value)}", line)
+            self.fail(f"a {backend.name} target must be a string, not {kind(value)}", line)
         try:
             return backend.check_target(value, version, flag="")
         except BadInput as exc:
@@ -327,7 +226,7 @@ class _Parser:
     def python(self, value: object, line: int) -> str:
         return self.string(value, line, "python version", rules.PYTHON, inputs.PYTHON_EXPECTED)
 
-    def pythons(self, scope: _Scope, where: str) -> tuple[str, ...]:
+    def pythons(self, scope: Scope, where: str) -> tuple[str, ...]:
         found = scope.find("python")
         if found is None:
             self.fail(f"{where}: missing 'python' (set it here or in defaults)", scope.line)
@@ -336,7 +235,7 @@ class _Parser:
 
     def arg(self, value: object, line: int, what: str) -> str:
         if not isinstance(value, str):
-            self.fail(f"{what} items must be strings, not {_kind(value)}", line)
+            self.fail(f"{what} items must be strings, not {kind(value)}", line)
         for placeholder in rules.PLACEHOLDER.findall(value):
             if placeholder not in rules.PLACEHOLDERS:
                 hint = hint_for(placeholder, rules.PLACEHOLDERS)
@@ -355,7 +254,7 @@ class _Parser:
 
     # --- settings --------------------------------------------------------------------------
 
-    def settings(self, scope: _Scope, backend: Backend, where: str) -> LegSettings:
+    def settings(self, scope: Scope, backend: Backend, where: str) -> LegSettings:
         def optional(key: str) -> tuple[Any, int] | None:
             found = scope.find(key)
             return None if found is None or found[0] is None else found
@@ -377,7 +276,12 @@ class _Parser:
             "suites",
             lambda value, at: self.choice(value, at, "suite", rules.SUITES),
         )
-        runner = self.runner(optional("runner"), backend)
+        if "distributed" in suites and len(suites) > 1:
+            self.fail(
+                "suites: distributed (the distributed cases of conformance) is a leg's only "
+                "suite when it is one",
+                suites_line,
+            )
         images: dict[str, str | None] = {}
         for key in ("image", "base_image"):
             found = optional(key)
@@ -400,6 +304,8 @@ class _Parser:
         if images["image"] and images["base_image"]:
             at = (optional("base_image") or (None, scope.line))[1]
             self.fail("image (a prebuilt test image) leaves no use for base_image", at)
+        scaled = scale_out(self, optional, suites=suites, container=container)
+        runner = self.runner(optional("runner"), backend, scaled.nodes)
         build_found = optional("build")
         build = False if build_found is None else self.boolean(*build_found, "build")
         at = (build_found or required("torch", ""))[1]
@@ -440,7 +346,7 @@ class _Parser:
         ):
             self.fail(
                 f"timeout_minutes must be a whole number from 1 to {rules.MAX_TIMEOUT_MINUTES}, "
-                f"not {_kind(timeout_value)}",
+                f"not {kind(timeout_value)}",
                 timeout_line,
             )
         variant_found = optional("variant")
@@ -465,14 +371,10 @@ class _Parser:
             variant=variant,
             require=require,
             waive=waive,
+            shards=scaled.shards,
+            nodes=scaled.nodes,
+            rdzv_endpoint=scaled.rdzv_endpoint,
         )
-
-    def choice(self, value: object, line: int, what: str, choices: Sequence[str]) -> str:
-        if not isinstance(value, str) or value not in choices:
-            shown = value if isinstance(value, str) else _kind(value)
-            hint = hint_for(shown, choices) if isinstance(value, str) else ""
-            self.fail(f"unknown {what} {shown!r}{hint}; valid: {', '.join(choices)}", line)
-        return value
 
     def torch(self, value: object, line: int) -> TorchSource:
         raw = self.mapping(value, line, "torch")
@@ -491,7 +393,7 @@ class _Parser:
             self.fail(f"torch ref {ref!r} is not a valid git ref: {problem}", raw.line_of("ref"))
         return TorchSource(ref=ref)
 
-    def runner(self, found: tuple[Any, int] | None, backend: Backend) -> RunnerSpec:
+    def runner(self, found: tuple[Any, int] | None, backend: Backend, nodes: int) -> RunnerSpec:
         if found is None:
             return RunnerSpec()
         value, line = found
@@ -507,6 +409,23 @@ class _Parser:
                 ),
             )
 
+        per_node = isinstance(value, LocatedList) and any(
+            isinstance(item, LocatedList) for item in value
+        )
+        if nodes > 1 or per_node:
+            if not per_node or nodes != len(value):
+                self.fail(
+                    f"runner of a leg of nodes: {nodes} is one label list per node, node 0's "
+                    f"first (e.g. [[self-hosted, pair0], [self-hosted, pair1]])"
+                    if nodes > 1
+                    else "runner: a list of label lists is one per node; set nodes",
+                    line,
+                )
+            assert isinstance(value, LocatedList)
+            return RunnerSpec(
+                per_node=tuple(labels(item, value.line_of(i)) for i, item in enumerate(value)),
+                location=location,
+            )
         if not isinstance(value, LocatedMap):
             return RunnerSpec(labels=labels(value, line), location=location)
         valid = backend_targets(backend)
@@ -533,7 +452,7 @@ class _Parser:
         if value is None:
             return ()
         if not isinstance(value, LocatedList):
-            self.fail(f"include must be a list, not {_kind(value)}", raw.line_of("include"))
+            self.fail(f"include must be a list, not {kind(value)}", raw.line_of("include"))
         out: list[IncludeSpec] = []
         for index, item in enumerate(value):
             where = f"include[{index}]"
@@ -554,7 +473,7 @@ class _Parser:
                 include_pythons = self.string_list(
                     mapping["python"], mapping.line_of("python"), "python", self.python
                 )
-            scope = _Scope(mapping, raw, defaults)
+            scope = Scope(mapping, raw, defaults)
             out.append(
                 IncludeSpec(
                     target=target,
@@ -572,7 +491,7 @@ class _Parser:
         if value is None:
             return ()
         if not isinstance(value, LocatedList):
-            self.fail(f"exclude must be a list, not {_kind(value)}", raw.line_of("exclude"))
+            self.fail(f"exclude must be a list, not {kind(value)}", raw.line_of("exclude"))
         out: list[LegMatcher] = []
         for index, item in enumerate(value):
             mapping = self.mapping(item, value.line_of(index), f"{where}[{index}]")
@@ -585,7 +504,7 @@ class _Parser:
                 if isinstance(criterion, float):
                     self.string(criterion, at, key, rules.SLUG, "")  # explains the quoting
                 if not isinstance(criterion, str):
-                    self.fail(f"exclude {key} must be a string, not {_kind(criterion)}", at)
+                    self.fail(f"exclude {key} must be a string, not {kind(criterion)}", at)
                 if key == "target" and backend is not None:
                     self.target(criterion, at, backend, None)
                 if key == "python":

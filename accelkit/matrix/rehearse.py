@@ -22,6 +22,11 @@ Where the rehearsal departs from the workflow, on purpose:
 - Legs without a container run the suite on this host with the installed torch; the
   workflow's setup step is not rehearsed for them (there is no image to use).
 - `leg.timeout_minutes` (the job's timeout) is not enforced; per-case timeouts still are.
+- A leg of `shards: N` runs its N shard jobs' tests one after the other after one setup
+  (the workflow sets up each shard's runner), each into `OUTPUT/<leg>/shard-I-of-N/`, then
+  merges them into `OUTPUT/<leg>/results.json` as the nightly's report job does.
+- A leg of `nodes: N` is not runnable: its jobs meet over a network at its rdzv_endpoint
+  (tests/test_multinode.py runs `accelkit test --nnodes 2` on one host instead).
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ from accelkit.backends import get as get_backend
 from accelkit.errors import AccelkitError, BadInput, ExitCode
 from accelkit.events import Event
 from accelkit.matrix.github import suite_option
+from accelkit.matrix.jobs import shard_dir
 from accelkit.matrix.model import MatrixEntry
 
 if TYPE_CHECKING:
@@ -127,9 +133,21 @@ class LegPlan:
     image: str | None
     """A prebuilt image the leg names (then there is no setup step)."""
     test: TestStep
+    """The leg's test as one run, writing the leg's results file."""
     runnable: bool
     reason: str = ""
     """Why the leg cannot run here (empty when it can)."""
+    shards: tuple[TestStep, ...] = ()
+    """A sharded leg's shard jobs' tests (`--shard I/N`, each into its own folder), which run
+    in place of `test`; their results are merged into `test`'s --json by `merge`."""
+
+    @property
+    def merge(self) -> tuple[str, ...] | None:
+        """`accelkit merge` of the shards into the leg's results file, as the nightly does."""
+        if not self.shards:
+            return None
+        files = [str(step.request.json_path) for step in self.shards if step.request]
+        return ("accelkit", "merge", *files, "-o", str(self.output_dir / RESULTS_FILE))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -147,6 +165,8 @@ class LegPlan:
                 "setup": None if self.setup is None else {"argv": list(self.setup.argv)},
                 "image": self.image,
                 "test": {"argv": list(self.test.argv)},
+                "shards": [{"argv": list(step.argv)} for step in self.shards],
+                "merge": None if self.merge is None else {"argv": list(self.merge)},
             },
         }
 
@@ -299,7 +319,18 @@ def _plan_leg(leg: MatrixEntry, options: RehearsalOptions, host: Host) -> LegPla
         if not availability.available:
             reasons.append(f"{leg.backend} on this host: {availability.reason}")
 
+    if leg.nodes > 1:
+        reasons.append(
+            f"a leg of nodes: {leg.nodes} runs one job per node, meeting at "
+            f"{leg.rdzv_endpoint}; a rehearsal runs no multi-node leg (`accelkit test "
+            "--nnodes` runs one on one host)"
+        )
     test = _plan_test(leg, options, out, image)
+    shards = tuple(
+        _plan_test(leg, options, out / shard_dir(index, leg.shards), image, (index, leg.shards))
+        for index in range(1, leg.shards + 1)
+        if leg.shards > 1
+    )
     return LegPlan(
         leg=leg,
         output_dir=out,
@@ -309,6 +340,7 @@ def _plan_leg(leg: MatrixEntry, options: RehearsalOptions, host: Host) -> LegPla
         test=test,
         runnable=not reasons,
         reason="; ".join(reasons),
+        shards=shards,
     )
 
 
@@ -382,7 +414,11 @@ def wheel_for_python(python: str, wheels: Sequence[Path]) -> tuple[Path | None, 
 
 
 def _plan_test(
-    leg: MatrixEntry, options: RehearsalOptions, out: Path, image: str | None
+    leg: MatrixEntry,
+    options: RehearsalOptions,
+    out: Path,
+    image: str | None,
+    shard: tuple[int, int] | None = None,
 ) -> TestStep:
     from accelkit.suite.request import RunRequest, suite_choice
 
@@ -392,6 +428,8 @@ def _plan_test(
         parsed = RunRequest.from_argv(list(args))
     except BadInput as exc:
         raise BadInput(f"{where}: {exc}") from None
+    if leg.shards > 1 and parsed.shard is not None:
+        raise BadInput(f"{where}: --shard is set from the leg's shards ({leg.shards})")
     set_by_leg = {
         flag: name
         for name, flag in (
@@ -413,6 +451,7 @@ def _plan_test(
         json_path=out / RESULTS_FILE,
         junit_path=out / JUNIT_FILE,
         image=image if leg.container else None,
+        shard=None if shard is None else f"{shard[0]}/{shard[1]}",
     )
     shown = request
     if leg.container:
@@ -469,23 +508,39 @@ def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutco
         (leg.output_dir / SETUP_FILE).write_text(json.dumps(result.to_dict()) + "\n")
         image = result.image
         emit(name, {"event": "setup-done", "image": image, "cached": result.cached})
-    assert leg.test.request is not None
-    request = leg.test.request
-    if leg.leg.container:
-        argv = tuple(image or "" if a == IMAGE_FROM_SETUP else a for a in request.argv)
-        request = dataclasses.replace(request, image=image, argv=argv)
-    execute = container.run if request.image is not None else runner.run
-    outcome = execute(request, lambda event: emit(name, event))
-    summary = outcome.results.summary
+    codes: list[int] = []
+    results = []
+    for step in leg.shards or (leg.test,):
+        assert step.request is not None
+        request = step.request
+        if leg.leg.container:
+            argv = tuple(image or "" if a == IMAGE_FROM_SETUP else a for a in request.argv)
+            request = dataclasses.replace(request, image=image, argv=argv)
+        if request.shard is not None:
+            assert request.json_path is not None
+            request.json_path.parent.mkdir(parents=True, exist_ok=True)
+            emit(name, {"event": "shard-start", "shard": request.shard})
+        execute = container.run if request.image is not None else runner.run
+        outcome = execute(request, lambda event: emit(name, event))
+        codes.append(int(outcome.exit_code))
+        results.append((str(request.json_path), outcome.results))
+    summary = results[0][1].summary
+    if leg.shards:
+        from accelkit.results.io import write_results
+        from accelkit.results.shards import merge_shards
+
+        merged = merge_shards(results)
+        write_results(merged, leg.output_dir / RESULTS_FILE)
+        summary = merged.summary
     counts = {
         status: int(getattr(summary, status))
         for status in ("passed", "failed", "skipped", "error", "crashed", "timeout")
     }
-    code = int(outcome.exit_code)
+    code = next((c for c in codes if c != 0), 0)
     return LegOutcome(
         name,
         "passed" if code == 0 else "failed",
         code,
         counts=counts,
-        results=request.json_path,
+        results=leg.output_dir / RESULTS_FILE,
     )

@@ -17,7 +17,10 @@ import re
 
 from accelkit import inputs
 
-SUITES: tuple[str, ...] = ("conformance", "perf")
+SUITES: tuple[str, ...] = ("conformance", "perf", "distributed")
+#: What `accelkit test --suite all` runs; `distributed` (the distributed cases of
+#: conformance, what a `nodes: N` leg runs) is a leg's only suite when it is one.
+ALL_SUITES: tuple[str, ...] = ("conformance", "perf")
 TORCH_CHANNELS = inputs.TORCH_CHANNELS
 
 PYTHON = inputs.PYTHON
@@ -37,9 +40,17 @@ PLACEHOLDERS: tuple[str, ...] = (
     "torch_channel",
     "torch_ref",
 )
+# `rdzv_endpoint`: a host name or IPv4 address and a port.
+ENDPOINT = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]{0,252}:[0-9]{1,5}")
 SLUG = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 
 MAX_TIMEOUT_MINUTES = 72 * 60  # GitHub's limit for a job on a self-hosted runner is 5 days
+#: `shards: N`: each shard is a job of its own (GitHub allows 256 jobs per matrix).
+MAX_SHARDS = 32
+#: `nodes: N`: one job per node, all waiting at one rendezvous.
+MAX_NODES = 8
+#: Jobs in one GitHub matrix (a leg's, or one per shard or node): GitHub's own limit.
+MAX_JOBS = 256
 
 
 _EXPLAINED = {
@@ -117,6 +128,10 @@ LEG_SET_FLAGS: dict[str, dict[str, str]] = {
         "--junit": "the workflow (leg-results/<leg>/)",
         "--require": "require",
         "--waive": "waive (each capability with its reason)",
+        "--shard": "shards (one job per shard)",
+        "--nnodes": "nodes (one job per node)",
+        "--node-rank": "nodes (one job per node)",
+        "--rdzv-endpoint": "rdzv_endpoint",
     },
 }
 

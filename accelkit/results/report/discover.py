@@ -11,7 +11,9 @@ must be a results file (anything else is bad input). The nightly layout is
 Every results file becomes a `Run` with a `leg` (its folder, or the file's stem) and a
 `group` (the folder above the leg: the night). A leg folder that holds files but no results
 file (the leg produced nothing) becomes a missing `Run`: it shows as missing in tables and
-trends, never silently dropped or papered over by averaging its neighbours.
+trends, never silently dropped or papered over by averaging its neighbours. A shard's file
+(`<leg>/shard-I-of-N/results.json`, `accelkit matrix run`'s layout for a sharded leg) is
+skipped when the merged `<leg>/results.json` is beside it.
 
 Differential files (`accelkit diff --out`) are not runs and are passed over here, named or
 found: `report.model.load_report` reads them beside the runs.
@@ -121,6 +123,11 @@ def _scan_directory(root: Path, skipped: list[str]) -> list[_Found]:
             skipped.append(f"{path}: {why}")
             continue
         results = load_results(path)  # claims the schema but is invalid: bad input
+        shard, merged = results.run.shard, path.parent.parent / "results.json"
+        if shard is not None and path.name == "results.json" and merged.is_file():
+            # <leg>/shard-I-of-N/results.json beside <leg>/results.json: already merged.
+            skipped.append(f"{path}: shard {shard.index}/{shard.count}, merged into {merged}")
+            continue
         leg, group = _leg_and_group(path, root)
         found.append(_Found(path, results, leg, group))
         result_dirs.update(p for p in path.parents if p.is_relative_to(root))
