@@ -11,8 +11,12 @@ with a Python that has torch. Which cases can be reproduced:
   (ops, control flow, compile parity, dynamic shapes, complex, gemv, linalg, graph
   capture), with their recorded parameters; those that compile also run with Inductor
   bypassed;
+- perf cases of GEMM, gemv, memory, attention and the canaries: the op rebuilt from the
+  record and the metrics' tags and timed alone with the suite's timer
+  (`accelkit.triage.perf_repro`, `accelkit.triage.perf_replay`);
 - not: distributed cases (rank processes), cases that need other pytest fixtures than
-  `device` and the seed, and perf cases (`accelkit bisect --case` reruns those alone).
+  `device` and the seed, and the compile-latency, collective, graph-replay and transfer
+  perf cases (`accelkit bisect --case` reruns those alone).
 
 The file name is the case id made safe: `repro_conformance_opinfo_exp_float32.py`.
 """
