@@ -17,8 +17,10 @@ from pathlib import Path
 import pytest
 
 from accelkit.errors import BadInput
+from accelkit.results.model import Case, Repro
 from accelkit.triage import perf_repro
 from accelkit.triage.bundle import accelkit_module, module_imports
+from tests.factories import case, metric, results
 from tests.helpers import assert_one_line_error, run_cli
 
 GEMM = "perf/gemm/float32/128x128x128"
@@ -76,7 +78,7 @@ def _isolated(script: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_gemm_and_copy_reproducers_time_the_case_alone(perf_run: Path, tmp_path: Path) -> None:
     written = tmp_path / "written"
     written.mkdir()
-    for case_id, metric, unit in ((GEMM, "flops", "FLOP/s"), (COPY, "bandwidth", "B/s")):
+    for case_id, name, unit in ((GEMM, "flops", "FLOP/s"), (COPY, "bandwidth", "B/s")):
         proc = run_cli(
             "repro", case_id, "--from", str(perf_run), "--out", str(written), "--no-run", "--json"
         )
@@ -85,13 +87,13 @@ def test_gemm_and_copy_reproducers_time_the_case_alone(perf_run: Path, tmp_path:
         assert data["kind"] == "perf"
         assert "accelkit.suite.timing" in data["embedded"]
         script = Path(data["script"])
-        cwd = tmp_path / f"cwd_{metric}"
+        cwd = tmp_path / f"cwd_{name}"
         cwd.mkdir()
         ran = _isolated(script, cwd)
         output = ran.stdout + ran.stderr
         assert ran.returncode == 0, output[-3000:]
         assert "Traceback" not in output
-        assert f"{metric} ({unit}, higher is better)" in output, output
+        assert f"{name} ({unit}, higher is better)" in output, output
         assert "latency (s, lower is better)" in output, output
         assert "recorded: median" in output and "here:     median" in output, output
         assert "ratio here/recorded:" in output, output
@@ -139,3 +141,89 @@ def test_perf_replay_needs_only_the_standard_library_and_what_it_embeds() -> Non
         "accelkit.suite.timing._spread",
     }, ours
     ast.parse(module.source)
+
+
+def _perf_case(case_id: str, function: str, params: dict[str, object], **tags: object) -> Case:
+    record = Repro.model_validate(
+        {
+            "kind": "perf",
+            "seed": 7,
+            "device": "cpu",
+            "file": f"perf/test_{case_id.split('/')[1]}.py",
+            "function": function,
+            "params": params,
+        }
+    )
+    samples = [1e-4, 1.1e-4, 1.2e-4]
+    latency = metric(samples=samples, threads=1, **tags)
+    return case(case_id, metrics={"latency": latency}, repro=record)
+
+
+@pytest.mark.parametrize(
+    ("case_id", "function", "params", "tags", "expected"),
+    [
+        (
+            "perf/gemv/float32/1x1024x512",
+            "test_gemv",
+            {"gemv_case": {"__tuple__": [1024, 512]}},
+            {"shape": [1, 1024, 512]},
+            {"family": "gemv", "dtype": "float32", "shape": [1, 1024, 512], "sets": 4},
+        ),
+        (
+            "perf/attention/sdpa/float32/b1h4s128d32/causal",
+            "test_sdpa",
+            {"sdpa_mask": "causal"},
+            {"shape": [1, 4, 128, 32]},
+            {"family": "sdpa", "dtype": "float32", "shape": [1, 4, 128, 32], "causal": True},
+        ),
+        (
+            "perf/memory/stream/triad/float32/262144",
+            "test_stream",
+            {"stream_case": "triad"},
+            {"elements": 262144},
+            {"family": "stream", "kernel": "triad", "elements": 262144, "sets": 4},
+        ),
+        (
+            "perf/memory/rows/softmax/float32/128x1024",
+            "test_rows",
+            {"row_case": "softmax"},
+            {"shape": [128, 1024]},
+            {"family": "rows", "kernel": "softmax", "shape": [128, 1024], "sets": 8},
+        ),
+        (
+            "perf/canary/host/copy",
+            "test_canary",
+            {"canary": "host/copy"},
+            {"size": 262144},
+            {"family": "canary", "kernel": "host/copy", "size": 262144},
+        ),
+    ],
+)
+def test_perf_spec_rebuilds_the_op_from_the_record(
+    case_id: str,
+    function: str,
+    params: dict[str, object],
+    tags: dict[str, object],
+    expected: dict[str, object],
+) -> None:
+    from accelkit.suite.perf.harness import SIZE_TIERS
+
+    recorded = _perf_case(case_id, function, params, **tags)
+    spec = perf_repro.perf_spec(results([recorded], threads=1), recorded)
+    assert {k: spec[k] for k in expected} == expected
+    host = SIZE_TIERS["host"].timing
+    assert spec["tier"] == "host" and spec["threads"] == 1 and spec["timer_device"] is None
+    assert spec["timing"]["min_block_time"] == host.min_block_time
+    assert spec["timing"]["max_run_time"] == host.max_run_time
+    assert spec["metrics"]["latency"]["samples"] == [1e-4, 1.1e-4, 1.2e-4]
+
+
+def test_a_record_from_another_size_tier_is_a_one_line_error() -> None:
+    recorded = _perf_case(
+        "perf/gemv/bfloat16/1x8192x8192",
+        "test_gemv",
+        {"gemv_case": {"__tuple__": [8192, 8192]}},
+        shape=[1, 8192, 8192],
+    )
+    with pytest.raises(BadInput, match="another size tier"):
+        perf_repro.perf_spec(results([recorded]), recorded)
