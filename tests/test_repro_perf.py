@@ -227,3 +227,13 @@ def test_a_record_from_another_size_tier_is_a_one_line_error() -> None:
     )
     with pytest.raises(BadInput, match="another size tier"):
         perf_repro.perf_spec(results([recorded]), recorded)
+
+
+def test_a_record_without_the_shape_tag_is_a_one_line_error() -> None:
+    recorded = _perf_case(
+        "perf/gemm/float32/128x128x128",
+        "test_gemm",
+        {"gemm_case": {"__tuple__": ["float32", {"__tuple__": [128, 128, 128]}]}},
+    )
+    with pytest.raises(BadInput, match="lack what rebuilds the case"):
+        perf_repro.perf_spec(results([recorded]), recorded)

@@ -90,6 +90,16 @@ def _dtype_from_id(case_id: str, expected: str) -> str:
 
 def perf_spec(results: Results, case: Case) -> dict[str, Any]:
     """The `perf` entry of a perf case's reproducer; BadInput when it has none."""
+    try:
+        return _perf_spec(results, case)
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise BadInput(
+            f"{case.id}: the record or the metrics' tags lack what rebuilds the case "
+            f"({type(exc).__name__}: {exc}); not reproducible from this results file"
+        ) from None
+
+
+def _perf_spec(results: Results, case: Case) -> dict[str, Any]:
     from accelkit.suite.params import decode_param
     from accelkit.suite.perf.harness import SIZE_TIERS, element_size, rotation_count
 
