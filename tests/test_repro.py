@@ -215,7 +215,7 @@ def _record(**fields: object) -> Repro:
         (
             "conformance/ops/exp/float32",
             {"kind": "perf", "file": "perf/test_gemm.py", "function": "test_gemm"},
-            "no standalone reproducer for perf cases",
+            "has no metrics for this case to compare",
         ),
         (
             "conformance/ops/exp/float32",

@@ -26,7 +26,7 @@ def repro_command(
         typer.Option(
             "--from",
             metavar="RESULTS",
-            help="The results file the case failed in.",
+            help="The results file the case failed (or, for a perf case, ran) in.",
             show_default=False,
         ),
     ],
@@ -51,7 +51,9 @@ def repro_command(
     ] = False,
 ) -> None:
     """Write one Python file that rebuilds a failed case from its seed and needs only torch;
-    run it (exit 1 when it fails, as the case did; 3 when it cannot run here)."""
+    run it (exit 1 when it fails, as the case did; 3 when it cannot run here). For a perf
+    case it times the case alone with the suite's timer and prints the measured median beside
+    the recorded one (exit 0 once measured)."""
     from accelkit.errors import BadInput
     from accelkit.triage.repro import plan_repro, run_repro, write_repro
 

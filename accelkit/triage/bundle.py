@@ -142,10 +142,16 @@ def _source_literal(source: str) -> str:
 
 
 def render_script(
-    *, docstring: str, case: Mapping[str, Any], modules: Sequence[Embedded], entry: str
+    *,
+    docstring: str,
+    case: Mapping[str, Any],
+    modules: Sequence[Embedded],
+    entry: str,
+    environ: Mapping[str, str] | None = None,
 ) -> str:
     """The reproducer: `docstring`, `CASE`, the import hook, the embedded `modules`, and a
-    main that calls `entry` ("module:function") with CASE and exits with its status."""
+    main that calls `entry` ("module:function") with CASE and exits with its status;
+    `environ`: variables it sets as it starts, before torch (and numpy) load."""
     module_name, _, function = entry.partition(":")
     if module_name not in {m.name for m in modules}:
         raise ValueError(f"{entry}: its module is not embedded")
@@ -163,6 +169,7 @@ def render_script(
         f'"""{quoted}"""\n\n'
         f"{_FUTURE}\n\n"
         "import sys\n\n"
+        f"{_environ_lines(environ)}"
         "# The case as the results file recorded it (accelkit's results schema, `Case.repro`).\n"
         f"CASE = {pprint.pformat(dict(case), width=96, sort_dicts=False)}\n\n\n"
         "def main() -> int:\n"
@@ -177,6 +184,16 @@ def render_script(
         f"EMBEDDED = {{\n{sources},\n}}\n\n"
         'if __name__ == "__main__":\n'
         "    sys.exit(main())\n"
+    )
+
+
+def _environ_lines(environ: Mapping[str, str] | None) -> str:
+    if not environ:
+        return ""
+    return (
+        "# The environment the run gave the case, set before torch and numpy load.\n"
+        "import os\n\n"
+        f"os.environ.update({dict(environ)!r})\n\n"
     )
 
 

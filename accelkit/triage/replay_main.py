@@ -13,6 +13,8 @@ passes here, 1 it fails, 2 it cannot run here (no such device, the case skips, .
   suite does. When it compiled graphs with Inductor, it runs a second time with the same
   graphs executed eagerly (TorchDynamo still captures them; Inductor is bypassed), so the
   output says whether the compiler is at fault.
+- "perf": the perf case timed alone with the suite's timer (`accelkit.triage.perf_replay`);
+  it prints the measured metrics beside the recorded ones and exits 0 once it measured.
 """
 
 from __future__ import annotations
@@ -52,6 +54,11 @@ def main(case: dict[str, Any]) -> int:
             return _opinfo(case)
         if kind == "function":
             return _function(case)
+        if kind == "perf":
+            from accelkit.triage.perf_replay import run_perf
+
+            seed_everything(int(case["seed"]))  # as the suite seeds a case as it starts
+            return run_perf(case)
         raise CannotRun(f"no reproducer for cases of kind {kind!r}")
     except CannotRun as why:
         print(f"\nCANNOT RUN: {why}")

@@ -11,8 +11,12 @@ with a Python that has torch. Which cases can be reproduced:
   (ops, control flow, compile parity, dynamic shapes, complex, gemv, linalg, graph
   capture), with their recorded parameters; those that compile also run with Inductor
   bypassed;
+- perf cases of GEMM, gemv, memory, attention and the canaries: the op rebuilt from the
+  record and the metrics' tags and timed alone with the suite's timer
+  (`accelkit.triage.perf_repro`, `accelkit.triage.perf_replay`);
 - not: distributed cases (rank processes), cases that need other pytest fixtures than
-  `device` and the seed, and perf cases (`accelkit bisect --case` reruns those alone).
+  `device` and the seed, and the compile-latency, collective, graph-replay and transfer
+  perf cases (`accelkit bisect --case` reruns those alone).
 
 The file name is the case id made safe: `repro_conformance_opinfo_exp_float32.py`.
 """
@@ -146,6 +150,10 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
     results = load_results(results_path)
     case = find_case(results, case_id, results_path)
     record = case.repro
+    if case.suite == "perf":
+        from accelkit.triage.perf_repro import check_reproducible
+
+        check_reproducible(case_id)
     if record is None:
         raise BadInput(
             f"{case_id}: the results file has no reproducer record for this {case.status} case "
@@ -164,6 +172,7 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
         "recorded": _recorded(results, case),
     }
     case_record.pop("unencoded_params", None)
+    environ: dict[str, str] = {}
     if record.kind == "opinfo":
         modules = [
             *common,
@@ -178,10 +187,22 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
         modules = [*common, accelkit_module("accelkit.suite.reference"), pytest_module, module]
         check_closed(modules, roots=("accelkit", "pytest", CUSTOM_CASES_PACKAGE))
         case_record["module"] = module.name
+    elif record.kind == "perf":
+        from accelkit.suite.environment import perf_env
+        from accelkit.triage.perf_repro import perf_spec
+
+        case_record["perf"] = perf_spec(results, case)
+        environ = perf_env(results.run.threads)  # as the runner sets it for the perf cases
+        modules = [
+            *common,
+            accelkit_module("accelkit.results.noise"),
+            accelkit_module("accelkit.suite.timing"),
+            accelkit_module("accelkit.triage.perf_replay"),
+        ]
     else:
         raise BadInput(
             f"{case_id}: no standalone reproducer for {record.kind} cases "
-            "(covered: OpInfo cases and case functions)"
+            "(covered: OpInfo cases, case functions and perf cases)"
         )
     return ReproPlan(
         case_id=case_id,
@@ -192,6 +213,7 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
             case=case_record,
             modules=modules,
             entry=ENTRY,
+            environ=environ,
         ),
         embedded=tuple(m.name for m in modules),
     )
@@ -199,6 +221,8 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
 
 def _docstring(case_id: str, source: Path, record: dict[str, Any]) -> str:
     recorded = record["recorded"]
+    if "perf" in record:
+        return _perf_docstring(case_id, source, record)
     message = "\n".join(
         "    " + line for line in str(recorded.get("message", "")).splitlines()[:12]
     )
@@ -217,6 +241,24 @@ def _docstring(case_id: str, source: Path, record: dict[str, Any]) -> str:
     )
 
 
+def _perf_docstring(case_id: str, source: Path, record: dict[str, Any]) -> str:
+    recorded = record["recorded"]
+    return (
+        f"Perf reproducer for {case_id}\n\n"
+        f"Written by `accelkit repro` from {source}: the run of {recorded.get('started')} on\n"
+        f"{recorded.get('backend')} ({recorded.get('device_name')}), torch "
+        f"{recorded.get('torch')} (git {str(recorded.get('git'))[:12]}).\n\n"
+        "Run it with any Python that has torch (nothing else is needed: the accelkit timing\n"
+        "code is embedded below; the host canaries also use numpy):\n\n"
+        f"    python {script_name(case_id)}\n\n"
+        "It rebuilds the case's op, sizes and dtype on the recorded device type, sets the\n"
+        "recorded intra-op threads, times it alone with the perf suite's timer (the same\n"
+        "warm-up, block sizing, synchronisation and sample rules) and prints each metric\n"
+        "beside the recorded one: medians, the recorded interquartile range and the ratio.\n"
+        "Exit status: 0 measured, 2 cannot run here.\n"
+    )
+
+
 def write_repro(plan: ReproPlan, out_dir: Path) -> Path:
     from accelkit.results.io import atomic_write_text
 
@@ -232,7 +274,7 @@ def run_repro(
     path: Path, *, python: Sequence[str] = (), timeout_s: float = 1800.0
 ) -> subprocess.CompletedProcess[str]:
     """Run the reproducer once (`python` default: this interpreter), capturing its output."""
-    argv = [*(python or [sys.executable]), str(path)]
+    argv = [*(python or [sys.executable]), str(path.resolve())]
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=path.parent
     )
