@@ -302,6 +302,9 @@ def test_ctrl_c_while_waiting_removes_the_container(
     """A real SIGINT while the caller is blocked reading the container's output."""
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("SIGINT reaches only the main thread")
+    # Python's own Ctrl-C handler, whatever the test runner set (pytest-xdist's workers
+    # ignore SIGINT, so that only the controller sees a Ctrl-C).
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupter = threading.Timer(2, os.kill, (os.getpid(), signal.SIGINT))
     interrupter.start()
     try:
@@ -315,6 +318,7 @@ def test_ctrl_c_while_waiting_removes_the_container(
             )
     finally:
         interrupter.cancel()
+        signal.signal(signal.SIGINT, previous)
     assert _containers_labelled(docker_client, run_id) == []
 
 
