@@ -1,9 +1,12 @@
 """What the GPU review (docs/gpu-review.md) fixed, proved without a GPU: the numerics mode
 restores both halves of cuBLAS's reduced-precision settings, the conditional-node graph
-capability is off where torch compiles no conditional nodes, and the device-independent
-known failure is expected on every backend."""
+capability is off where torch compiles no conditional nodes, the device-independent known
+failure is expected on every backend, and OpInfo index outputs that a tie decides are
+compared by the values they point at."""
 
 from __future__ import annotations
+
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -12,6 +15,8 @@ from accelkit.backends import Availability, all_backends
 from accelkit.probe import capabilities as caps
 from accelkit.suite import numerics
 from accelkit.suite.expectations import load_expectations
+from accelkit.suite.opinfo import ties
+from accelkit.suite.opinfo.comparison import Mismatch
 
 FLAGS = ("allow_fp16_reduced_precision_reduction", "allow_bf16_reduced_precision_reduction")
 
@@ -103,3 +108,58 @@ def test_the_device_independent_failure_is_expected_on_every_backend() -> None:
     case = "conformance/complex/add/inductor"
     for backend in all_backends():
         assert case in load_expectations(backend.name), backend.name
+
+
+# --- index outputs decided by ties (accelkit.suite.opinfo.ties) ----------------------------
+
+
+def _sample(x: torch.Tensor, *args: object, **kwargs: object) -> SimpleNamespace:
+    return SimpleNamespace(input=x, args=args, kwargs=kwargs)
+
+
+TIED = torch.tensor([[1.0, 2.0, 1.0, 0.5], [3.0, 3.0, 3.0, -1.0]], dtype=torch.float64)
+
+
+def test_a_different_order_of_equal_elements_compares_equal() -> None:
+    ref = _sample(TIED, -1)
+    cpu = torch.sort(TIED, dim=-1, stable=True)
+    # Another device's valid answer: the tied 1.0s and 3.0s in the other order.
+    other = torch.return_types.sort((cpu.values, cpu.indices[:, [0, 2, 1, 3]]))
+    assert not torch.equal(cpu.indices, other.indices)
+    got = ties.indices_as_values("sort", ref, other, "sort")
+    want = ties.indices_as_values("sort", ref, cpu, "sort")
+    assert torch.equal(got.indices, want.indices) and torch.equal(got.values, want.values)
+
+
+def test_an_index_of_a_different_element_still_differs() -> None:
+    ref = _sample(TIED, 2, 1, False)
+    right = torch.kthvalue(TIED, 2, 1)
+    wrong = torch.return_types.kthvalue((right.values, torch.tensor([1, 3])))
+    got = ties.indices_as_values("kthvalue", ref, wrong, "kthvalue")
+    want = ties.indices_as_values("kthvalue", ref, right, "kthvalue")
+    assert got.indices.shape == (2,)  # keepdim=False: the dim is reduced
+    assert not torch.equal(got.indices, want.indices)
+
+
+def test_an_index_out_of_range_is_a_mismatch() -> None:
+    with pytest.raises(Mismatch, match="index out of range"):
+        ties.indices_as_values("argsort", _sample(TIED), torch.tensor([[0, 1, 2, 4]] * 2), "x")
+
+
+def test_keepdim_and_keyword_dims_are_honoured() -> None:
+    x = TIED.T.contiguous()  # ties along dim 0
+    out = torch.mode(x, dim=0, keepdim=True)
+    got = ties.indices_as_values("mode", _sample(x, dim=0, keepdim=True), out, "mode")
+    assert torch.equal(got.indices, got.values)  # each index points at the mode itself
+    top = torch.topk(x, 2, 0)
+    got = ties.indices_as_values("topk", _sample(x, 2, 0), top, "topk")
+    assert torch.equal(got.indices, top.values)
+
+
+def test_outputs_without_indices_are_left_alone() -> None:
+    whole = torch.median(TIED)  # no dim: one value, no indices
+    assert ties.indices_as_values("median", _sample(TIED), whole, "median") is whole
+    assert ties.indices_as_values("add", _sample(TIED), TIED, "add") is TIED
+    scalar = torch.tensor(2.0, dtype=torch.float64)
+    pair = torch.sort(scalar)
+    assert ties.indices_as_values("sort", _sample(scalar), pair, "sort") is pair
