@@ -163,3 +163,45 @@ def test_outputs_without_indices_are_left_alone() -> None:
     scalar = torch.tensor(2.0, dtype=torch.float64)
     pair = torch.sort(scalar)
     assert ties.indices_as_values("sort", _sample(scalar), pair, "sort") is pair
+
+
+# --- dtypes an XPU device lacks (XpuBackend.unsupported_dtypes) ----------------------------
+
+
+def _fake_xpu_torch(has_fp64: bool) -> SimpleNamespace:
+    properties = SimpleNamespace(has_fp64=has_fp64)
+    xpu = SimpleNamespace(
+        is_available=lambda: True,
+        current_device=lambda: 0,
+        get_device_properties=lambda index: properties,
+    )
+    return SimpleNamespace(xpu=xpu)
+
+
+@pytest.mark.parametrize("has_fp64", [False, True])
+def test_xpu_devices_without_fp64_skip_float64_cases(monkeypatch, has_fp64: bool) -> None:
+    from accelkit.backends import get as get_backend
+    from accelkit.backends import xpu as xpu_module
+
+    monkeypatch.setattr(xpu_module, "torch_or_none", lambda: _fake_xpu_torch(has_fp64))
+    table = get_backend("xpu").unsupported_dtypes
+    linalg = numerics.unsupported_dtype("conformance/linalg/svd/float64/4x4/well", table)
+    opinfo = numerics.unsupported_dtype("conformance/opinfo/add/complex128", table)
+    kept = numerics.unsupported_dtype("conformance/opinfo/add/float32", table)
+    if has_fp64:
+        assert (linalg, opinfo, kept) == (None, None, None)
+    else:
+        assert linalg is not None and linalg.startswith("float64: ")
+        assert opinfo is not None and opinfo.startswith("complex128: ")
+        assert kept is None
+
+
+def test_xpu_dtypes_without_a_device_are_all_supported(monkeypatch) -> None:
+    from accelkit.backends import get as get_backend
+    from accelkit.backends import xpu as xpu_module
+
+    broken = SimpleNamespace(xpu=SimpleNamespace(is_available=lambda: 1 / 0))
+    monkeypatch.setattr(xpu_module, "torch_or_none", lambda: broken)
+    assert dict(get_backend("xpu").unsupported_dtypes) == {}
+    monkeypatch.setattr(xpu_module, "torch_or_none", lambda: None)
+    assert dict(get_backend("xpu").unsupported_dtypes) == {}
