@@ -65,6 +65,25 @@ class XpuBackend(BackendDefaults):
     # (bmg), Lunar Lake (lnl-m), Arrow Lake H (arl-h), Meteor Lake (mtl-h), Arc A-series (dg2).
     targets: tuple[str, ...] = ("pvc", "bmg", "lnl-m", "arl-h", "mtl-h", "dg2")
 
+    @property
+    def unsupported_dtypes(self) -> Mapping[str, str]:  # type: ignore[override]
+        """float64 and complex128 where the device under test has no double precision (its
+        `has_fp64` property: Arc A- and B-series, the integrated GPUs; Data Center GPU Max
+        has it). Nothing where no XPU answers; never raises."""
+        if self._has_fp64() is not False:
+            return MappingProxyType({})
+        why = "this XPU device has no double precision (has_fp64 is False)"
+        return MappingProxyType({"float64": why, "complex128": f"two float64s: {why}"})
+
+    def _has_fp64(self) -> bool | None:
+        torch = torch_or_none()
+        try:
+            if torch is None or not torch.xpu.is_available():
+                return None
+            return bool(torch.xpu.get_device_properties(torch.xpu.current_device()).has_fp64)
+        except Exception:  # a broken driver: the device's cases say so, not this fact
+            return None
+
     def availability(self) -> Availability:
         torch = torch_or_none()
         if torch is None:

@@ -31,6 +31,7 @@ from types import ModuleType
 from typing import Any
 
 from accelkit.backends import Availability, all_backends
+from accelkit.backends.base import release_tuple
 from accelkit.probe.registry import (
     CheckFn,
     capabilities,
@@ -281,6 +282,18 @@ def _cuda_graph_while_loop() -> Availability:
         return Availability(
             False,
             f"torch {_version(torch)} has no torch.cuda.CUDAGraph.begin_capture_to_while_node",
+        )
+    # torch binds the conditional-node methods on every build, but compiles their bodies
+    # only for CUDA >= 12.4 (aten/src/ATen/cuda/CUDAGraph.cu: `!defined(USE_ROCM) &&
+    # CUDA_VERSION >= 12040`); elsewhere capture raises "not allowed".
+    if getattr(torch.version, "hip", None):
+        return Availability(
+            False, "HIP graphs have no conditional nodes in torch (CUDA >= 12.4 builds only)"
+        )
+    built = getattr(torch.version, "cuda", None)
+    if built and release_tuple(built) < (12, 4):
+        return Availability(
+            False, f"torch built with CUDA {built}: conditional nodes need CUDA >= 12.4"
         )
     return _needs_cuda_devices(torch, 1)
 

@@ -66,6 +66,16 @@ def _fp32_precision(value: str, owners: list[Any]) -> Iterator[None]:
             owner.fp32_precision = old
 
 
+def _reduction_setting(matmul: Any, flag: str) -> Any:
+    """A reduced-precision flag's whole setting: torch >= 2.8 keeps a second half, whether
+    cuBLAS may split K (`<flag>_split_k`), which reading the flag alone does not show and
+    writing a bool resets to True; (allow, split_k) restores both halves. Switching reduced
+    precision off keeps split_k as it was ((False, False) and (False, True) are both valid)."""
+    split_k = getattr(matmul, f"{flag}_split_k", None)
+    allowed = getattr(matmul, flag)
+    return allowed if split_k is None else (allowed, split_k)
+
+
 @contextlib.contextmanager
 def strict_numerics(tf32: bool) -> Iterator[None]:
     """float32 in IEEE float32 (where `tf32`: the backend may use TF32) and 16-bit GEMMs
@@ -73,13 +83,15 @@ def strict_numerics(tf32: bool) -> Iterator[None]:
     import torch
 
     matmul = torch.backends.cuda.matmul
-    previous = {f: getattr(matmul, f) for f in REDUCED_PRECISION_FLAGS if hasattr(matmul, f)}
+    previous = {
+        f: _reduction_setting(matmul, f) for f in REDUCED_PRECISION_FLAGS if hasattr(matmul, f)
+    }
     with contextlib.ExitStack() as stack:
         if tf32:
             stack.enter_context(_fp32_precision("ieee", _knobs()))
         try:
-            for flag in previous:
-                setattr(matmul, flag, False)
+            for flag, value in previous.items():
+                setattr(matmul, flag, (False, value[1]) if isinstance(value, tuple) else False)
             yield
         finally:
             for flag, value in previous.items():

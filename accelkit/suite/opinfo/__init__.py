@@ -21,6 +21,8 @@ The modules, in the order a case meets them:
 - `tolerances`: the tolerance model (`case_tolerance`, with `scales`' `TOLERANCE_SCALE`,
   `NORMWISE_SCALE` and linear algebra's per-sample condition);
 - `comparison`: an answer against the reference under those tolerances (`Mismatch`);
+- `ties`: index outputs that a tie decides (`TIE_INDEX_OPS`), compared by the values they
+  point at;
 - `discontinuity`: step functions (`DISCONTINUOUS`), accepted within the reference's range
   over the inputs' rounding;
 - `eigen`: eig and eigvals (`EIGEN_OPS`), matched as eigen-decompositions;

@@ -42,6 +42,7 @@ from accelkit.suite.opinfo.planning import OpinfoCase, plan, skip_reason
 from accelkit.suite.opinfo.running import compare_with_steps, inputs_dtype, reference_sample
 from accelkit.suite.opinfo.sample_rules import NoDigits, sample_rules, squared_rules, squares
 from accelkit.suite.opinfo.skips import COMPILE_SKIPS
+from accelkit.suite.opinfo.ties import indices_as_values
 from accelkit.suite.opinfo.tolerances import Rules, max_magnitude
 
 # Lowerings outside the compile zoo, one of each kind, float32, the first sample only: four
@@ -250,8 +251,8 @@ def check_compiled_sample(
     ref = reference_sample(sample, device)
     process = sample.output_process_fn_grad
     with torch.no_grad():
-        expected = process(_call(op, ref))
-        actual = process(raw)
+        expected = indices_as_values(op_name, ref, process(_call(op, ref)), what)
+        actual = indices_as_values(op_name, ref, process(raw), what)
     magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
     base = Rules(
         inputs_dtype=inputs_dtype(sample), device_type=torch.device(device).type, kind="compiled"
@@ -268,7 +269,7 @@ def check_compiled_sample(
         compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
     except AssertionError as error:
         with torch.no_grad():
-            eager = process(_call(op, sample))
+            eager = indices_as_values(op_name, ref, process(_call(op, sample)), what)
         if squared is not None:
             eager = squares(eager)
         try:

@@ -41,6 +41,7 @@ from accelkit.suite.opinfo.sample_rules import (
     squares,
 )
 from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
+from accelkit.suite.opinfo.ties import indices_as_values
 from accelkit.suite.opinfo.tolerances import (
     NO_RULES,
     Rules,
@@ -162,6 +163,8 @@ def check_forward_sample(
         expected = process(expected_raw)
     magnitude = max_magnitude((ref.input, ref.args, ref.kwargs))
     what = f"{op_name} {label}"
+    actual = indices_as_values(op_name, ref, actual, what)
+    expected = indices_as_values(op_name, ref, expected, what)
     try:
         base = Rules(inputs_dtype=inputs_dtype(sample), device_type=_device_type(device))
         rules = sample_rules(op, op_name, dtype, ref, base)
