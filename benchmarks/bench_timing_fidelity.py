@@ -265,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not cases:
         parser.error(f"no case contains {args.keyword!r}")
 
+    load = os.getloadavg()
+
     def accelkit(case: OpCase) -> Any:
         return ctx.measure(case.fn, args=case.args)
 
@@ -279,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows.append(measure_case(case, accelkit, references, args.rounds))
         print(f"  measured {case.name}", file=sys.stderr, flush=True)
     print(format_table(rows, list(references)))
+    print(f"load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}")
     return 0
 
 

@@ -66,3 +66,20 @@ def test_table_has_a_line_per_case_and_the_count_within(bench: ModuleType) -> No
     sum_line = next(line for line in lines if line.startswith("sum/"))
     assert "0.714" in sum_line and sum_line.endswith("NO")
     assert lines[-1] == "1 of 2 cases within 3% of every reference"
+
+
+@pytest.mark.parametrize("kwargs", [None, {"k": 0}])
+def test_timer_blocks_call_alike_with_and_without_keywords(kwargs: dict[str, int] | None) -> None:
+    """The timer's blocks call `fn(*args)` when there are no keyword arguments (timeit's
+    per-call cost), `fn(*args, **kwargs)` otherwise; both rotate argument sets alike."""
+    from accelkit.suite.timing import Timer
+
+    seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
+
+    def work(*args: object, **kw: object) -> None:
+        seen.append((args, kw))
+
+    Timer(work, arg_sets=[(1,), (2,), (3,)], kwargs=kwargs).timeit(4)
+    Timer(work, args=(9,), kwargs=kwargs).timeit(2)
+    expected = dict(kwargs or {})
+    assert seen == [((n,), expected) for n in (1, 2, 3, 1, 9, 9)]
