@@ -103,6 +103,11 @@ def format_table(rows: Sequence[Row], reference_names: Sequence[str]) -> str:
         low, high = row.spread
         line += f" {low:5.3f}-{high:5.3f}  {'yes' if row.within else 'NO'}"
         lines.append(line)
+    per_reference = ", ".join(
+        f"{name} {sum(abs(row.ratios[i] - 1.0) <= TOLERANCE for row in rows)}"
+        for i, name in enumerate(reference_names)
+    )
+    lines.append(f"within {TOLERANCE:.0%} of each reference: {per_reference} of {len(rows)}")
     within = sum(row.within for row in rows)
     lines.append(f"{within} of {len(rows)} cases within {TOLERANCE:.0%} of every reference")
     return "\n".join(lines)

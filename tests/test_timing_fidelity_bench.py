@@ -65,6 +65,7 @@ def test_table_has_a_line_per_case_and_the_count_within(bench: ModuleType) -> No
     assert "20.00" in copy_line and "0.990" in copy_line and copy_line.endswith("yes")
     sum_line = next(line for line in lines if line.startswith("sum/"))
     assert "0.714" in sum_line and sum_line.endswith("NO")
+    assert lines[-2] == "within 3% of each reference: blocked 1, same-blocks 2 of 2"
     assert lines[-1] == "1 of 2 cases within 3% of every reference"
 
 
