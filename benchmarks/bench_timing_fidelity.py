@@ -263,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None:
         os.environ[PERF_THREADS_ENV] = str(args.threads)
     gpu = torch.cuda.is_available()
-    ctx = PerfContext("cuda" if gpu else "cpu", measure_ceilings=False)
+    backend = ("rocm" if torch.version.hip else "cuda") if gpu else "cpu"
+    ctx = PerfContext(backend, measure_ceilings=False)
     threads = torch.get_num_threads()  # what PerfContext set: the perf cases' count
     references = do_bench_timers() if gpu else torch_benchmark_timers(threads)
     cases = [c for c in op_cases(ctx.device_type, ctx.tier) if args.keyword in c.name]
