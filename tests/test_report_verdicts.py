@@ -132,3 +132,13 @@ def test_canaries_and_bands_in_headless_chromium(folder: Path, tmp_path: Path) -
     assert '<table id="canaries-table">' in dom.stdout
     assert 'class="num canary-moved"' in dom.stdout
     assert "verdict-environment-shifted" in dom.stdout and "verdict-regressed" in dom.stdout
+
+
+def test_the_legend_names_what_differs_between_a_run_and_its_baseline(tmp_path: Path) -> None:
+    base = _run("2026-01-01T00:00:00+00:00", 1.0, 1.0)
+    new = _run("2026-01-02T00:00:00+00:00", 1.0, 1.0)
+    new = new.model_copy(update={"env": {"torch": {"version": "2.15.0"}}})
+    for name, run in (("a", base), ("b", new)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(run.to_json_dict()), encoding="utf-8")
+    text = render_markdown(load_report(_paths(tmp_path)))
+    assert "cpu · torch 2.15.0 · b against cpu · a (different torch)" in text

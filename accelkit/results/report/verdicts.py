@@ -177,6 +177,11 @@ def legend(report: Report, comparisons: Sequence[RunComparison | None]) -> str |
     """One sentence naming each compared run's baseline and the band, or None."""
     pairs = [
         f"{report.runs[c.run].label} against {report.runs[c.baseline].label}"
+        + (
+            f" (different {', '.join(d.label for d in c.comparison.environment)})"
+            if c.comparison.environment
+            else ""
+        )
         for c in comparisons
         if c is not None
     ]
