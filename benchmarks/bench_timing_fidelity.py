@@ -26,12 +26,12 @@ the per-round ratios (the noise floor of this comparison on this machine) and wh
 ratio is within 3%. Nothing is asserted: on a shared machine the numbers are that
 machine's; tests/test_timing_fidelity_bench.py checks the table logic only.
 
-Measured on the shared 2-core machine (2026-12-01, load average 3-5 from other jobs: no
-quiet window came), three runs of 5 rounds: against "same-blocks" 5, 7 and 1 of 13 cases
+Measured on the shared 2-core machine (2026-12-01, load average 2-5 from other jobs: no
+quiet window came), four runs of 5 rounds: against "same-blocks" 5, 7, 1 and 5 of 13 cases
 were within 3%, most of the rest within 3-12% in either direction (per-round ratios spread
 0.4-1.5: sequential measurements of one op differ that much there). Against torch's
-autoranges accelkit read more than 3% lower in 33 of 39 case-runs against blocked_autorange,
-mostly by 10-45%, and more than 3% higher in 4 (by up to 26%). The cause is the block
+autoranges accelkit read more than 3% lower in 41 of 52 case-runs against blocked_autorange,
+mostly by 10-45%, and more than 3% higher in 9 (by up to 26%). The cause is the block
 length, not the timer: torch grows its blocks by 10x until the timer's overhead is under
 0.01% of one (10-300 ms blocks here), and on a loaded machine nearly every block that long
 absorbs other processes' time slices; the host tier times 0.1 ms blocks
