@@ -51,11 +51,18 @@ def report_command(
         ),
     ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print the report's data as JSON on stdout.")
+        bool,
+        typer.Option(
+            "--json",
+            help="Print the report's data as JSON on stdout (with `compared`: each run's "
+            "comparison against its baseline).",
+        ),
     ] = False,
 ) -> None:
-    """Show several runs side by side: status counts, every metric, plots (HTML); or, with
-    --history, every metric's trend per leg over the nights, with the verdict changes."""
+    """Show several runs side by side: status counts, every metric, plots (HTML), each run
+    compared with the first run of the same device (verdict, confidence interval, the
+    canaries and whether they moved); or, with --history, every metric's trend per leg over
+    the nights, with the verdict changes."""
     # Lazy imports: pydantic and matplotlib are heavy, and `accelkit --help` must stay fast.
     from accelkit.errors import BadInput
     from accelkit.results.io import atomic_write_text, check_output_path
@@ -82,16 +89,35 @@ def report_command(
         report = trends.report
     else:
         report = load_report(inputs or [])
+    comparisons = None
+    if trends is None and (markdown is not None or html is not None or as_json):
+        from accelkit.results.report.verdicts import compare_runs
+
+        comparisons = compare_runs(report)
     if markdown is not None:
-        text = render_markdown(report) if trends is None else render_history_markdown(trends)
+        if trends is None:
+            text = render_markdown(report, comparisons=comparisons)
+        else:
+            text = render_history_markdown(trends)
         atomic_write_text(markdown, text)
     if html is not None:
-        page, note = render_html_with_plots(report, trends)
+        page, note = render_html_with_plots(report, trends, comparisons)
         atomic_write_text(html, page)
         if note:
             typer.echo(f"accelkit: warning: {note}", err=True)
     if as_json:
-        typer.echo(json.dumps(report.to_json_dict(), indent=2))
+        data = report.to_json_dict()
+        if comparisons is not None:
+            data["compared"] = [
+                {
+                    "run": report.runs[c.run].label,
+                    "baseline": report.runs[c.baseline].label,
+                    **c.comparison.to_json_dict(),
+                }
+                for c in comparisons
+                if c is not None
+            ]
+        typer.echo(json.dumps(data, indent=2))
     else:
         _print_summary(report, html, markdown)
 

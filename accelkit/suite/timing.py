@@ -35,6 +35,7 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Protocol
 
 from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
@@ -378,26 +379,40 @@ class Timer:
         return self._block_timer.description
 
     def _block(self, number: int) -> Callable[[], None]:
+        """One block of `number` calls. Without keyword arguments the call is `fn(*args)`,
+        and over `itertools.repeat`, as timeit's loop makes it: an empty `**kwargs` and
+        `range` cost ~40 ns a call more here (92 against 53 ns for a no-op)."""
         fn, kwargs = self._fn, self._kwargs
         if len(self._arg_sets) == 1:
             args = self._arg_sets[0]
 
             def run_block() -> None:
-                for _ in range(number):
+                for _ in repeat(None, number):
                     fn(*args, **kwargs)
 
-            return run_block
+            def run_block_positional() -> None:
+                for _ in repeat(None, number):
+                    fn(*args)
+
+            return run_block if kwargs else run_block_positional
 
         arg_sets, count = self._arg_sets, len(self._arg_sets)
 
         def run_rotating_block() -> None:
             cursor = self._cursor
-            for _ in range(number):
+            for _ in repeat(None, number):
                 fn(*arg_sets[cursor], **kwargs)
                 cursor = cursor + 1 if cursor + 1 < count else 0
             self._cursor = cursor
 
-        return run_rotating_block
+        def run_rotating_block_positional() -> None:
+            cursor = self._cursor
+            for _ in repeat(None, number):
+                fn(*arg_sets[cursor])
+                cursor = cursor + 1 if cursor + 1 < count else 0
+            self._cursor = cursor
+
+        return run_rotating_block if kwargs else run_rotating_block_positional
 
     def timeit(self, number: int) -> float:
         """Seconds taken by one block of `number` calls (no warm-up)."""

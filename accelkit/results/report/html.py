@@ -16,12 +16,24 @@ from accelkit.results.report.history import (
     value_range,
 )
 from accelkit.results.report.model import (
+    Cell,
     Report,
     format_cell,
     interesting_cases,
     status_summary,
 )
 from accelkit.results.report.plots import Plot, render_plots
+from accelkit.results.report.verdicts import (
+    RunComparison,
+    band_text,
+    canary_rows,
+    canary_state_text,
+    compare_runs,
+    iqr_share,
+    legend,
+    spread_text,
+    verdict_css,
+)
 from accelkit.results.units import format_value
 
 _CSS = """
@@ -41,6 +53,11 @@ td.state-green{background:#e6f4ea}td.state-red{background:#fce8e6;color:#b00020}
 td.state-no-baseline,td.state-stale-baseline{background:#fff4ce}
 td.changed{outline:2px solid #1f4e9c;outline-offset:-2px;font-weight:bold}
 svg.spark{vertical-align:middle}
+.band{display:block;font-size:.8em;color:#555;font-weight:normal}
+td.verdict-regressed{background:#fce8e6}td.verdict-regressed .band{color:#b00020}
+td.verdict-improved{background:#e6f4ea}td.verdict-environment-shifted{background:#fff4ce}
+td.verdict-noisy .band{color:#9a6700}
+td.canary-moved{background:#fff4ce;font-weight:bold}
 """
 
 #: Width and height of a trend row's inline sparkline (pixels).
@@ -135,10 +152,16 @@ def render_html(
     plots: Sequence[Plot] | None = None,
     plots_note: str | None = None,
     history: HistoryReport | None = None,
+    comparisons: Sequence[RunComparison | None] | None = None,
 ) -> str:
     """One self-contained HTML page: tables and the given inline-SVG plots. With `history`,
-    the verdicts per night and the trends replace the tables of every run's values."""
+    the verdicts per night and the trends replace the tables of every run's values; without,
+    the canaries and each run's verdicts against its baseline (`comparisons`, computed by
+    `verdicts.compare_runs` unless given) are shown beside the values."""
     runs = report.runs
+    if history is None and comparisons is None:
+        comparisons = compare_runs(report)
+    compared: Sequence[RunComparison | None] = comparisons or [None] * len(runs)
     out: list[str] = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -176,6 +199,11 @@ def render_html(
     out.append("</tbody></table></div>")
     if history is not None:
         out += _history_section(history)
+    else:
+        out += _canaries_section(report, compared)
+        note = legend(report, compared)
+        if note:
+            out.append(f'<p class="note" id="compared">{_e(note)}</p>')
     head = "".join(f"<th>{_e(r.label)}</th>" for r in runs)
     reproducers: list[tuple[str, str]] = []
     for suite in report.suites() if history is None else ():
@@ -187,22 +215,8 @@ def render_html(
             out.append("<tbody>")
             for m in metrics:
                 cells: list[str] = []
-                for cell in m.cells:
-                    css = "num noisy" if cell is not None and cell.noisy else "num"
-                    title = ""
-                    if cell is not None:
-                        title = f"{cell.samples} samples"
-                        if cell.p25 is not None and cell.p75 is not None:
-                            title += (
-                                f"; IQR {format_value(cell.p25, m.unit)} to "
-                                f"{format_value(cell.p75, m.unit)}"
-                            )
-                        if cell.peak_source:
-                            title += f"; peak: {cell.peak_source}"
-                    cells.append(
-                        f'<td class="{css}" title="{_e(title)}">'
-                        f"{_e(format_cell(cell, m.unit))}</td>"
-                    )
+                for index, cell in enumerate(m.cells):
+                    cells.append(_metric_cell(m.case, m.metric, m.unit, cell, compared[index]))
                 direction = "higher is better" if m.higher_is_better else "lower is better"
                 out.append(
                     f"<tr><td>{_e(m.case)}</td><td>{_e(m.metric)}</td>"
@@ -260,6 +274,65 @@ def render_html(
     return "\n".join(out) + "\n"
 
 
+def _metric_cell(
+    case: str, name: str, unit: str, cell: Cell | None, compared: RunComparison | None
+) -> str:
+    """One run's value of a metric: the median, its IQR as a share of it (the noise within
+    the run) and, in a compared run, the verdict with the interval it used."""
+    css = "num noisy" if cell is not None and cell.noisy else "num"
+    title = ""
+    bands: list[str] = []
+    if cell is not None:
+        title = f"{cell.samples} samples"
+        if cell.p25 is not None and cell.p75 is not None:
+            title += f"; IQR {format_value(cell.p25, unit)} to {format_value(cell.p75, unit)}"
+        share = iqr_share(cell)
+        if share:
+            bands.append(share)
+        if cell.peak_source:
+            title += f"; peak: {cell.peak_source}"
+        verdict = compared.metric(case, name) if compared is not None else None
+        if verdict is not None and verdict.verdict != "missing":
+            css += f" {verdict_css(verdict)}"
+            bands.append(band_text(verdict))
+            title += f"; {verdict.reason}"
+    spans = "".join(f'<span class="band">{_e(b)}</span>' for b in bands)
+    return f'<td class="{css}" title="{_e(title)}">{_e(format_cell(cell, unit))}{spans}</td>'
+
+
+def _canaries_section(report: Report, compared: Sequence[RunComparison | None]) -> list[str]:
+    """Each run's canaries: value and IQR, and in a compared run whether they moved."""
+    rows = canary_rows(report, compared)
+    if not rows:
+        return []
+    out = [
+        '<h2 id="canaries">Canaries: the machine</h2>',
+        '<p class="note">Measured first in every perf pass, through code the build under test '
+        "does not change. A canary that moved (its interval reaches beyond the band) means "
+        "the machine changed between the runs: metrics of its kind are then judged against "
+        "it, and a change the machine alone could explain is environment-shifted, not "
+        "regressed.</p>",
+        '<div class="wrap"><table id="canaries-table"><thead><tr><th>canary</th><th>metric</th>',
+    ]
+    out += [f"<th>{_e(r.label)}</th>" for r in report.runs]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        cells: list[str] = []
+        for cell, state in zip(row.cells, row.states, strict=True):
+            css = "num"
+            band = ""
+            if state is not None:
+                css += " canary-moved" if state.moved else " canary-steady"
+                band = f'<span class="band">{_e(canary_state_text(state))}</span>'
+            cells.append(f'<td class="{css}">{_e(spread_text(cell, row.unit))}{band}</td>')
+        out.append(
+            f"<tr><td>{_e(row.case)}</td><td>{_e(row.metric)} ({_e(row.unit)})</td>"
+            f"{''.join(cells)}</tr>"
+        )
+    out.append("</tbody></table></div>")
+    return out
+
+
 def _differentials(report: Report) -> list[str]:
     """Where two environments computed different answers (`accelkit diff`): the cases beyond
     tolerance first (marked when both runs passed), then the largest differences."""
@@ -308,14 +381,17 @@ def _differentials(report: Report) -> list[str]:
 
 
 def render_html_with_plots(
-    report: Report, history: HistoryReport | None = None
+    report: Report,
+    history: HistoryReport | None = None,
+    comparisons: Sequence[RunComparison | None] | None = None,
 ) -> tuple[str, str | None]:
     """The HTML page with plots when matplotlib is installed; else without, and why."""
     try:
         import matplotlib  # noqa: F401
     except ImportError:
         note = "Plots need matplotlib (pip install matplotlib); this page has tables only."
-        return render_html(report, plots_note=note, history=history), note
+        page = render_html(report, plots_note=note, history=history, comparisons=comparisons)
+        return page, note
     marks = None
     if history is not None:
         marks = {
@@ -324,4 +400,4 @@ def render_html_with_plots(
             if row.changes
         }
     plots = render_plots(report, marks=marks)
-    return render_html(report, plots=plots, history=history), None
+    return render_html(report, plots=plots, history=history, comparisons=comparisons), None

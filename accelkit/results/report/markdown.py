@@ -2,14 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from accelkit.results import markdown
 from accelkit.results.model import SUITES
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.report.model import (
+    Cell,
     Report,
     format_cell,
     interesting_cases,
     status_summary,
+)
+from accelkit.results.report.verdicts import (
+    RunComparison,
+    band_text,
+    canary_rows,
+    canary_state_text,
+    compare_runs,
+    iqr_share,
+    legend,
+    spread_text,
 )
 
 _CELL_CHARS = 160
@@ -20,9 +33,65 @@ def _cell(text: str, limit: int = _CELL_CHARS) -> str:
     return markdown.cell(text, limit)
 
 
-def render_markdown(report: Report, *, max_bytes: int = markdown.DEFAULT_MAX_BYTES) -> str:
-    """A summary for $GITHUB_STEP_SUMMARY; never longer than `max_bytes` (UTF-8)."""
+def _metric_cell(
+    case: str, name: str, unit: str, cell: Cell | None, compared: RunComparison | None
+) -> str:
+    text = _cell(format_cell(cell, unit), 80)
+    share = iqr_share(cell)
+    if share:
+        text += f" ({share})"
+    verdict = compared.metric(case, name) if compared is not None and cell is not None else None
+    if verdict is not None and verdict.verdict != "missing":
+        text += " · " + _cell(band_text(verdict), 120)
+    return text
+
+
+def _canaries(
+    report: Report, compared: Sequence[RunComparison | None], columns: list[str]
+) -> list[str]:
+    rows = canary_rows(report, compared)
+    if not rows:
+        return []
+    lines = [
+        "### Canaries: the machine",
+        "",
+        "Measured first in every perf pass, through code the build under test does not "
+        "change. A canary that moved means the machine changed between the runs: metrics of "
+        "its kind are judged against it (environment-shifted, not regressed, when the "
+        "machine alone could explain the change).",
+        "",
+    ]
+    lines += markdown.table(
+        ["canary", "metric", *columns],
+        (
+            [
+                _cell(row.case),
+                f"{_cell(row.metric)} ({_cell(row.unit)})",
+                *(
+                    _cell(spread_text(cell, row.unit), 80)
+                    + (f" · **{canary_state_text(state)}**" if state and state.moved else "")
+                    + (f" · {canary_state_text(state)}" if state and not state.moved else "")
+                    for cell, state in zip(row.cells, row.states, strict=True)
+                ),
+            ]
+            for row in rows
+        ),
+    )
+    lines.append("")
+    return lines
+
+
+def render_markdown(
+    report: Report,
+    *,
+    max_bytes: int = markdown.DEFAULT_MAX_BYTES,
+    comparisons: Sequence[RunComparison | None] | None = None,
+) -> str:
+    """A summary for $GITHUB_STEP_SUMMARY; never longer than `max_bytes` (UTF-8). Each run
+    is compared against its baseline (`comparisons`, from `verdicts.compare_runs` unless
+    given): the canaries get a table, each metric its verdict and interval."""
     runs = report.runs
+    compared = comparisons if comparisons is not None else compare_runs(report)
     lines = ["## accelkit report", ""]
     missing = sum(r.missing for r in runs)
     lines.append(
@@ -46,6 +115,10 @@ def render_markdown(report: Report, *, max_bytes: int = markdown.DEFAULT_MAX_BYT
     lines += markdown.table(["run", "device", "torch", "started", *SUITES], run_rows)
     lines.append("")
     columns = [_cell(r.label, 60) for r in runs]
+    lines += _canaries(report, compared, columns)
+    note = legend(report, compared)
+    if note:
+        lines += [note, ""]
     for suite in report.suites():
         metrics = [m for m in report.metrics if m.suite == suite]
         if metrics:
@@ -56,7 +129,10 @@ def render_markdown(report: Report, *, max_bytes: int = markdown.DEFAULT_MAX_BYT
                     [
                         _cell(m.case),
                         f"{_cell(m.metric)} ({_cell(m.unit)})",
-                        *(_cell(format_cell(c, m.unit), 80) for c in m.cells),
+                        *(
+                            _metric_cell(m.case, m.metric, m.unit, c, compared[i])
+                            for i, c in enumerate(m.cells)
+                        ),
                     ]
                     for m in metrics
                 ),

@@ -1,0 +1,196 @@
+"""The report's comparisons: each run against its baseline, with the canaries and noise bands.
+
+So that a reader of `accelkit report` sees whether a red cell is the build or the machine:
+
+- every run with results is compared (`accelkit.results.compare.compare`, the rule of
+  `accelkit compare`) against its baseline: the first run before it in the report with
+  results from the same device type and device name. The first run of each device is a
+  baseline itself and has no verdicts. The two files of one `accelkit test --ab` run are
+  compared paired, as `compare` does;
+- each perf metric of a compared run carries its verdict, the ratio to the baseline and
+  the confidence interval the verdict used (against the band of ±threshold), and, where a
+  canary had moved, the interval once the machine's largest effect is taken out
+  (`MetricComparison.relative_ci`) and the canary it was judged against;
+- each canary (`perf/canary/...`) shows its value and spread in every run and, in a
+  compared run, whether it moved (`accelkit.results.canary.CanaryShift.moved`: its interval
+  reaches beyond the band).
+
+The history report (`--history`) has its own verdicts per night and does not use this.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from accelkit.results import canary
+from accelkit.results.compare import CANARY_PREFIX, Comparison, MetricComparison, compare
+from accelkit.results.report.model import Cell, MetricRow, Report
+from accelkit.results.units import format_value
+
+
+@dataclass(frozen=True)
+class RunComparison:
+    """One run compared against its baseline run (indices into `Report.runs`)."""
+
+    run: int
+    baseline: int
+    comparison: Comparison
+    _by_key: dict[tuple[str, str], MetricComparison] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
+
+    def __post_init__(self) -> None:
+        for m in self.comparison.metrics:
+            self._by_key.setdefault((m.case, m.metric), m)
+
+    def metric(self, case: str, name: str) -> MetricComparison | None:
+        return self._by_key.get((case, name))
+
+
+@dataclass(frozen=True)
+class CanaryState:
+    """One canary metric of one run: whether it moved against the baseline run."""
+
+    moved: bool
+    comparison: MetricComparison
+
+
+@dataclass(frozen=True)
+class CanaryRow:
+    case: str
+    metric: str
+    unit: str
+    cells: tuple[Cell | None, ...]
+    states: tuple[CanaryState | None, ...]
+    """Per run: None for a baseline run, or where either run lacks the canary."""
+
+
+def baselines(report: Report) -> tuple[int | None, ...]:
+    """Per run: the index of its baseline run (module docstring), or None."""
+    out: list[int | None] = []
+    for index, run in enumerate(report.runs):
+        found = None
+        if not run.missing:
+            for earlier in range(index):
+                other = report.runs[earlier]
+                if (
+                    not other.missing
+                    and other.device == run.device
+                    and other.device_name == run.device_name
+                ):
+                    found = earlier
+                    break
+        out.append(found)
+    return tuple(out)
+
+
+def compare_runs(report: Report) -> tuple[RunComparison | None, ...]:
+    """Per run: its comparison against its baseline, or None (a baseline, a missing run)."""
+    out: list[RunComparison | None] = []
+    for index, base in enumerate(baselines(report)):
+        if base is None:
+            out.append(None)
+            continue
+        base_results = report.runs[base].results
+        new_results = report.runs[index].results
+        assert base_results is not None and new_results is not None
+        out.append(RunComparison(index, base, compare(base_results, new_results)))
+    return tuple(out)
+
+
+def canary_rows(
+    report: Report, comparisons: Sequence[RunComparison | None]
+) -> tuple[CanaryRow, ...]:
+    """The canaries' metrics, each with its value per run and whether it moved."""
+    rows: list[CanaryRow] = []
+    for row in report.metrics:
+        if not row.case.startswith(CANARY_PREFIX):
+            continue
+        rows.append(
+            CanaryRow(
+                case=row.case,
+                metric=row.metric,
+                unit=row.unit,
+                cells=row.cells,
+                states=tuple(_canary_state(row, c) for c in comparisons),
+            )
+        )
+    return tuple(rows)
+
+
+def _canary_state(row: MetricRow, comparison: RunComparison | None) -> CanaryState | None:
+    if comparison is None:
+        return None
+    m = comparison.metric(row.case, row.metric)
+    if m is None or m.ratio is None or m.ci is None:
+        return None
+    kind = ("canary", "host")  # the kind does not decide `moved`; the interval does
+    shift = canary.shift_of(row.case, row.metric, kind, m, comparison.comparison.threshold)
+    return CanaryState(moved=shift is not None and shift.moved, comparison=m)
+
+
+def verdict_css(m: MetricComparison) -> str:
+    """A CSS class name for the verdict (`verdict-environment-shifted`, ...)."""
+    return f"verdict-{m.verdict}"
+
+
+def band_text(m: MetricComparison) -> str:
+    """The verdict with the band it used, in one line: ratio, interval, and where a canary
+    moved, the interval relative to the machine and the canary's name."""
+    if m.ratio is None or m.ci is None:
+        return m.verdict
+    text = f"{m.ratio:.3f}x [{m.ci[0]:.3f}, {m.ci[1]:.3f}] {m.verdict}"
+    if m.canary is not None and m.relative_ci is not None:
+        low, high = m.relative_ci
+        text += f"; vs machine [{low:.3f}, {high:.3f}] ({m.canary.removeprefix(CANARY_PREFIX)})"
+    return text
+
+
+def canary_state_text(state: CanaryState | None) -> str:
+    if state is None:
+        return ""
+    m = state.comparison
+    assert m.ci is not None and m.ratio is not None
+    word = "moved" if state.moved else "steady"
+    return f"{word}: {m.ratio:.3f}x [{m.ci[0]:.3f}, {m.ci[1]:.3f}]"
+
+
+def iqr_share(cell: Cell | None) -> str | None:
+    """The interquartile range as a share of the median ("IQR 2.1%"), or None."""
+    if cell is None or cell.p25 is None or cell.p75 is None or not cell.value:
+        return None
+    return f"IQR {(cell.p75 - cell.p25) / abs(cell.value):.1%}"
+
+
+def spread_text(cell: Cell | None, unit: str) -> str:
+    """A cell's value with its interquartile range (the noise within the run)."""
+    if cell is None:
+        return "—"
+    text = format_value(cell.value, unit)
+    if cell.p25 is not None and cell.p75 is not None:
+        text += f" (IQR {format_value(cell.p25, unit)} to {format_value(cell.p75, unit)})"
+    return text
+
+
+def legend(report: Report, comparisons: Sequence[RunComparison | None]) -> str | None:
+    """One sentence naming each compared run's baseline and the band, or None."""
+    pairs = [
+        f"{report.runs[c.run].label} against {report.runs[c.baseline].label}"
+        + (
+            f" (different {', '.join(d.label for d in c.comparison.environment)})"
+            if c.comparison.environment
+            else ""
+        )
+        for c in comparisons
+        if c is not None
+    ]
+    if not pairs:
+        return None
+    first = next(c for c in comparisons if c is not None).comparison
+    return (
+        f"Compared ({', '.join(pairs)}): ratio new/base, its "
+        f"{first.confidence:.0%} confidence interval and the verdict (a change within "
+        f"±{first.threshold:.0%} is unchanged); where a canary moved, the interval with the "
+        "machine's largest effect taken out and the canary it was judged against."
+    )

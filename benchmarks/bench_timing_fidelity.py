@@ -1,0 +1,311 @@
+"""Timing fidelity: accelkit's timer against the reference timer, per perf op (issue 17, item 4).
+
+    python benchmarks/bench_timing_fidelity.py [--rounds 5] [--threads N] [-k SUBSTRING]
+
+For the perf suite's ops at the sizes of this device's tier (`accelkit.suite.perf.harness.
+SIZE_TIERS`: GEMMs, gemv, STREAM copy/triad/sum, softmax, layer_norm, SDPA), the same
+callable on the same operands is timed by:
+
+- accelkit: `PerfContext.measure`, exactly as the perf cases call it (the tier's
+  `TimingOptions`, `accelkit.suite.timing.Timer.blocked_autorange`);
+- CPU: `torch.utils.benchmark.Timer(num_threads=N)`, both `blocked_autorange()` and
+  `adaptive_autorange()`, at the same intra-op thread count N (the perf cases' default,
+  `DEFAULT_CPU_THREADS`, unless --threads);
+- GPU (selected when `torch.cuda.is_available()`): `triton.testing.do_bench(...,
+  return_mode="median")`. That path has NOT been run: the machine this was written on has
+  no GPU. Note that do_bench clears the L2 cache before every call and times each call on
+  its own, while accelkit times blocks of back-to-back calls; at the gpu tiers' sizes
+  (operands of hundreds of MiB) the cache does not matter, at small sizes it would.
+
+Both tools get one fixed operand set (the perf cases rotate several sets so caches cannot
+serve them; that changes what is measured, not how it is timed, so it is left out here).
+The two tools alternate, round by round (accelkit first in even rounds, the reference first
+in odd ones), so a change in the machine's load hits both alike. Printed per case: the
+median over rounds of each tool's median, their ratio (accelkit / reference), the spread of
+the per-round ratios (the noise floor of this comparison on this machine) and whether the
+ratio is within 3%. Nothing is asserted: on a shared machine the numbers are that
+machine's; tests/test_timing_fidelity_bench.py checks the table logic only.
+
+Measured on the shared 2-core machine (2026-12-01, load average 2-5 from other jobs: no
+quiet window came), four runs of 5 rounds: against "same-blocks" 5, 7, 1 and 5 of 13 cases
+were within 3%, most of the rest within 3-12% in either direction (per-round ratios spread
+0.4-1.5: sequential measurements of one op differ that much there). Against torch's
+autoranges accelkit read more than 3% lower in 41 of 52 case-runs against blocked_autorange,
+mostly by 10-45%, and more than 3% higher in 9 (by up to 26%). The cause is the block
+length, not the timer: torch grows its blocks by 10x until the timer's overhead is under
+0.01% of one (10-300 ms blocks here), and on a loaded machine nearly every block that long
+absorbs other processes' time slices; the host tier times 0.1 ms blocks
+(`SIZE_TIERS["host"]`, on purpose: see its comment), most of which run undisturbed. For
+`torch.sum` of 2^18 floats: torch's own loop at 5, 10 and 100 calls per block read 17.5-18.4
+us, accelkit 17.9-23 us, blocked_autorange (1,000-10,000 calls per block) 26-28 us. One
+fault was accelkit's: its blocks called `fn(*args, **kwargs)` over `range`, ~40 ns a call
+more than timeit's loop (92 against 53 ns for a no-op; 0.2% of the smallest perf case); now
+`fn(*args)` over `itertools.repeat` (54 against 53 ns).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+TOLERANCE = 0.03
+"""The issue's target: per-op latency within 3% of the reference timer."""
+
+
+@dataclass(frozen=True)
+class OpCase:
+    """One op of the perf suite: a name (as its case id reads), a callable and its args."""
+
+    name: str
+    fn: Callable[..., object]
+    args: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
+class Row:
+    case: str
+    accelkit: float
+    """Seconds per call: median over rounds of accelkit's medians."""
+    references: tuple[float, ...]
+    """Seconds per call: median over rounds of each reference method's medians."""
+    ratios: tuple[float, ...]
+    """accelkit / reference, per reference method."""
+    spread: tuple[float, float]
+    """Lowest and highest per-round ratio against the first reference."""
+
+    @property
+    def within(self) -> bool:
+        return all(abs(r - 1.0) <= TOLERANCE for r in self.ratios)
+
+
+def build_row(case: str, accelkit: Sequence[float], references: Sequence[Sequence[float]]) -> Row:
+    """A table row from per-round medians: `accelkit[i]` and `references[m][i]` of round i."""
+    if not accelkit or not references or any(len(r) != len(accelkit) for r in references):
+        raise ValueError("every timer needs one median per round")
+    if min(accelkit) <= 0 or min(min(r) for r in references) <= 0:
+        raise ValueError("medians must be positive")
+    ours = statistics.median(accelkit)
+    theirs = tuple(statistics.median(r) for r in references)
+    per_round = [a / b for a, b in zip(accelkit, references[0], strict=True)]
+    return Row(
+        case=case,
+        accelkit=ours,
+        references=theirs,
+        ratios=tuple(ours / t for t in theirs),
+        spread=(min(per_round), max(per_round)),
+    )
+
+
+def _us(seconds: float) -> str:
+    return f"{seconds * 1e6:10.2f}"
+
+
+def format_table(rows: Sequence[Row], reference_names: Sequence[str]) -> str:
+    """The printed table: one line per case, then how many are within the tolerance."""
+    head = f"{'case':34} {'accelkit us':>11}"
+    for name in reference_names:
+        head += f" {name + ' us':>16} {'ratio':>6}"
+    head += f" {'round ratios':>13}  within {TOLERANCE:.0%}?"
+    lines = [head, "-" * len(head)]
+    for row in rows:
+        line = f"{row.case[:34]:34} {_us(row.accelkit):>11}"
+        for reference, ratio in zip(row.references, row.ratios, strict=True):
+            line += f" {_us(reference):>16} {ratio:6.3f}"
+        low, high = row.spread
+        line += f" {low:5.3f}-{high:5.3f}  {'yes' if row.within else 'NO'}"
+        lines.append(line)
+    per_reference = ", ".join(
+        f"{name} {sum(abs(row.ratios[i] - 1.0) <= TOLERANCE for row in rows)}"
+        for i, name in enumerate(reference_names)
+    )
+    lines.append(f"within {TOLERANCE:.0%} of each reference: {per_reference} of {len(rows)}")
+    within = sum(row.within for row in rows)
+    lines.append(f"{within} of {len(rows)} cases within {TOLERANCE:.0%} of every reference")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# The ops, from the perf suite's sizes
+
+
+def op_cases(device: str, tier: Any) -> list[OpCase]:
+    """The perf cases' ops at `tier`'s sizes, one operand set each."""
+    import torch
+    import torch.nn.functional as F
+
+    from accelkit.suite.perf.harness import gemm_function, gemm_operands, torch_dtype
+
+    cases: list[OpCase] = []
+    shapes = [(n, n, n) for n in tier.gemm_square] + list(tier.gemm_llm)
+    for dtype in ("float32", tier.activation_dtype, "bfloat16"):
+        for m, n, k in shapes:
+            name = f"gemm/{dtype}/{m}x{n}x{k}"
+            if any(c.name == name for c in cases):
+                continue
+            (operands,) = gemm_operands(dtype, m, n, k, device, 1)
+            cases.append(OpCase(name, gemm_function(dtype), tuple(operands)))
+    act = torch_dtype(tier.activation_dtype)
+    for n, k in tier.gemv:
+        x = torch.randn(1, k, device=device, dtype=act)
+        w = torch.randn(n, k, device=device, dtype=act)
+        cases.append(OpCase(f"gemv/{tier.activation_dtype}/1x{n}x{k}", F.linear, (x, w)))
+    n = tier.stream_elements
+    a, b, c = (torch.randn(n, device=device) for _ in range(3))
+    cases.append(OpCase(f"copy/float32/{n}", lambda dst, src: dst.copy_(src), (a, b)))
+    cases.append(
+        OpCase(f"triad/float32/{n}", lambda x, y, z: torch.add(y, z, alpha=3.0, out=x), (a, b, c))
+    )
+    cases.append(OpCase(f"sum/float32/{n}", torch.sum, (b,)))
+    rows, cols = tier.rows_cols
+    x = torch.randn(rows, cols, device=device, dtype=act)
+    weight = torch.randn(cols, device=device, dtype=act)
+    bias = torch.randn(cols, device=device, dtype=act)
+    shape = f"{tier.activation_dtype}/{rows}x{cols}"
+    cases.append(OpCase(f"softmax/{shape}", lambda t: torch.softmax(t, dim=-1), (x,)))
+    cases.append(
+        OpCase(f"layer_norm/{shape}", lambda t: F.layer_norm(t, (cols,), weight, bias), (x,))
+    )
+    bb, h, s, d = tier.sdpa
+    q, kk, v = (torch.randn(bb, h, s, d, device=device, dtype=act) for _ in range(3))
+    for causal in (False, True):
+        mask = "causal" if causal else "full"
+
+        def attention(q: Any, k: Any, v: Any, causal: bool = causal) -> object:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+
+        cases.append(
+            OpCase(f"sdpa/{tier.activation_dtype}/b{bb}h{h}s{s}d{d}/{mask}", attention, (q, kk, v))
+        )
+    return cases
+
+
+# ---------------------------------------------------------------------------------------
+# The timers
+
+Reference = Callable[[OpCase, Any], float]
+"""Median seconds per call of a case; the second argument is accelkit's latest
+`Measurement` of the case (for the reference that reuses its block size)."""
+
+
+def torch_benchmark_timers(threads: int) -> dict[str, Reference]:
+    """torch.utils.benchmark at `threads` intra-op threads, median seconds per call:
+
+    - "blocked": `blocked_autorange()` as torch ships it (min_run_time 0.2 s);
+    - "adaptive": `adaptive_autorange()` (threshold 0.1, max_run_time bounded to 2 s here
+      instead of 10, so a noisy machine cannot stretch the run);
+    - "same-blocks": torch's own loop (`Timer.timeit(number)`) at the block size and
+      sample count accelkit chose: what differs from accelkit is only the loop and clock
+      code, not how long a block lasts.
+    """
+    from torch.utils import benchmark
+
+    def timer(case: OpCase) -> Any:
+        return benchmark.Timer(
+            stmt="fn(*args)", globals={"fn": case.fn, "args": case.args}, num_threads=threads
+        )
+
+    def same_blocks(case: OpCase, ours: Any) -> float:
+        t = timer(case)
+        number = ours.number_per_sample
+        return statistics.median(t.timeit(number).median for _ in range(len(ours.samples)))
+
+    return {
+        "blocked": lambda case, _: float(timer(case).blocked_autorange().median),
+        "adaptive": lambda case, _: float(timer(case).adaptive_autorange(max_run_time=2.0).median),
+        "same-blocks": same_blocks,
+    }
+
+
+def do_bench_timers() -> dict[str, Reference]:
+    """triton.testing.do_bench (GPU): median seconds per call. Not run on a machine without
+    a GPU (see the module docstring)."""
+    from triton.testing import do_bench
+
+    def median(case: OpCase, _: Any) -> float:
+        return float(do_bench(lambda: case.fn(*case.args), return_mode="median")) / 1e3
+
+    return {"do_bench": median}
+
+
+def measure_case(
+    case: OpCase,
+    accelkit: Callable[[OpCase], Any],
+    references: dict[str, Reference],
+    rounds: int,
+) -> Row:
+    """`rounds` alternating rounds: accelkit first in even rounds, last in odd ones (the
+    same-blocks reference of an odd round takes the block size of the round before)."""
+    ours: list[Any] = []
+    theirs: dict[str, list[float]] = {name: [] for name in references}
+    for index in range(rounds):
+        if index % 2 == 0:
+            ours.append(accelkit(case))
+        for name, reference in references.items():
+            theirs[name].append(reference(case, ours[-1]))
+        if index % 2 == 1:
+            ours.append(accelkit(case))
+    medians = [m.median for m in ours]
+    return build_row(case.name, medians, list(theirs.values()))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--rounds", type=int, default=5, help="alternating rounds per case")
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="intra-op threads (default: the perf cases' default for the device)",
+    )
+    parser.add_argument("-k", dest="keyword", default="", help="only cases containing this")
+    args = parser.parse_args(argv)
+    if args.rounds < 1:
+        parser.error("--rounds must be at least 1")
+    if args.threads is not None and args.threads < 1:
+        parser.error("--threads must be at least 1")
+
+    import torch
+
+    from accelkit.suite.environment import PERF_THREADS_ENV
+    from accelkit.suite.perf.harness import PerfContext
+
+    if args.threads is not None:
+        os.environ[PERF_THREADS_ENV] = str(args.threads)
+    gpu = torch.cuda.is_available()
+    backend = ("rocm" if torch.version.hip else "cuda") if gpu else "cpu"
+    ctx = PerfContext(backend, measure_ceilings=False)
+    threads = torch.get_num_threads()  # what PerfContext set: the perf cases' count
+    references = do_bench_timers() if gpu else torch_benchmark_timers(threads)
+    cases = [c for c in op_cases(ctx.device_type, ctx.tier) if args.keyword in c.name]
+    if not cases:
+        parser.error(f"no case contains {args.keyword!r}")
+
+    load = os.getloadavg()
+
+    def accelkit(case: OpCase) -> Any:
+        return ctx.measure(case.fn, args=case.args)
+
+    print(
+        f"device {ctx.device_name} ({ctx.tier.name} tier), torch {torch.__version__}, "
+        f"{threads} intra-op threads, {args.rounds} rounds per case; reference: "
+        + ("triton.testing.do_bench" if gpu else "torch.utils.benchmark.Timer"),
+        flush=True,
+    )
+    rows = []
+    for case in cases:
+        rows.append(measure_case(case, accelkit, references, args.rounds))
+        print(f"  measured {case.name}", file=sys.stderr, flush=True)
+    print(format_table(rows, list(references)))
+    print(f"load average at start {load[0]:.2f}, at end {os.getloadavg()[0]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
