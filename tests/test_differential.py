@@ -1,8 +1,9 @@
 """Differential runs: the same seeded cases in two environments, compared by what they
 computed (`accelkit test --record-outputs`, `accelkit diff`), shown by `accelkit report`.
 
-The slow test runs a few cases with the installed torch (2.14.1) and with torch 2.13.0
-(installed once per session into a site folder, as `accelkit bisect` installs builds).
+The slow tests run a few cases with the installed torch (2.14.1) and with torch 2.13.0:
+installed once per session into a site folder (as `accelkit bisect` installs builds), and in
+the session's CPU test image (`accelkit test --image`, torch 2.13.0 inside a container).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from accelkit.results.report.model import load_report
 from accelkit.suite.outputs import file_name
 from accelkit.triage.differential import compare_answers, differential
 from tests.factories import case, results
-from tests.helpers import REPO, assert_one_line_error, run_cli
+from tests.helpers import (
+    IMAGE_TESTS_TIMEOUT_S,
+    REPO,
+    CpuTestImage,
+    assert_one_line_error,
+    run_cli,
+)
 
 
 def test_answers_are_compared_element_by_element() -> None:
@@ -192,3 +199,32 @@ def test_torch_2_14_against_2_13_lists_the_cases_that_differ(
     s = found.summary
     assert s.compared == s.identical + s.differ + s.not_comparable == 12
     assert "cases compared" in proc.stdout
+
+
+LSTSQ = ["--device", "cpu", "--case", "conformance/linalg/lstsq", "--workers", "0"]
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_the_host_against_a_2_13_image_lists_the_cases_that_differ(
+    tmp_path: Path, cpu_test_image: CpuTestImage
+) -> None:
+    """torch 2.14.1 on the host against the same cases in a test image with torch 2.13.0:
+    the image's answers come back through the mounted --record-outputs folder."""
+    sides = {"host": [], "image": ["--image", cpu_test_image.image]}
+    runs = {}
+    for name, where in sides.items():
+        out = tmp_path / f"{name}.json"
+        outputs = ["--json", str(out), "--record-outputs", str(tmp_path / name)]
+        proc = run_cli("test", *LSTSQ, *where, *outputs, timeout=900)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        runs[name] = out
+    out = tmp_path / "differential.json"
+    proc = run_cli("diff", str(runs["host"]), str(runs["image"]), "--out", str(out))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    found = Differential.model_validate_json(out.read_text())
+    assert found.a.torch == torch.__version__ and found.b.torch == "2.13.0+cpu"
+    differing = [c for c in found.cases if c.max_abs]
+    assert differing and all(c.id.startswith("conformance/linalg/lstsq/") for c in differing)
+    assert found.summary.compared == 12 and found.summary.beyond_tolerance == 0
