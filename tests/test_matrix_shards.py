@@ -303,16 +303,37 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     record = tmp_path / "argv"
+    # As strict as the real command's parsing and checks: argv that `accelkit test` would
+    # reject is a one-line error and exit 2 here too (nothing runs).
     fake = bin_dir / "accelkit"
-    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > "{record}"\n')
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import sys\n"
+        "from accelkit.errors import BadInput\n"
+        "from accelkit.suite.request import RunRequest, validate\n"
+        f"open({str(record)!r}, 'w').write(''.join(a + chr(10) for a in sys.argv[1:]))\n"
+        "if sys.argv[1:2] != ['test']:\n"
+        "    sys.exit(f'accelkit: error: not a test command: {sys.argv[1:2]}')\n"
+        "try:\n"
+        "    validate(RunRequest.from_argv(sys.argv[2:]))\n"
+        "except BadInput as error:\n"
+        "    print(f'accelkit: error: {error}', file=sys.stderr)\n"
+        "    sys.exit(2)\n"
+    )
     fake.chmod(0o755)
     (bin_dir / "python").symlink_to(sys.executable)
+    # The job's checkout, where its Install step made the job's folder under leg-results/.
+    work = tmp_path / "checkout"
+    work.mkdir()
+    (work / ".github").symlink_to(REPO / ".github")
     seen = {}
     for job in ("cpu-py3.11-shard-2-of-3", "cpu-py3.11-2nodes-node-0", "cpu-py3.11-2nodes-node-1"):
         item = items[job]
+        (work / "leg-results" / item["leg_dir"]).mkdir(parents=True, exist_ok=True)
         env = {
             **os.environ,
             "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
+            "PYTHONPATH": str(REPO),
             "RUNNER_TEMP": str(tmp_path),
             "TEST_ARGS": json.dumps(item["test_args"]),
             "DEVICE": item["device"],
@@ -324,7 +345,7 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
         }
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _leg_step("Test")],
-            cwd=REPO,
+            cwd=work,
             env=env,
             capture_output=True,
             text=True,
