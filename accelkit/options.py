@@ -5,7 +5,7 @@ A request module (`accelkit.suite.request`, `accelkit.setup.request`,
 `accelkit.wheels.request`) declares its command's options; the CLI builds its typer command
 from them (`command`), the container path and the matrix rehearsal turn a request back into
 an argv (`to_argv`) and parse a leg's arguments with the command's real click parser
-(`parse`). There is no second parser: a round-trip test (`tests/test_requests.py`) proves
+(`parse`). There is no second parser: a round-trip test (`tests/unit/test_requests.py`) proves
 `parse(to_argv(values)) == values` for every command.
 
 Example: `Opt("seed", ("--seed",), int, 0, "Base random seed.")` becomes the typer option

@@ -24,7 +24,7 @@ most 5%). Each interleaved row is followed by the same two files compared unpair
 17): at most 1% flagged in either A/A; the planted 10% caught in both conditions by the
 interleaved mode; half-width <= 5% on at least 80% of CPU metrics. On a shared machine the
 numbers move with the other jobs: read them as that machine's. No timing is asserted
-anywhere (tests/test_ab.py::test_bench_ab_noise_smoke runs a smoke variant).
+anywhere (tests/unit/suite/test_ab.py::test_bench_ab_noise_smoke runs a smoke variant).
 """
 
 from __future__ import annotations

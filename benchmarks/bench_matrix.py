@@ -8,8 +8,8 @@ spread of N in-process runs of load+validate+expand+github, and of a few whole
 under a second" for the whole command.
 
 Also times the rejection of two hostile files (a billion-laughs alias bomb and a merge-key
-bomb): the loader's node limit must refuse each in well under a second (tests/test_matrix.py
-checks that they are refused, with which error).
+bomb): the loader's node limit must refuse each in well under a second
+(tests/unit/matrix/test_matrix.py checks that they are refused, with which error).
 """
 
 from __future__ import annotations

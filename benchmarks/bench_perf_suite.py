@@ -3,8 +3,8 @@
     python benchmarks/bench_perf_suite.py [--runs N] [--passes P] [--keep DIR]
 
 Runs `accelkit test --device cpu --suite perf --measure-ceilings` (the run that
-tests/test_perf_cases.py checks for correctness) N times and prints each run's wall time,
-its case counts and its slowest cases. Target: the whole perf suite, with the
+tests/unit/suite/perf/test_perf_cases.py checks for correctness) N times and prints each run's wall
+time, its case counts and its slowest cases. Target: the whole perf suite, with the
 default measurement passes, within 3 minutes on the development machine's CPU. A shared
 machine adds whatever the other jobs cost: compare runs taken side by side, and read the
 slowest cases rather than the total when they disagree.

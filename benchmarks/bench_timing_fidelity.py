@@ -24,7 +24,7 @@ in odd ones), so a change in the machine's load hits both alike. Printed per cas
 median over rounds of each tool's median, their ratio (accelkit / reference), the spread of
 the per-round ratios (the noise floor of this comparison on this machine) and whether the
 ratio is within 3%. Nothing is asserted: on a shared machine the numbers are that
-machine's; tests/test_timing_fidelity_bench.py checks the table logic only.
+machine's; tests/unit/suite/test_timing_fidelity_bench.py checks the table logic only.
 
 Measured on the shared 2-core machine (2026-12-01, load average 2-5 from other jobs: no
 quiet window came), four runs of 5 rounds: against "same-blocks" 5, 7, 1 and 5 of 13 cases

@@ -26,7 +26,7 @@ Where the rehearsal departs from the workflow, on purpose:
   (the workflow sets up each shard's runner), each into `OUTPUT/<leg>/shard-I-of-N/`, then
   merges them into `OUTPUT/<leg>/results.json` as the nightly's report job does.
 - A leg of `nodes: N` is not runnable: its jobs meet over a network at its rdzv_endpoint
-  (tests/test_multinode.py runs `accelkit test --nnodes 2` on one host instead).
+  (tests/unit/suite/test_multinode.py runs `accelkit test --nnodes 2` on one host instead).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The results file (`accelkit test --json PATH`): schema `accelkit.results/1`.
 
 The contract of DESIGN.md, as pydantic models. `schema.json` beside this module is the
-published JSON Schema, generated from these models (see `tests/test_results_model.py`;
+published JSON Schema, generated from these models (see `tests/unit/results/test_results_file.py`;
 regenerate with `python -m accelkit.results.model > accelkit/results/schema.json`).
 """
 

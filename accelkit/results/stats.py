@@ -80,7 +80,7 @@ the other side:
 with many samples, a tiny real change (0.5% from a different memory layout between runs)
 is significant but not worth a red build.
 
-Calibration (tests/test_stats.py, benchmarks/bench_compare.py --clustered)
+Calibration (tests/unit/results/test_stats.py, benchmarks/bench_compare.py --clustered)
 -------------------------------------------------------------------------
 Independent samples, lognormal noise with IQR/median 2-5%, by sample: two sample sets from
 the same distribution are flagged in well under 1% of metrics; a planted 10% slowdown with
@@ -117,7 +117,7 @@ cannot reach p < 0.05 with 5 pairs: its smallest p is 2/32). The decision rule i
 It needs at least `MIN_PAIRS` pairs with the same labels on both sides. The reported
 `ratio` stays the ratio of pooled medians.
 
-Calibration (300 trials per row; tests/test_stats.py checks the third row): 5 pass
+Calibration (300 trials per row; tests/unit/results/test_stats.py checks the third row): 5 pass
 pairs of 20 samples, within-pass noise 2% (lognormal sigma), a drift per pair shared by
 both sides ("shared") and each pass's own offset ("own"):
 
@@ -186,7 +186,7 @@ end needs s >= 1.2 (log 1.18 / log 1.076). s = 1.25 covers both; a 3x build slow
 a 1.5x machine shift is still red (the band's far end is 1.5^2.25 = 2.5x). The price: in
 two runs taken apart, a build change is red only when it is clearly larger than what the
 canaries allow the machine; on a machine as noisy as this one that hides 10% changes, which
-the interleaved mode below is for. tests/test_canary.py checks the synthetic cases: a
+the interleaved mode below is for. tests/unit/results/test_canary.py checks the synthetic cases: a
 machine-wide 1.5x slowdown of every memory-bound metric with the canary moved gives no
 `regressed`; a 3x slowdown of one build's GEMM with steady canaries, with a 1.5x memory
 shift, and with a `noisy` canary under load, is `regressed`.

@@ -27,8 +27,8 @@ from accelkit.results.report.history import (
     trend_rows,
 )
 from accelkit.results.report.html import render_html_with_plots
+from tests.browser import browse, console_lines, find_chromium
 from tests.helpers import REPO, assert_one_line_error, run_cli
-from tests.test_report import _browse, _chromium, _console_lines
 
 REAL = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
 A, B = "cpu-py3.12", "cpu-py3.13"
@@ -166,15 +166,15 @@ def test_a_night_is_recorded_once(store: Path, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_history_html_in_headless_chromium(store: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    chromium = _chromium()
+    chromium = find_chromium()
     history = load_history(store)
     page_text, note = render_html_with_plots(history.report, history)
     assert note is None
     page = tmp_path / "history.html"
     page.write_text(page_text, encoding="utf-8")
-    dom = _browse(chromium, page, tmp_path / "p1", "--dump-dom")
+    dom = browse(chromium, page, tmp_path / "p1", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert _console_lines(dom.stderr) == []
+    assert console_lines(dom.stderr) == []
     assert '<table id="verdicts">' in dom.stdout and '<table id="trends-table">' in dom.stdout
     # Five changes of A, four of B: each an outlined cell.
     assert dom.stdout.count('changed"') == 9
@@ -183,7 +183,7 @@ def test_history_html_in_headless_chromium(store: Path, tmp_path: Path) -> None:
     assert f"{A}: regressed" in dom.stdout  # the trend plot marks the night it changed
     shot = tmp_path / "history.png"
     window = ("--window-size=1400,2400", "--hide-scrollbars")
-    snap = _browse(chromium, page, tmp_path / "p2", f"--screenshot={shot}", *window)
+    snap = browse(chromium, page, tmp_path / "p2", f"--screenshot={shot}", *window)
     assert snap.returncode == 0 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -168,7 +168,7 @@ def test_nothing_runnable_exits_3(capsys: pytest.CaptureFixture[str], tmp_path: 
 @pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
 def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
     """The nightly CPU leg cpu-py3.11, setup and test, in the session's CPU test image (its
-    cold build and the in-image run are checked in tests/test_setup_cpu.py)."""
+    cold build and the in-image run are checked in tests/integration/test_setup.py)."""
     rehearsal = cpu_leg_rehearsal
     assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
     data = json.loads(rehearsal.stdout)

@@ -46,7 +46,7 @@ def test_setup_cpu_builds_verifies_and_caches(cpu_test_image: CpuTestImage) -> N
 @pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
 def test_suite_runs_inside_the_image(cpu_leg_rehearsal: LegRehearsal) -> None:
     """`accelkit test --image`, as the rehearsal of a nightly CPU leg runs it (the
-    rehearsal itself: tests/test_matrix_run.py)."""
+    rehearsal itself: tests/integration/test_matrix_run.py)."""
     rehearsal = cpu_leg_rehearsal
     assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
     out = rehearsal.output / "cpu-py3.11"

@@ -183,7 +183,7 @@ def test_perf_cases_run_after_conformance_in_their_own_single_worker_session(
 def test_the_builtin_suite_passes_on_cpu(cpu_suite_run: SuiteRun) -> None:
     """The README's main job, `accelkit test --device cpu --json r.json --junit r.xml`
     (the session's shared run, with two measurement passes and measured ceilings; its
-    perf cases: tests/test_perf_cases.py)."""
+    perf cases: tests/unit/suite/perf/test_perf_cases.py)."""
     run = cpu_suite_run
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     raw = run.data()

@@ -96,7 +96,8 @@ def case_seed(param_id: str, base_seed: int) -> int:
     """The seed the plugin gives the compiled case `param_id` (accelkit.suite.caseid.case_seed_of).
 
     Written out here, not imported: a compiled case's reproducer carries this module alone,
-    and caseid needs the results model (tests/test_opinfo_rules.py checks the two agree)."""
+    and caseid needs the results model (tests/unit/suite/opinfo/test_sample_tables.py checks the two
+    agree)."""
     nodeid = f"{MODULE_NODEID}[{param_id}]"
     return (base_seed * 1_000_003 + zlib.crc32(nodeid.encode())) % (2**31)
 

@@ -2,8 +2,8 @@
 library table it carries is TheRock's, shortnames outside it are refused with TheRock's error,
 the libraries are real shared objects loaded with ctypes, a version mismatch warns in TheRock's
 words (an error under the tests' warning filter), and both package layouts install: the
-multi-arch one (rocm[libraries,devel,device-gfx942]; tests/test_build_rocm.py checks it in the
-venv its end-to-end build installs) and the legacy per-family one
+multi-arch one (rocm[libraries,devel,device-gfx942]; tests/integration/test_build.py checks it in
+the venv its end-to-end build installs) and the legacy per-family one
 (rocm-sdk-libraries-gfx94X-dcgpu, here)."""
 
 from __future__ import annotations

@@ -1,17 +1,13 @@
-"""`accelkit report`: discovery, alignment, Markdown/HTML rendering, CLI exit codes, and the
-HTML page checked in a real headless Chromium.
+"""accelkit.results.report: discovery, alignment, Markdown, HTML and plots.
 
-The browser test skips with a reason where no Chromium is installed; CI sets
-ACCELKIT_REQUIRE_BROWSER=1 to turn that skip into a failure.
+The command end to end, and the page in a real headless Chromium:
+tests/integration/test_report.py.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -24,11 +20,6 @@ from accelkit.results.report.markdown import render_markdown
 from accelkit.results.report.model import build_report, load_report
 from accelkit.results.report.plots import render_plots
 from tests.factories import STARTED, case, even_samples, metric, results
-from tests.helpers import assert_one_line_error, run_cli
-
-REQUIRE_BROWSER_ENV = "ACCELKIT_REQUIRE_BROWSER"
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
-
 
 # --------------------------------------------------------------------------------------
 # Synthetic results
@@ -249,114 +240,3 @@ def test_html_without_plots_renders() -> None:
     report = build_report([], [])
     page = render_html(report, plots_note="Plots need matplotlib")
     assert "Plots need matplotlib" in page and page.rstrip().endswith("</html>")
-
-
-# --------------------------------------------------------------------------------------
-# CLI
-
-
-@pytest.mark.slow
-def test_cli_writes_outputs_and_json(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    root = _nightly(tmp_path / "results")
-    html, md = tmp_path / "report.html", tmp_path / "summary.md"
-    proc = run_cli("report", str(root), "--html", str(html), "--markdown", str(md), "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert [r["leg"] for r in data["runs"]] == ["cpu", "cuda", "xpu"]
-    assert data["runs"][2]["missing"] is True
-    assert html.read_text(encoding="utf-8").count("<svg") >= 1
-    assert md.stat().st_size < 1 << 20
-
-
-@pytest.mark.slow
-def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
-    other = tmp_path / "setup.json"
-    other.write_text("{}", encoding="utf-8")
-    html = tmp_path / "report.html"
-    proc = run_cli("report", str(other), "--html", str(html))
-    assert_one_line_error(proc, 2, "unknown schema")
-    assert not html.exists()
-    proc = run_cli("report", str(tmp_path / "nope"))
-    assert_one_line_error(proc, 2, "no such file or directory")
-    good = _write(tmp_path / "r.json", _results())
-    proc = run_cli("report", str(good), "--markdown", str(tmp_path / "missing-dir" / "s.md"))
-    assert_one_line_error(proc, 2, "does not exist")
-    proc = run_cli("report")
-    assert proc.returncode == 2
-
-
-# --------------------------------------------------------------------------------------
-# Headless Chromium
-
-
-def _chromium() -> str:
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    reason = f"no Chromium found (looked for {', '.join(CHROMIUM_NAMES)})"
-    if os.environ.get(REQUIRE_BROWSER_ENV) == "1":
-        pytest.fail(f"{reason} ({REQUIRE_BROWSER_ENV}=1: failing, not skipping)", pytrace=False)
-    pytest.skip(reason)
-
-
-def _browse(
-    chromium: str, page: Path, profile: Path, *extra: str
-) -> subprocess.CompletedProcess[str]:
-    argv = [
-        chromium,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        f"--user-data-dir={profile}",
-        "--enable-logging=stderr",
-        "--v=0",
-        *extra,
-        page.resolve().as_uri(),
-    ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
-
-
-def _console_lines(stderr: str) -> list[str]:
-    # Chromium logs every console message and uncaught error as ":CONSOLE" lines.
-    return [line for line in stderr.splitlines() if ":CONSOLE" in line]
-
-
-@pytest.mark.slow
-def test_html_in_headless_chromium(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
-    chromium = _chromium()
-    report = load_report([_history(tmp_path / "history")])
-    page_text, _ = render_html_with_plots(report)
-    page = tmp_path / "report.html"
-    page.write_text(page_text, encoding="utf-8")
-
-    # The console detector works: a page with an error is caught.
-    bad = tmp_path / "bad.html"
-    bad.write_text("<html><body><script>console.error('boom'); nope();</script></body></html>")
-    assert _console_lines(_browse(chromium, bad, tmp_path / "p0", "--dump-dom").stderr)
-
-    dom = _browse(chromium, page, tmp_path / "p1", "--dump-dom")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert _console_lines(dom.stderr) == []
-    assert '<table id="runs-table">' in dom.stdout
-    assert dom.stdout.count("<svg") >= 2
-    assert 'data-kind="trend"' in dom.stdout and 'data-kind="bars"' in dom.stdout
-    assert "produced no results" in dom.stdout
-
-    shot = Path(os.environ.get("ACCELKIT_REPORT_SCREENSHOT", str(tmp_path / "report.png")))
-    snap = _browse(
-        chromium,
-        page,
-        tmp_path / "p2",
-        f"--screenshot={shot}",
-        "--window-size=1400,2400",
-        "--hide-scrollbars",
-    )
-    assert snap.returncode == 0, snap.stderr[-2000:]
-    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000

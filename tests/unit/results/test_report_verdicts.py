@@ -18,9 +18,9 @@ from accelkit.results.report.html import render_html, render_html_with_plots
 from accelkit.results.report.markdown import render_markdown
 from accelkit.results.report.model import load_report
 from accelkit.results.report.verdicts import baselines, canary_rows, compare_runs
+from tests.browser import browse, console_lines, find_chromium
 from tests.factories import case, grouped_metric, results
 from tests.helpers import run_cli
-from tests.test_report import _browse, _chromium, _console_lines
 
 CANARY = "perf/canary/host/copy"
 CASE = "perf/copy/float32/262144"
@@ -122,13 +122,13 @@ def test_cli_json_lists_the_comparisons(folder: Path) -> None:
 
 @pytest.mark.slow
 def test_canaries_and_bands_in_headless_chromium(folder: Path, tmp_path: Path) -> None:
-    chromium = _chromium()
+    chromium = find_chromium()
     html = tmp_path / "report.html"
     proc = run_cli("report", str(folder), "--html", str(html))
     assert proc.returncode == 0, proc.stderr
-    dom = _browse(chromium, html, tmp_path / "profile", "--dump-dom")
+    dom = browse(chromium, html, tmp_path / "profile", "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
-    assert _console_lines(dom.stderr) == []
+    assert console_lines(dom.stderr) == []
     assert '<table id="canaries-table">' in dom.stdout
     assert 'class="num canary-moved"' in dom.stdout
     assert "verdict-environment-shifted" in dom.stdout and "verdict-regressed" in dom.stdout

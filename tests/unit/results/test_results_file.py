@@ -16,8 +16,9 @@ from accelkit.results.model import Results, Summary, json_schema
 from accelkit.results.writer import ResultsWriter, now_iso
 from accelkit.suite.caseid import case_id, suite_of
 from tests.factories import case, grouped_metric, metric, results
+from tests.helpers import REPO
 
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "accelkit" / "results" / "schema.json"
+SCHEMA_FILE = REPO / "accelkit" / "results" / "schema.json"
 
 
 def _header() -> Results:

@@ -16,8 +16,7 @@ from accelkit.results.model import Metric, Results
 from accelkit.suite import ab
 from accelkit.suite.request import RunRequest, validate
 from tests.factories import case, grouped_metric, results
-
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import REPO
 
 
 def _executable(path: Path) -> Path:

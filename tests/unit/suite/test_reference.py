@@ -1,7 +1,8 @@
 """The derived tolerance model of the focused cases (accelkit.suite.reference), the numerics
 mode cases run in (accelkit.suite.numerics), and the wrong kernels that prove detection
 (tests/fixtures/faults/faults.py). In-process and fast; the fault matrix itself runs in
-benchmarks/bench_detection.py and, a subset through the CLI, in test_fault_injection.py."""
+benchmarks/bench_detection.py and, a subset through the CLI, in
+tests/integration/test_test_fault_injection.py."""
 
 from __future__ import annotations
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_timing_fidelity.py"
+from tests.helpers import REPO
+
+SCRIPT = REPO / "benchmarks" / "bench_timing_fidelity.py"
 
 
 @pytest.fixture(scope="module")

@@ -3,8 +3,8 @@
 Eigenvalues come in no defined order and eigenvectors with any phase, so the suite pairs
 eigenvalues with the reference's within condition-aware bounds and checks A v = lambda v
 (`accelkit.suite.opinfo.eigen`). These tests check the pieces in-process, and, in a
-subprocess like tests/test_fault_injection.py, that the real suite still fails a backend
-whose eigenvalues are 0.1% off and passes one that returns the eigenpairs permuted and
+subprocess like tests/integration/test_test_fault_injection.py, that the real suite still fails a
+backend whose eigenvalues are 0.1% off and passes one that returns the eigenpairs permuted and
 phase-rotated (a right answer).
 """
 
@@ -149,7 +149,7 @@ for case in cases:
 @pytest.mark.slow
 @pytest.mark.parametrize("op_name", sorted(eigen.EIGEN_OPS))
 def test_every_eig_case_runs_and_passes_on_the_cpu(op_name: str) -> None:
-    # In a subprocess: importing op_db here would make tests/test_probe.py skip its check
+    # In a subprocess: importing op_db here would make tests/unit/probe/test_probe.py skip its check
     # that the capability probe does not import it.
     proc = subprocess.run(
         [sys.executable, "-c", CLEAN_RUN, op_name],

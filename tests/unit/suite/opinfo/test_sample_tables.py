@@ -4,8 +4,8 @@ DISCONTINUOUS additions (`discontinuity`: histogram's data-dependent range, logi
 bounds, a power's rounded exponent, the triplet hinge).
 
 The bounds are checked in-process on constructed inputs (without importing op_db, which
-tests/test_probe.py must see unimported), and, in a subprocess, that every case these rules
-were written for passes on the seed that needed them and still fails when the answer is
+tests/unit/probe/test_probe.py must see unimported), and, in a subprocess, that every case these
+rules were written for passes on the seed that needed them and still fails when the answer is
 0.1% off (float32, complex64) or a few units of rounding off (float16, bfloat16).
 """
 
@@ -234,7 +234,7 @@ def test_sample_tables_give_reasons_and_known_kinds() -> None:
 # --------------------------------------------------------------------------------------
 # The cases the rules were written for: they pass on the seed that needed the rule, and a
 # wrong answer still fails (in a subprocess: importing op_db here would make
-# tests/test_probe.py skip its check that the capability probe does not import it)
+# tests/unit/probe/test_probe.py skip its check that the capability probe does not import it)
 
 # (param, seed of the run that failed before the rule, relative error planted): 0.1% in
 # float32 and complex64, else the smallest error that the suite caught before these rules on
