@@ -9,22 +9,18 @@ shared temporary directory; pytest-xdist's documented recipe). Every case still 
 only on its own checks, with its own message. Rank processes are joined or killed before
 the session's first case finishes.
 
-Rank functions import torch inside: spawn pickles them by reference and this module must
-import cheaply in a rank.
+What runs inside the ranks (each session's rank function, its named checks and their
+inputs) is in `accelkit.suite.distributed_checks`; this module holds the sessions, the
+expected values and the cases that compare the two.
 
 The same cases run across nodes (`accelkit test --suite distributed --nnodes N`): each rank
 session is then a torchrun job over the nodes (`accelkit.suite.multinode`), with the world
 size the session asks for split over them (accelerators: one rank per device on every node).
-
-Longer than 600 lines because each rank session's rank function sits beside the cases that
-assert on its checks, so a check and its expected values are read together; the sessions are
-independent, and the module splits along them when the multi-node (torchrun) path arrives.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -32,15 +28,24 @@ from typing import Any
 import pytest
 
 from accelkit.backends.base import Backend
-from accelkit.suite.distributed import (
-    CheckSkipped,
-    check_result,
-    failure_domains,
-    kill_this_rank,
-    local_index,
-    node_count,
-    run_checks,
-    run_ranks,
+from accelkit.suite.distributed import CheckSkipped, check_result, node_count, run_ranks
+from accelkit.suite.distributed_checks import (
+    FLOAT_OPS,
+    FR_BUFFER_SIZE,
+    FR_SIZES,
+    INT_OPS,
+    accelerator_init_kwargs,
+    collectives_rank,
+    enable_reconfigure,
+    flight_recorder_rank,
+    int_input,
+    nccl2_blocking_init,
+    nccl2_nonblocking_init,
+    nccl2_rank,
+    reconfigure_rank,
+    reduce_input,
+    shrink_rank,
+    window_rank,
 )
 from accelkit.suite.failures import add_failure_info, failure_info
 
@@ -48,22 +53,12 @@ from accelkit.suite.failures import add_failure_info, failure_info
 # one shard, so no shard starts them again.
 pytestmark = pytest.mark.shard_group("distributed")
 
-FR_BUFFER_SIZE = 64
-# Distinctive sizes so the Flight Recorder entries of the recorded collectives can be found.
-FR_SIZES = {"all_reduce": 13, "broadcast": 5, "all_gather": 3}
-FLOAT_OPS = ("SUM", "PRODUCT", "MIN", "MAX", "AVG")
-INT_OPS = ("BAND", "BOR", "BXOR")
-
 # --------------------------------------------------------------------------------------
 # Expected values (pure functions of rank and world size)
 
 
-def _reduce_input(rank: int) -> list[float]:
-    return [rank + 2.0, 3.0 - rank, 0.5 * (rank + 1)]
-
-
 def _expected_reduce(op: str, world_size: int) -> list[float]:
-    columns = list(zip(*(_reduce_input(r) for r in range(world_size)), strict=True))
+    columns = list(zip(*(reduce_input(r) for r in range(world_size)), strict=True))
     result: list[float] = []
     for col in columns:
         if op == "SUM":
@@ -82,12 +77,8 @@ def _expected_reduce(op: str, world_size: int) -> list[float]:
     return result
 
 
-def _int_input(rank: int) -> list[int]:
-    return [0b1100 | rank, 0b1010 ^ (rank + 1), 1 << rank]
-
-
 def _expected_int(op: str, world_size: int) -> list[int]:
-    columns = list(zip(*(_int_input(r) for r in range(world_size)), strict=True))
+    columns = list(zip(*(int_input(r) for r in range(world_size)), strict=True))
     result = []
     for col in columns:
         value = col[0]
@@ -101,319 +92,6 @@ def _expected_int(op: str, world_size: int) -> list[int]:
 # What runs inside each rank
 
 
-def _device_env() -> tuple[str, str]:
-    return os.environ["ACCELKIT_DIST_BACKEND"], os.environ["ACCELKIT_DIST_DEVICE"]
-
-
-def _accelerator_init_kwargs(rank: int, world_size: int) -> dict[str, Any]:
-    """One rank per device: bind each rank's default group to its device (split needs it)."""
-    import torch
-
-    device = os.environ["ACCELKIT_DIST_DEVICE"]
-    torch.accelerator.set_device_index(local_index(rank))
-    return {"device_id": torch.device(device, local_index(rank))}
-
-
-def _collective_checks(rank: int, world_size: int) -> dict[str, Callable[[], Any]]:
-    import torch
-    import torch.distributed as dist
-
-    backend, device = _device_env()
-
-    def t(values: list[float] | list[int], dtype: Any = torch.float32) -> Any:
-        return torch.tensor(values, dtype=dtype, device=device)
-
-    checks: dict[str, Callable[[], Any]] = {}
-
-    def all_reduce(op: str) -> Any:
-        tensor = t(_reduce_input(rank))
-        dist.all_reduce(tensor, op=getattr(dist.ReduceOp, op))
-        return tensor.tolist()
-
-    def all_reduce_int(op: str) -> Any:
-        tensor = t(_int_input(rank), torch.int64)
-        dist.all_reduce(tensor, op=getattr(dist.ReduceOp, op))
-        return tensor.tolist()
-
-    def premul_sum() -> Any:
-        make = getattr(dist, "_make_nccl_premul_sum", None)
-        if backend == "gloo" or make is None:
-            raise CheckSkipped(f"ReduceOp.PREMUL_SUM is NCCL-only; not offered by {backend}")
-        tensor = t(_reduce_input(rank))
-        dist.all_reduce(tensor, op=make(2.0))
-        return tensor.tolist()
-
-    for op in FLOAT_OPS:
-        checks[f"all_reduce/{op}"] = lambda op=op: all_reduce(op)
-    for op in INT_OPS:
-        checks[f"all_reduce/{op}"] = lambda op=op: all_reduce_int(op)
-    checks["all_reduce/PREMUL_SUM"] = premul_sum
-
-    def all_gather() -> Any:
-        out = [t([0.0, 0.0]) for _ in range(world_size)]
-        dist.all_gather(out, t([rank + 1.0, -rank]))
-        return [o.tolist() for o in out]
-
-    def all_gather_single() -> Any:
-        fn = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
-        out = t([0.0] * (2 * world_size))
-        fn(out, t([rank + 1.0, -rank]))
-        return out.tolist()
-
-    def reduce_scatter() -> Any:
-        out = t([0.0, 0.0])
-        dist.reduce_scatter(out, [t([rank + 1.0, 10.0 * r]) for r in range(world_size)])
-        return out.tolist()
-
-    def reduce_scatter_single() -> Any:
-        fn = getattr(dist, "reduce_scatter_single", None) or dist.reduce_scatter_tensor
-        out = t([0.0, 0.0])
-        fn(out, t([float(rank * 100 + i) for i in range(2 * world_size)]))
-        return out.tolist()
-
-    def broadcast() -> Any:
-        got = []
-        for root in range(world_size):
-            tensor = t([float(rank * 7 + 1), -1.0])
-            dist.broadcast(tensor, src=root)
-            got.append(tensor.tolist())
-        return got
-
-    def all_to_all() -> Any:
-        out = [t([0.0]) for _ in range(world_size)]
-        dist.all_to_all(out, [t([10.0 * rank + dst]) for dst in range(world_size)])
-        return [o.tolist() for o in out]
-
-    def all_to_all_single() -> Any:
-        out = t([0.0] * world_size)
-        dist.all_to_all_single(out, t([10.0 * rank + dst for dst in range(world_size)]))
-        return out.tolist()
-
-    def send_recv() -> Any:
-        # A ring: everyone sends to the next rank and receives from the previous one.
-        right, left = (rank + 1) % world_size, (rank - 1) % world_size
-        got = t([0.0, 0.0])
-        ops = [dist.P2POp(dist.isend, t([float(rank), 42.0]), right),
-               dist.P2POp(dist.irecv, got, left)]  # fmt: skip
-        for work in dist.batch_isend_irecv(ops):
-            work.wait()
-        # And the blocking pair, rank 0 -> 1.
-        plain = t([0.0])
-        if rank == 0:
-            dist.send(t([123.0]), dst=1)
-        elif rank == 1:
-            dist.recv(plain, src=0)
-        return {"ring": got.tolist(), "plain": plain.tolist()}
-
-    def barrier() -> Any:
-        # Everyone writes a key, then waits: after the barrier every key must be there.
-        store = dist.distributed_c10d._get_default_store()
-        store.set(f"barrier/{rank}", "1")
-        dist.barrier()
-        return [store.check([f"barrier/{r}"]) for r in range(world_size)]
-
-    checks.update({
-        "all_gather": all_gather, "all_gather_single": all_gather_single,
-        "reduce_scatter": reduce_scatter, "reduce_scatter_single": reduce_scatter_single,
-        "broadcast": broadcast, "all_to_all": all_to_all,
-        "all_to_all_single": all_to_all_single, "send_recv": send_recv, "barrier": barrier,
-    })  # fmt: skip
-
-    def split_group() -> Any:
-        # One child group per rank parity; the split keeps the parent's rank order.
-        parity = [[r for r in range(world_size) if r % 2 == p] for p in (0, 1)]
-        try:
-            child = dist.split_group(split_ranks=[p for p in parity if p])
-        except RuntimeError as exc:
-            if "No device associated with the default pg" in str(exc):
-                raise CheckSkipped(
-                    f"split_group needs a default group bound to an accelerator (device_id); "
-                    f"{backend} on the CPU has none: {exc}"
-                ) from None
-            raise
-        tensor = t([rank + 1.0])
-        dist.all_reduce(tensor, group=child)
-        return {"sum": tensor.tolist(), "size": child.size(),
-                "ranks": dist.get_process_group_ranks(child)}  # fmt: skip
-
-    def new_subgroups() -> Any:
-        mine, groups = dist.new_subgroups(group_size=1)
-        tensor = t([rank + 1.0])
-        dist.all_reduce(tensor, group=mine)
-        pair = dist.new_group(list(range(world_size)))
-        both = t([rank + 1.0])
-        dist.all_reduce(both, group=pair)
-        return {"sub_sum": tensor.tolist(), "sub_size": mine.size(), "count": len(groups),
-                "group_sum": both.tolist()}  # fmt: skip
-
-    checks["split_group"] = split_group
-    checks["new_subgroups"] = new_subgroups
-    return checks
-
-
-def _flight_recorder_checks(rank: int, world_size: int) -> dict[str, Callable[[], Any]]:
-    """Record a known sequence on a fresh gloo group, then read the recorder's JSON dump."""
-    import json as json_module
-
-    import torch
-    import torch._C._distributed_c10d as c10d
-    import torch.distributed as dist
-
-    def dump() -> dict[str, Any]:
-        return dict(json_module.loads(c10d._dump_fr_trace_json()))
-
-    def recorded() -> Any:
-        group = dist.new_group(list(range(world_size)), backend="gloo")
-        dist.all_reduce(torch.ones(FR_SIZES["all_reduce"]), group=group)
-        dist.broadcast(torch.ones(FR_SIZES["broadcast"]), src=0, group=group)
-        gathered = [torch.empty(FR_SIZES["all_gather"]) for _ in range(world_size)]
-        dist.all_gather(gathered, torch.ones(FR_SIZES["all_gather"]), group=group)
-        trace = dump()
-        entries = [
-            {
-                k: e.get(k)
-                for k in (
-                    "profiling_name",
-                    "input_sizes",
-                    "state",
-                    "retired",
-                    "collective_seq_id",
-                    "process_group",
-                )
-            }
-            for e in trace.get("entries", [])
-            if e.get("input_sizes") in ([[n]] for n in FR_SIZES.values())
-        ]
-        return {"keys": sorted(trace), "version": trace.get("version"), "entries": entries}
-
-    def hook() -> Any:
-        group = dist.new_group(list(range(world_size)), backend="gloo")
-
-        def generic(size: int) -> int:
-            return sum(
-                1 for e in dump().get("entries", [])
-                if str(e.get("profiling_name", "")).startswith("c10d:")
-                and e.get("input_sizes") == [[size]]
-            )  # fmt: skip
-
-        handle = c10d.FlightRecorderHook.attach(group)
-        dist.all_reduce(torch.ones(11), group=group)
-        with_hook = generic(11)
-        handle.remove()
-        dist.all_reduce(torch.ones(17), group=group)
-        return {"with_hook": with_hook, "after_remove": generic(17)}
-
-    def ring_buffer() -> Any:
-        # More collectives than the buffer holds: the dump keeps exactly the newest ones.
-        group = dist.new_group(list(range(world_size)), backend="gloo")
-        for _ in range(FR_BUFFER_SIZE + 8):
-            dist.all_reduce(torch.ones(2), group=group)
-        return len(dump().get("entries", []))
-
-    return {"flight_recorder/recorded": recorded, "flight_recorder/hook": hook,
-            "flight_recorder/ring_buffer": ring_buffer}  # fmt: skip
-
-
-def _collectives_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    checks = _collective_checks(rank, world_size)
-    if _device_env()[0] == "gloo":  # the CPU session also serves the Flight Recorder cases
-        checks.update(_flight_recorder_checks(rank, world_size))
-    return run_checks(checks)
-
-
-def _flight_recorder_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    return run_checks(_flight_recorder_checks(rank, world_size))
-
-
-def _reconfigure_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    """Fault tolerance with gloo: (re)configure the world group at run time, reorder its
-    ranks, then lose the last peer and carry on with the survivors."""
-    import torch
-    import torch.distributed as dist
-
-    store = dist.distributed_c10d._get_default_store()
-    group = dist.group.WORLD
-
-    def handles(round_name: str, peers: list[int]) -> list[str]:
-        store.set(f"{round_name}/{rank}", dist._get_reconfigure_handle())
-        return [store.get(f"{round_name}/{peer}").decode() for peer in peers]
-
-    def all_reduce() -> float:
-        tensor = torch.tensor([float(rank + 1)])
-        dist.all_reduce(tensor)
-        return float(tensor.item())
-
-    def configure() -> Any:
-        supported = dist._supports_reconfigure()
-        dist._reconfigure(1, handles("first", list(range(world_size)))).wait()
-        return {"supported": supported, "size": group.size(), "rank": group.rank(),
-                "sum": all_reduce()}  # fmt: skip
-
-    def reorder() -> Any:
-        # A list assigns ranks by position: reversed handles reverse the ranks.
-        dist._reconfigure(2, handles("second", list(reversed(range(world_size))))).wait()
-        tensor = torch.tensor([float(rank)])
-        dist.broadcast(tensor, src=0)  # new rank 0 is the old last rank
-        return {"rank": group.rank(), "size": group.size(), "sum": all_reduce(),
-                "broadcast": float(tensor.item())}  # fmt: skip
-
-    def shrink() -> Any:
-        # Lose a rank the hard way (SIGKILL, as a lost host would) and carry on without it:
-        # the highest rank alone in its failure domain, so no other rank goes with it.
-        domains = failure_domains(world_size)
-        alone = [r for r in range(world_size) if domains.count(domains[r]) == 1]
-        if not alone:
-            raise CheckSkipped("no rank runs alone on its node: killing one stops its peers too")
-        lost = alone[-1]
-        if rank == lost:
-            kill_this_rank("SIGKILL, as a lost host")
-        survivors = [r for r in range(world_size) if r != lost]
-        dist._reconfigure(3, handles("third", survivors)).wait()
-        tensor = torch.tensor([float(group.rank() + 1)])
-        dist.all_reduce(tensor)
-        return {"size": group.size(), "sum": float(tensor.item()), "lost": lost}
-
-    return run_checks({"configure": configure, "reorder": reorder, "shrink": shrink})
-
-
-def _nccl2_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    import torch
-    import torch.distributed as dist
-
-    def collectives() -> Any:
-        device = torch.device("cuda", local_index(rank))
-        tensor = torch.full((4,), float(rank + 1), device=device)
-        dist.all_reduce(tensor)
-        gathered = [torch.empty(2, device=device) for _ in range(world_size)]
-        dist.all_gather(gathered, torch.full((2,), float(rank), device=device))
-        root = torch.full((3,), float(rank + 5), device=device)
-        dist.broadcast(root, src=0)
-        torch.cuda.synchronize(device)
-        backend = dist.get_backend()
-        return {"all_reduce": tensor.tolist(), "all_gather": [g.tolist() for g in gathered],
-                "broadcast": root.tolist(), "backend": str(backend),
-                "pg_type": type(dist.group.WORLD._get_backend(device)).__name__}  # fmt: skip
-
-    return run_checks({"collectives": collectives})
-
-
-def _nccl2_nonblocking_init(rank: int, world_size: int) -> dict[str, Any]:
-    import torch
-    import torch.distributed as dist
-
-    torch.cuda.set_device(local_index(rank))
-    options = dist.ProcessGroupNCCL.Options()
-    options.config.blocking = 0  # a non-blocking communicator
-    return {"pg_options": options, "device_id": torch.device("cuda", local_index(rank))}
-
-
-def _nccl2_blocking_init(rank: int, world_size: int) -> dict[str, Any]:
-    import torch
-
-    torch.cuda.set_device(local_index(rank))
-    return {"device_id": torch.device("cuda", local_index(rank))}
-
-
 # --------------------------------------------------------------------------------------
 # Sessions: run once per test run, shared by the cases (and pytest-xdist workers)
 
@@ -423,8 +101,9 @@ def _shared_dir(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Pat
     return base.parent if worker_id != "master" else base
 
 
-def _session(request: pytest.FixtureRequest, name: str,
-             start: Callable[[], list[Any]]) -> list[Any]:  # fmt: skip
+def _session(
+    request: pytest.FixtureRequest, name: str, start: Callable[[], list[Any]]
+) -> list[Any]:
     """`start()` once per run; its per-rank results (or its failure) shared by all cases."""
     from filelock import FileLock
 
@@ -480,12 +159,12 @@ def collectives(
         "ACCELKIT_DIST_DEVICE": tensor_device,
         "TORCH_FR_BUFFER_SIZE": str(FR_BUFFER_SIZE),
     }
-    init = None if backend.host_memory else _accelerator_init_kwargs
+    init = None if backend.host_memory else accelerator_init_kwargs
     ranks = _session(
         request,
         f"collectives-{c10d}",
         lambda: run_ranks(
-            _collectives_rank,
+            collectives_rank,
             world_size=world_size,
             backend=c10d,
             env=env,
@@ -564,10 +243,12 @@ def test_all_to_all(form: str, collectives: tuple[list[Any], int]) -> None:
 
 def test_send_recv(collectives: tuple[list[Any], int]) -> None:
     per_rank, ws = collectives
-    _expect(per_rank, "send_recv", lambda rank: {
-        "ring": [float((rank - 1) % ws), 42.0],
-        "plain": [123.0] if rank == 1 else [0.0],
-    })  # fmt: skip
+
+    def expected(rank: int) -> Any:
+        # The ring brings the previous rank's tensor; the blocking pair goes 0 -> 1.
+        return {"ring": [float((rank - 1) % ws), 42.0], "plain": [123.0] if rank == 1 else [0.0]}
+
+    _expect(per_rank, "send_recv", expected)
 
 
 def test_barrier(collectives: tuple[list[Any], int]) -> None:
@@ -582,13 +263,20 @@ def test_split(how: str, collectives: tuple[list[Any], int]) -> None:
 
         def expected(rank: int) -> Any:
             members = [r for r in range(ws) if r % 2 == rank % 2]
-            return {"sum": [float(sum(r + 1 for r in members))], "size": len(members),
-                    "ranks": members}  # fmt: skip
+            return {
+                "sum": [float(sum(r + 1 for r in members))],
+                "size": len(members),
+                "ranks": members,
+            }
     else:
 
         def expected(rank: int) -> Any:
-            return {"sub_sum": [rank + 1.0], "sub_size": 1, "count": ws,
-                    "group_sum": [float(sum(r + 1 for r in range(ws)))]}  # fmt: skip
+            return {
+                "sub_sum": [rank + 1.0],
+                "sub_size": 1,
+                "count": ws,
+                "group_sum": [float(sum(r + 1 for r in range(ws)))],
+            }
 
     _expect(per_rank, how, expected)
 
@@ -607,7 +295,7 @@ def flight_recorder(
     if backend.collective_backend == "gloo":  # the collectives session records them
         return request.getfixturevalue("collectives")[0]  # type: ignore[no-any-return]
     env = {"TORCH_FR_BUFFER_SIZE": str(FR_BUFFER_SIZE)}
-    return _session(request, "flight-recorder", lambda: run_ranks(_flight_recorder_rank, env=env))
+    return _session(request, "flight-recorder", lambda: run_ranks(flight_recorder_rank, env=env))
 
 
 def _check(per_rank: list[Any], name: str) -> list[Any]:
@@ -673,17 +361,13 @@ def reconfigured(
         request,
         "reconfigure",
         lambda: run_ranks(
-            _reconfigure_rank,
+            reconfigure_rank,
             world_size=world_size,
             backend="gloo",
-            init_kwargs=_enable_reconfigure,
+            init_kwargs=enable_reconfigure,
         ),
     )
     return ranks, world_size
-
-
-def _enable_reconfigure(rank: int, world_size: int) -> dict[str, Any]:
-    return {"enable_reconfigure": True}
 
 
 @pytest.mark.parametrize("step", ["configure", "reorder", "shrink"])
@@ -723,41 +407,17 @@ def test_nccl2_collectives(communicator: str, backend: Backend) -> None:
     if "nccl2" not in backend.collective_backends:
         pytest.skip(f"nccl2 does not serve {backend.name} devices")
     world_size = torch.cuda.device_count()
-    init = _nccl2_nonblocking_init if communicator == "nonblocking" else _nccl2_blocking_init
-    per_rank = run_ranks(_nccl2_rank, world_size=world_size, backend="nccl2", init_kwargs=init)
+    init = nccl2_nonblocking_init if communicator == "nonblocking" else nccl2_blocking_init
+    per_rank = run_ranks(nccl2_rank, world_size=world_size, backend="nccl2", init_kwargs=init)
     ws = world_size
-    _expect(per_rank, "collectives", lambda rank: {
+    every_rank = {
         "all_reduce": [float(sum(range(1, ws + 1)))] * 4,
         "all_gather": [[float(r)] * 2 for r in range(ws)],
         "broadcast": [5.0] * 3,
         "backend": "nccl2",
         "pg_type": "ProcessGroupNCCL2",
-    })  # fmt: skip
-
-
-def _window_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    import torch
-    import torch.distributed as dist
-
-    def window() -> Any:
-        device = torch.device("cuda", local_index(rank))
-        if not dist._supports_window():
-            raise AssertionError("the nccl2 group does not support windows")
-        buffer = torch.zeros(4, device=device)
-        win = dist._new_window(buffer)
-        peer = (rank + 1) % world_size
-        # Window.put(tensor, dst_rank, target_offset_nelems, async_op) in 2.14.1.
-        for work in (
-            win.put(torch.full((4,), float(rank + 1), device=device), peer, 0, False),
-            win.signal(peer, False),
-            win.wait_signal((rank - 1) % world_size, False),
-        ):
-            if work is not None:
-                work.wait()
-        torch.cuda.synchronize(device)
-        return buffer.tolist()
-
-    return run_checks({"window": window})
+    }
+    _expect(per_rank, "collectives", lambda rank: every_rank)
 
 
 @pytest.mark.requires("rma_window")
@@ -765,28 +425,11 @@ def test_nccl2_rma_window() -> None:
     import torch
 
     ws = torch.cuda.device_count()
-    per_rank = run_ranks(_window_rank, world_size=ws, backend="nccl2",
-                         init_kwargs=_nccl2_blocking_init)  # fmt: skip
+    per_rank = run_ranks(
+        window_rank, world_size=ws, backend="nccl2", init_kwargs=nccl2_blocking_init
+    )
     # Every rank's window receives what its left neighbour put there.
     _expect(per_rank, "window", lambda rank: [float((rank - 1) % ws + 1)] * 4)
-
-
-def _shrink_rank(rank: int, world_size: int) -> dict[str, dict[str, Any]]:
-    import torch
-    import torch.distributed as dist
-
-    def shrink() -> Any:
-        device = torch.device("cuda", local_index(rank))
-        last = world_size - 1
-        if rank == last:
-            return {"left": True}
-        group = dist.shrink_group([last])
-        tensor = torch.full((2,), float(rank + 1), device=device)
-        dist.all_reduce(tensor, group=group)
-        torch.cuda.synchronize(device)
-        return {"size": group.size(), "sum": tensor.tolist()}
-
-    return run_checks({"shrink": shrink})
 
 
 @pytest.mark.requires("shrink_group")
@@ -794,8 +437,9 @@ def test_shrink_group() -> None:
     import torch
 
     ws = torch.cuda.device_count()
-    per_rank = run_ranks(_shrink_rank, world_size=ws, backend="nccl",
-                         init_kwargs=_nccl2_blocking_init)  # fmt: skip
+    per_rank = run_ranks(
+        shrink_rank, world_size=ws, backend="nccl", init_kwargs=nccl2_blocking_init
+    )
     total = float(sum(range(1, ws)))
-    _expect(per_rank, "shrink", lambda rank: {"left": True} if rank == ws - 1
-            else {"size": ws - 1, "sum": [total, total]})  # fmt: skip
+    survivor = {"size": ws - 1, "sum": [total, total]}
+    _expect(per_rank, "shrink", lambda rank: {"left": True} if rank == ws - 1 else survivor)
