@@ -1,4 +1,5 @@
-"""accelkit.results.stats: the rank test, the bootstrap interval and the verdict rule.
+"""accelkit.results.stats and accelkit.results.significance: the rank test, the t-test, the
+bootstrap interval and the verdict rule.
 
 The calibration tests are the issue's acceptance criteria, on synthetic samples with
 lognormal noise of the IQR/median that CPU timings show (2-5%): two sample sets from one
@@ -12,8 +13,9 @@ import math
 import numpy as np
 import pytest
 
-from accelkit.results import stats
-from accelkit.results.stats import RankTest, compare_samples, decide, mann_whitney_u
+from accelkit.results import significance, stats
+from accelkit.results.significance import RankTest, mann_whitney_u
+from accelkit.results.stats import compare_samples, decide
 
 
 def sigma_for(iqr_over_median: float) -> float:
@@ -264,18 +266,18 @@ def test_ten_percent_throughput_drop_is_a_regression_and_gain_an_improvement() -
 
 def test_u_distribution_by_hand() -> None:
     # 2 vs 2: the 6 orderings have U = 0, 1, 2, 2, 3, 4.
-    assert stats.mann_whitney_u_counts(2, 2).tolist() == [1, 1, 2, 1, 1]
-    assert stats.mann_whitney_u_counts(4, 4).tolist() == [
-        1, 1, 2, 3, 5, 5, 7, 7, 8, 7, 7, 5, 5, 3, 2, 1, 1
-    ]  # fmt: skip
+    assert significance.mann_whitney_u_counts(2, 2).tolist() == [1, 1, 2, 1, 1]
+    # 4 vs 4: how many of the 70 orderings give each U from 0 to 16.
+    by_u = [1, 1, 2, 3, 5, 5, 7, 7, 8, 7, 7, 5, 5, 3, 2, 1, 1]
+    assert significance.mann_whitney_u_counts(4, 4).tolist() == by_u
     for m, n in [(1, 1), (1, 6), (3, 7), (6, 3), (10, 12), (30, 30)]:
-        counts = stats.mann_whitney_u_counts(m, n)
+        counts = significance.mann_whitney_u_counts(m, n)
         assert counts.size == m * n + 1
         assert int(counts.sum()) == math.comb(m + n, m)
         assert (counts > 0).all() and (counts == counts[::-1]).all()
-    assert stats.mann_whitney_u_counts(0, 5).tolist() == [1]
+    assert significance.mann_whitney_u_counts(0, 5).tolist() == [1]
     with pytest.raises(ValueError):
-        stats.mann_whitney_u_counts(40, 40)  # C(80, 40) does not fit in int64
+        significance.mann_whitney_u_counts(40, 40)  # C(80, 40) does not fit in int64
 
 
 @pytest.mark.parametrize(
@@ -295,13 +297,13 @@ def test_exact_p_of_fully_separated_groups(n: int, p_value: float) -> None:
 
 def test_exact_p_by_hand() -> None:
     # 5 vs 5, U = 5: P(U <= 5) = (1 + 1 + 2 + 3 + 5 + 7) / 252, doubled.
-    assert stats.exact_mann_whitney_p(5, 5, 5) == pytest.approx(38 / 252)
-    assert stats.exact_mann_whitney_p(20, 5, 5) == pytest.approx(38 / 252)
-    assert stats.exact_mann_whitney_p(12, 5, 5) == 1.0  # the middle: capped at 1
+    assert significance.exact_mann_whitney_p(5, 5, 5) == pytest.approx(38 / 252)
+    assert significance.exact_mann_whitney_p(20, 5, 5) == pytest.approx(38 / 252)
+    assert significance.exact_mann_whitney_p(12, 5, 5) == 1.0  # the middle: capped at 1
     with pytest.raises(ValueError):
-        stats.exact_mann_whitney_p(2.5, 5, 5)
+        significance.exact_mann_whitney_p(2.5, 5, 5)
     with pytest.raises(ValueError):
-        stats.exact_mann_whitney_p(26, 5, 5)
+        significance.exact_mann_whitney_p(26, 5, 5)
 
 
 def test_exact_mann_whitney_matches_scipy() -> None:
@@ -309,7 +311,7 @@ def test_exact_mann_whitney_matches_scipy() -> None:
     rng = np.random.default_rng(12)
     for _ in range(60):
         m, n = (int(k) for k in rng.integers(1, 21, 2))
-        if m * n > stats.EXACT_MAX_PAIRS:
+        if m * n > significance.EXACT_MAX_PAIRS:
             continue
         base, new = rng.normal(size=m), rng.normal(rng.uniform(0.0, 1.5), size=n)
         ours = mann_whitney_u(base, new, method="exact")
@@ -655,6 +657,8 @@ def test_paired_mode_needs_matching_labels_and_enough_pairs() -> None:
 def test_t_distribution_against_scipy() -> None:
     scipy_stats = pytest.importorskip("scipy.stats")
     for t, df in ((0.5, 4), (2.1, 4), (3.0, 2), (10.0, 5), (1.0, 1), (0.01, 30)):
-        assert stats.t_two_sided_p(t, df) == pytest.approx(2 * scipy_stats.t.sf(t, df), rel=1e-9)
+        want = 2 * scipy_stats.t.sf(t, df)
+        assert significance.t_two_sided_p(t, df) == pytest.approx(want, rel=1e-9)
     for df in (3, 4, 5, 9):
-        assert stats.t_quantile(0.90, df) == pytest.approx(scipy_stats.t.ppf(0.95, df), rel=1e-9)
+        want = scipy_stats.t.ppf(0.95, df)
+        assert significance.t_quantile(0.90, df) == pytest.approx(want, rel=1e-9)
