@@ -25,8 +25,8 @@ from typing import Any
 
 
 def _run(args: argparse.Namespace, cache_dir: Path, results: Path) -> dict[str, Any]:
-    argv = [sys.executable, "-m", "accelkit", "test", "--device", "cpu",
-            "--suite", "conformance", "--json", str(results)]  # fmt: skip
+    argv = [sys.executable, "-m", "accelkit", "test", "--device", "cpu"]
+    argv += ["--suite", "conformance", "--json", str(results)]
     if args.workers is not None:
         argv += ["--workers", str(args.workers)]
     if args.breadth:

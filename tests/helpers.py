@@ -29,8 +29,9 @@ SUITE_TESTS_TIMEOUT_S = SUITE_RUN_TIMEOUT_S + 120
 IMAGE_TESTS_TIMEOUT_S = 2 * SETUP_TIMEOUT_S + REHEARSAL_TIMEOUT_S + 120
 
 
-def run_cli(*args: str, timeout: float = 240, cwd: Path | None = None,
-            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
+def run_cli(
+    *args: str, timeout: float = 240, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """`accelkit ARGS` in a real subprocess, as a user would run it (no terminal)."""
     return subprocess.run(
         [sys.executable, "-m", "accelkit", *args],

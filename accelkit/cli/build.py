@@ -48,9 +48,12 @@ def build(*, dry_run: bool, as_json: bool, **params: Any) -> None:
         steps = [step.name for step in plan.steps] + (["smoke"] if request.smoke else [])
         with _StepProgress(log, steps) as progress:
             outcome = execute(
-                plan, client, on_line=progress.on_line, on_step=progress.on_step,
+                plan,
+                client,
+                on_line=progress.on_line,
+                on_step=progress.on_step,
                 smoke_image=request.smoke_image,
-            )  # fmt: skip
+            )
     finally:
         client.close()
     if as_json:
@@ -84,8 +87,8 @@ class _StepProgress:
             console=console,
             transient=False,
         )
-        self.tasks = {name: self.progress.add_task(f"{name}", total=1, start=False)
-                      for name in ["builder-image", *steps]}  # fmt: skip
+        names = ["builder-image", *steps]
+        self.tasks = {name: self.progress.add_task(name, total=1, start=False) for name in names}
 
     def __enter__(self) -> _StepProgress:
         self.progress.__enter__()

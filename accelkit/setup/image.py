@@ -469,8 +469,8 @@ def _single_torch_wheel(path: Path) -> Path:
 def build_accelkit_wheel(source: Path, wheel_dir: Path) -> Path:
     """A wheel of accelkit from its source tree (pip wheel --no-deps)."""
     wheel_dir.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet",
-            "--wheel-dir", str(wheel_dir), str(source)]  # fmt: skip
+    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet"]
+    argv = [*pip_wheel, "--wheel-dir", str(wheel_dir), str(source)]
     proc = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=600)
     wheels = sorted(wheel_dir.glob("accelkit-*.whl"))
     if proc.returncode != 0 or len(wheels) != 1:

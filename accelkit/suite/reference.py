@@ -275,8 +275,9 @@ def worst_element(got: torch.Tensor, want: torch.Tensor) -> dict[str, Any]:
     }
 
 
-def make_input(shape: tuple[int, ...], dtype: torch.dtype, device: str, *, low: float = -2.0,
-               high: float = 2.0) -> torch.Tensor:  # fmt: skip
+def make_input(
+    shape: tuple[int, ...], dtype: torch.dtype, device: str, *, low: float = -2.0, high: float = 2.0
+) -> torch.Tensor:
     """Uniform random values drawn in float32 on the CPU (the case's seed decides them)."""
     values = torch.empty(shape, dtype=torch.float32).uniform_(low, high)
     return values.to(dtype).to(device)

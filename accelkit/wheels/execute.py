@@ -128,9 +128,14 @@ def execute(
             shutil.copyfile(resources.dockerfile(plan.builder.dockerfile), context / "Dockerfile")
             shutil.copytree(pip_dir, context / "pip")
             build_from_base(
-                client, plan.builder.base_image, context, image, dockerfile="Dockerfile",
-                build_args=dict(plan.builder.build_args), on_line=line,
-            )  # fmt: skip
+                client,
+                plan.builder.base_image,
+                context,
+                image,
+                dockerfile="Dockerfile",
+                build_args=dict(plan.builder.build_args),
+                on_line=line,
+            )
         durations["builder-image"] = round(time.monotonic() - image_started, 3)
         step_event("builder-image", "cached" if cached else "done")
         image_id = str(client.images.get(image).id)

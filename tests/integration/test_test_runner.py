@@ -24,6 +24,11 @@ from tests.helpers import (
 
 pytestmark = pytest.mark.slow
 
+#: `accelkit test` on the CPU over the fixture cases; each test adds its selection and outputs.
+TEST_FIXTURE_CASES = ("test", "--device", "cpu", "--cases", str(FIXTURE_CASES))
+#: The same command in a process of its own, for the tests that signal it.
+ACCELKIT = (sys.executable, "-m", "accelkit")
+
 
 def _statuses(path: Path) -> dict[str, str]:
     return {case.id: case.status for case in load_results(path).cases}
@@ -31,10 +36,9 @@ def _statuses(path: Path) -> dict[str, str]:
 
 def test_every_status_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     results, junit = tmp_path / "r.json", tmp_path / "r.xml"
-    proc = run_cli(
-        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "statuses or records",
-        "--timeout", "8", "--json", str(results), "--junit", str(junit), "--passes", "1",
-    )  # fmt: skip
+    select = ("-k", "statuses or records", "--timeout", "8", "--passes", "1")
+    outputs = ("--json", str(results), "--junit", str(junit))
+    proc = run_cli(*TEST_FIXTURE_CASES, *select, *outputs)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     statuses = _statuses(results)
     prefix = "conformance/statuses/"
@@ -60,9 +64,8 @@ def test_every_status_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     metric = by_id["perf/metric/records"].metrics["latency"]
     assert (metric.value, metric.unit, metric.higher_is_better) == (0.5, "s", False)
     assert metric.samples == [0.4, 0.5, 0.6]
-    assert loaded.summary.model_dump() == {
-        "passed": 3, "failed": 1, "skipped": 1, "error": 1, "crashed": 1, "timeout": 1,
-    }  # fmt: skip
+    counts = {"passed": 3, "failed": 1, "skipped": 1, "error": 1, "crashed": 1, "timeout": 1}
+    assert loaded.summary.model_dump() == counts
     assert loaded.run.finished is not None
     assert loaded.run.device == "cpu" and loaded.env["torch"]
 
@@ -77,11 +80,8 @@ def test_every_status_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
 
 def test_a_killed_run_leaves_a_valid_results_file(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "accelkit", "test", "--device", "cpu", "--cases",
-         str(FIXTURE_CASES), "-k", "tick", "--json", str(results)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    argv = [*ACCELKIT, *TEST_FIXTURE_CASES, "-k", "tick", "--json", str(results)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     seen = 0
     for line in proc.stdout:
@@ -106,11 +106,8 @@ def test_a_killed_run_leaves_a_valid_results_file(tmp_path: Path) -> None:
 
 def test_sigterm_stops_the_run_and_leaves_nothing_running(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "accelkit", "test", "--device", "cpu", "--cases",
-         str(FIXTURE_CASES), "-k", "tick", "--json", str(results)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+    argv = [*ACCELKIT, *TEST_FIXTURE_CASES, "-k", "tick", "--json", str(results)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert proc.stdout is not None
     for line in proc.stdout:
         if "PASSED" in line:
@@ -133,11 +130,8 @@ def test_sigterm_stops_the_run_and_leaves_nothing_running(tmp_path: Path) -> Non
 
 def test_passes_repeat_perf_cases_in_separate_processes_and_pool_them(tmp_path: Path) -> None:
     results = tmp_path / "r.json"
-    proc = run_cli(
-        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "--passes", "3",
-        "-k", "repeats or test_passes",
-        "--json", str(results),
-    )  # fmt: skip
+    select = ("--passes", "3", "-k", "repeats or test_passes")
+    proc = run_cli(*TEST_FIXTURE_CASES, *select, "--json", str(results))
     assert proc.returncode == 1, proc.stdout + proc.stderr  # one case broke in pass 2
     loaded = load_results(results)
     assert loaded.run.passes == 3 and loaded.run.finished is not None
@@ -165,10 +159,8 @@ def test_perf_cases_run_after_conformance_in_their_own_single_worker_session(
     # With --workers 2 conformance cases run two at a time; a perf case must never be timed
     # beside another case, so the perf cases get their own pytest session with one worker.
     results = tmp_path / "r.json"
-    proc = run_cli(
-        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "--workers", "2",
-        "--passes", "1", "-k", "layout", "--json", str(results),
-    )  # fmt: skip
+    select = ("--workers", "2", "--passes", "1", "-k", "layout")
+    proc = run_cli(*TEST_FIXTURE_CASES, *select, "--json", str(results))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     by_id = {case.id: case for case in load_results(results).cases}
     conformance = by_id["conformance/worker_layout/conformance_layout"].metrics["workers"]
@@ -232,9 +224,7 @@ def test_an_absent_device_exits_3_at_once(tmp_path: Path) -> None:
 
 
 def test_a_keyword_matching_nothing_is_bad_input(tmp_path: Path) -> None:
-    proc = run_cli(
-        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "no_such_case_anywhere"
-    )
+    proc = run_cli(*TEST_FIXTURE_CASES, "-k", "no_such_case_anywhere")
     assert_one_line_error(proc, 2, "matched no case")
 
 
@@ -247,10 +237,9 @@ def test_expectations_turn_known_failures_into_xfail_and_report_unexpected_passe
     tmp_path: Path,
 ) -> None:
     results = tmp_path / "r.json"
-    proc = run_cli(
-        "test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "-k", "passes or fails",
-        "--expectations", str(FIXTURE_CASES.parent / "expectations.yaml"), "--json", str(results),
-    )  # fmt: skip
+    expectations = FIXTURE_CASES.parent / "expectations.yaml"
+    select = ("-k", "passes or fails", "--expectations", str(expectations))
+    proc = run_cli(*TEST_FIXTURE_CASES, *select, "--json", str(results))
     assert proc.returncode == 0, proc.stdout + proc.stderr  # the only failure is a known one
     by_id = {case.id: case for case in load_results(results).cases}
     known = by_id["conformance/statuses/fails"]

@@ -36,8 +36,9 @@ class DecodeStep(nn.Module):
         self.qkv, self.out = nn.Linear(dim, 3 * dim), nn.Linear(dim, dim)
         self.norm, self.mlp = nn.LayerNorm(dim), nn.Linear(dim, dim)
 
-    def forward(self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                pos: torch.Tensor) -> torch.Tensor:  # fmt: skip
+    def forward(
+        self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, pos: torch.Tensor
+    ) -> torch.Tensor:
         b, _, d = x.shape
         q, k, v = self.qkv(self.norm(x)).view(b, 1, 3, self.heads, d // self.heads).unbind(2)
         q, k, v = (t.transpose(1, 2) for t in (q, k, v))  # (b, heads, 1, head_dim)

@@ -127,10 +127,9 @@ def test_switch_clamps_out_of_range(mode: str, device: str) -> None:
     run = _switch_runner(mode, device, x)
     for index in (-3, -1, 4, 7):
         want = _expected_branch(index, x)
-        assert_matches_reference(
-            run(torch.tensor(index, device=device), x), want, torch.float32,
-            what=f"tensor index {index} -> branch {min(max(index, 0), 3)}",
-        )  # fmt: skip
+        got = run(torch.tensor(index, device=device), x)
+        what = f"tensor index {index} -> branch {min(max(index, 0), 3)}"
+        assert_matches_reference(got, want, torch.float32, what=what)
         if mode != "export":
             assert_matches_reference(run(index, x), want, torch.float32, what=f"int index {index}")
 

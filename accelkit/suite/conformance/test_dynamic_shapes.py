@@ -31,11 +31,12 @@ def _spec() -> Any:
     from torch.fx.experimental.dynamic_spec import STATIC, IntVar, ShapesSpec, ShapeVar, TensorSpec
 
     batch = ShapeVar("B", min=2, max=128)
-    return ShapesSpec({
+    by_input = {
         "x": TensorSpec([batch, STATIC]),
         "y": TensorSpec([batch, 8]),
         "n": IntVar("n", min=0, max=100),
-    })  # fmt: skip
+    }
+    return ShapesSpec(by_input)
 
 
 def _check(got: torch.Tensor, x: torch.Tensor, y: torch.Tensor, n: Any, what: str) -> None:
@@ -56,8 +57,9 @@ def _check_cumulative(got: torch.Tensor, f: Any, x: torch.Tensor, what: str) -> 
 
 
 def _inputs(batch: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    return (make_input((batch, 8), torch.float32, device),
-            make_input((batch, 8), torch.float32, device))  # fmt: skip
+    x = make_input((batch, 8), torch.float32, device)
+    y = make_input((batch, 8), torch.float32, device)
+    return x, y
 
 
 @pytest.mark.requires("dynamic_spec")

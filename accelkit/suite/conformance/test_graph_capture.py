@@ -47,8 +47,13 @@ def _warm_up(fn: Callable[[], Any], stream: Any) -> None:
     torch.accelerator.current_stream().wait_stream(stream)
 
 
-def _replay_checks(replay: Callable[[], None], static_x: torch.Tensor, w: torch.Tensor,
-                   static_out: Any, device: str) -> None:  # fmt: skip
+def _replay_checks(
+    replay: Callable[[], None],
+    static_x: torch.Tensor,
+    w: torch.Tensor,
+    static_out: Any,
+    device: str,
+) -> None:
     for trial in range(3):
         static_x.copy_(make_input(tuple(static_x.shape), torch.float32, device))
         replay()

@@ -147,11 +147,12 @@ def _nvgemm_only() -> Iterator[dict[str, int]]:
             stack.enter_context(
                 mock.patch.object(nv_universal_gemm, name, counting(name, original))
             )
-        stack.enter_context(inductor_config.patch({
+        autotune_with_nvgemm = {
             "max_autotune_gemm": True,
             "max_autotune_gemm_backends": "NVGEMM",
             "nvgemm_max_profiling_configs": 2,
-        }))  # fmt: skip
+        }
+        stack.enter_context(inductor_config.patch(autotune_with_nvgemm))
         torch._dynamo.reset()
         yield added
 

