@@ -1,6 +1,6 @@
-"""A nightly against the previous nightly (accelkit.results.nightly, `accelkit matrix compare`):
-which legs are red, which are only named, and the summary the workflow and the rehearsal
-write."""
+"""A nightly against the previous nightly (accelkit.results.nightly): which legs are red, which
+are only named, and the summary the workflow and the rehearsal write (`accelkit matrix
+compare` end to end: tests/integration/test_matrix_compare.py)."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import pytest
 from accelkit.results.model import Results
 from accelkit.results.nightly import judge_nightly, render_markdown
 from tests.factories import case, grouped_metric, results
-from tests.helpers import REPO, assert_one_line_error, run_cli
 
-NIGHTLY = str(REPO / "matrices" / "nightly.yaml")
 LAST_NIGHT = "2026-03-01T02:17:00+00:00"
 TONIGHT = "2026-03-02T02:17:00+00:00"
 
@@ -134,41 +132,3 @@ def test_markdown_names_red_and_baseline_less_legs(tmp_path: Path) -> None:
     assert "`new-leg` (no-baseline)" in text and "`stale` (stale-baseline)" in text
     assert "| dead | ❌ red |" in text
     assert "### slower" in text and "### Regressions" in text  # the leg's compare details
-
-
-def _cpu_nights(tmp_path: Path, *, tonight_gemm: float) -> tuple[Path, Path]:
-    base, new = tmp_path / "baseline", tmp_path / "results"
-    for python in ("3.10", "3.11", "3.12", "3.13"):
-        _write(base, f"cpu-py{python}", _run(LAST_NIGHT, seed=1))
-        _write(new, f"cpu-py{python}", _run(TONIGHT, gemm=tonight_gemm, seed=2))
-    return base, new
-
-
-@pytest.mark.slow
-def test_cli_exit_codes_and_outputs(tmp_path: Path) -> None:
-    base, new = _cpu_nights(tmp_path, tonight_gemm=1e-3)
-    summary = tmp_path / "summary.md"
-    run_file = tmp_path / "run.json"
-    run_file.write_text(json.dumps({"databaseId": 5, "number": 3, "createdAt": LAST_NIGHT}))
-    args = ["matrix", "compare", NIGHTLY, "--filter", "backend=cpu", "--results", str(new)]
-    extra = ["--baseline", str(base), "--baseline-run", str(run_file)]
-    ok = run_cli(*args, *extra, "--markdown", str(summary), "--json")
-    assert ok.returncode == 0, ok.stderr
-    assert [leg["state"] for leg in json.loads(ok.stdout)["legs"]] == ["green"] * 4
-    assert "every leg green" in summary.read_text() and "run #3" in summary.read_text()
-    slow = tmp_path / "slow"
-    base, new = _cpu_nights(slow, tonight_gemm=1.3e-3)
-    red = run_cli(*args[:-1], str(new), "--baseline", str(base))
-    assert red.returncode == 1 and "regressed" in red.stdout
-    # An empty baseline folder (the download found nothing): every leg named, exit 0.
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    named = run_cli(*args[:-1], str(new), "--baseline", str(empty), "--json")
-    assert named.returncode == 0
-    assert {leg["state"] for leg in json.loads(named.stdout)["legs"]} == {"no-baseline"}
-    assert_one_line_error(run_cli(*args[:-1], str(tmp_path / "nope")), 2, "not a directory")
-    bad_run = tmp_path / "bad.json"
-    bad_run.write_text("[1]")
-    assert_one_line_error(
-        run_cli(*args, "--baseline-run", str(bad_run)), 2, "expected one run object"
-    )

@@ -1,5 +1,6 @@
-"""`accelkit report`: each run against its baseline, the canaries and the noise bands, in the
-Markdown, the HTML (also in headless Chromium) and --json (`accelkit.results.report.verdicts`).
+"""accelkit.results.report.verdicts: each run against its baseline, the canaries and the noise
+bands, in the Markdown and the HTML (the command's --json and the page in headless Chromium:
+tests/integration/test_report_verdicts.py).
 
 Three CPU runs and one CUDA run: `base`; `shifted`, where the machine got 1.5x slower (the
 host copy canary and the memory-bound case alike); `slower-build`, where only the case did;
@@ -18,9 +19,7 @@ from accelkit.results.report.html import render_html, render_html_with_plots
 from accelkit.results.report.markdown import render_markdown
 from accelkit.results.report.model import load_report
 from accelkit.results.report.verdicts import baselines, canary_rows, compare_runs
-from tests.browser import browse, console_lines, find_chromium
 from tests.factories import case, grouped_metric, results
-from tests.helpers import run_cli
 
 CANARY = "perf/canary/host/copy"
 CASE = "perf/copy/float32/262144"
@@ -43,8 +42,8 @@ def _run(started: str, canary_factor: float, case_factor: float, device: str = "
     )
 
 
-@pytest.fixture
-def folder(tmp_path: Path) -> Path:
+def write_runs(folder: Path) -> Path:
+    """The four runs of the module docstring, as results files in `folder`."""
     runs = {
         "1-base": _run("2026-01-01T00:00:00+00:00", 1.0, 1.0),
         "2-shifted": _run("2026-01-02T00:00:00+00:00", 1.5, 1.5),
@@ -52,8 +51,13 @@ def folder(tmp_path: Path) -> Path:
         "4-cuda": _run("2026-01-04T00:00:00+00:00", 1.0, 1.0, device="cuda"),
     }
     for name, run in runs.items():
-        (tmp_path / f"{name}.json").write_text(json.dumps(run.to_json_dict()), encoding="utf-8")
-    return tmp_path
+        (folder / f"{name}.json").write_text(json.dumps(run.to_json_dict()), encoding="utf-8")
+    return folder
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return write_runs(tmp_path)
 
 
 def _paths(folder: Path) -> list[Path]:
@@ -104,34 +108,6 @@ def test_given_comparisons_are_used_as_they_are(folder: Path) -> None:
     page, _ = render_html_with_plots(load_report(_paths(folder)), comparisons=[None] * 4)
     assert "canaries-table" in page and "canary-moved" not in page.split("</style>", 1)[1]
     assert 'class="num verdict-' not in page and 'id="compared"' not in page
-
-
-def test_cli_json_lists_the_comparisons(folder: Path) -> None:
-    proc = run_cli("report", str(folder), "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    compared = {(c["run"], c["baseline"]) for c in data["compared"]}
-    assert compared == {
-        ("cpu · 2-shifted", "cpu · 1-base"),
-        ("cpu · 3-slower-build", "cpu · 1-base"),
-    }
-    verdicts = {(c["run"], m["case"]): m["verdict"] for c in data["compared"] for m in c["metrics"]}
-    assert verdicts[("cpu · 2-shifted", CASE)] == "environment-shifted"
-    assert verdicts[("cpu · 3-slower-build", CASE)] == "regressed"
-
-
-@pytest.mark.slow
-def test_canaries_and_bands_in_headless_chromium(folder: Path, tmp_path: Path) -> None:
-    chromium = find_chromium()
-    html = tmp_path / "report.html"
-    proc = run_cli("report", str(folder), "--html", str(html))
-    assert proc.returncode == 0, proc.stderr
-    dom = browse(chromium, html, tmp_path / "profile", "--dump-dom")
-    assert dom.returncode == 0, dom.stderr[-2000:]
-    assert console_lines(dom.stderr) == []
-    assert '<table id="canaries-table">' in dom.stdout
-    assert 'class="num canary-moved"' in dom.stdout
-    assert "verdict-environment-shifted" in dom.stdout and "verdict-regressed" in dom.stdout
 
 
 def test_the_legend_names_what_differs_between_a_run_and_its_baseline(tmp_path: Path) -> None:
