@@ -60,6 +60,15 @@ def bisect_command(
             "per build, named by its version, a venv or a site folder put first on PYTHONPATH.",
         ),
     ] = None,
+    images: Annotated[
+        bool,
+        typer.Option(
+            "--images",
+            help="conformance, with --wheels: make each build a test image with `accelkit setup "
+            "DEVICE --torch-wheel` (cached by content: a build set up before is reused) and run "
+            "the case in it.",
+        ),
+    ] = False,
     device: Annotated[str, typer.Option("--device", "-d", help="Backend to test on.")] = "cpu",
     passes: Annotated[
         int,
@@ -105,26 +114,34 @@ def bisect_command(
         bool, typer.Option("--json", help="Print the answer and every step as JSON.")
     ] = False,
 ) -> None:
-    """Install torch builds one at a time (each into a throwaway site folder), run only the
-    named case on each, and name the last good and first bad build with their git hashes
-    and the commits between them. A perf case is measured interleaved against the good build
+    """Install torch builds one at a time (each into a throwaway site folder, or a test image
+    with --images), run only the named case on each, and name the last good and first bad
+    build with their git hashes and the commits between them. A perf case is measured interleaved against the good build
     (as `accelkit test --ab`) and judged by compare's verdict: regressed is bad. Builds that
     cannot be installed or run, or whose perf verdict stays noisy, are skipped."""
     from accelkit import backends
     from accelkit.errors import BadInput
     from accelkit.triage.bisect import (
+        Installer,
         bisect,
         builds_in_envs,
         builds_in_folder,
         builds_on_index,
         select,
     )
-    from accelkit.triage.builds import CaseJudge, EnvInstaller, SiteInstaller
+    from accelkit.triage.builds import CaseJudge, EnvInstaller, ImageInstaller, SiteInstaller
 
     if sum(source is not None for source in (wheels, index, envs)) != 1:
         raise BadInput("name where the builds come from: --wheels DIR, --index URL or --envs DIR")
     if case.split("/", 1)[0] not in ("conformance", "perf"):
         raise BadInput(f"--case {case}: a case id starts with conformance/ or perf/")
+    if images and wheels is None:
+        raise BadInput("--images: makes test images of wheels; add --wheels DIR")
+    if images and case.startswith("perf/"):
+        raise BadInput(
+            "--images: perf steps run interleaved (accelkit test --ab), which takes no images "
+            "yet; bisect perf cases with --wheels or --envs alone"
+        )
     if index is not None:
         from accelkit.inputs import check_url
 
@@ -182,7 +199,13 @@ def bisect_command(
         keep = cache or (Path(tmp) / "builds" if case.startswith("perf/") else None)
         if keep is not None:
             keep.mkdir(exist_ok=True)
-        installer = EnvInstaller() if envs is not None else SiteInstaller(cache=keep)
+        installer: Installer
+        if envs is not None:
+            installer = EnvInstaller()
+        elif images:
+            installer = ImageInstaller(device, timeout_s=max(timeout, 7200.0))
+        else:
+            installer = SiteInstaller(cache=keep)
         typer.echo(f"bisecting {case} over {len(builds)} builds", err=True)
         result = bisect(
             builds,

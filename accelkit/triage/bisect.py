@@ -79,13 +79,15 @@ class BuildUnusable(Exception):
 @dataclass(frozen=True)
 class Environment:
     """Where a build runs: the command that starts Python, the folders to put first on
-    PYTHONPATH, and what `import torch` says there."""
+    PYTHONPATH (or the test image), and what `import torch` says there."""
 
     python: tuple[str, ...]
     path: tuple[str, ...]
     torch_version: str
     git_version: str
     note: str = ""
+    image: str | None = None
+    """A test image (`accelkit setup`) the case runs in (`accelkit test --image`), if any."""
 
 
 class Installer(Protocol):

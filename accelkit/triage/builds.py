@@ -9,6 +9,12 @@ are those of the torch already installed is not installed again: the step runs o
 With a cache folder, installed builds are kept there by version and wheel, and reused
 (`accelkit bisect --cache DIR`); without, each is removed after its step.
 
+`ImageInstaller` makes each wheel a test image with `accelkit setup BACKEND --torch-wheel W`
+(`accelkit bisect --images`): the image is tagged by its content, so a build already set up
+once is reused (the bisection's cache is setup's), and the case runs in it with `accelkit
+test --image TAG`. A setup that fails marks the build unusable. Conformance cases only:
+perf steps are interleaved runs (`--ab`), which take no images yet.
+
 `EnvInstaller` takes prepared environments (`accelkit bisect --envs DIR`): a venv runs
 with its own Python, a site folder goes first on PYTHONPATH; nothing is installed or
 removed, and what `import torch` says there names the build.
@@ -39,7 +45,7 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -188,6 +194,71 @@ class SiteInstaller:
         finally:
             if self.cache is None:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+SetupRun = Callable[[Sequence[str]], tuple[int, str, str]]
+"""Runs `accelkit ARGV`: (exit status, stdout, stderr)."""
+
+
+class ImageInstaller:
+    """Test images by `accelkit setup` (module doc)."""
+
+    def __init__(
+        self,
+        backend: str,
+        *,
+        setup_args: Sequence[str] = (),
+        run: SetupRun | None = None,
+        timeout_s: float = 7200.0,
+    ) -> None:
+        self.backend = backend
+        self.setup_args = tuple(setup_args)
+        self.timeout_s = timeout_s
+        self.run = run or self._run
+
+    def _run(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        pythonpath = [str(ACCELKIT_PARENT), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in pythonpath if p)}
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "accelkit", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=self.timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            return 124, "", f"accelkit setup took more than {self.timeout_s:g} s"
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def setup_argv(self, build: Build) -> list[str]:
+        """`accelkit setup`'s arguments for the build (checked by setup's own parser)."""
+        from accelkit.setup.request import SetupRequest
+
+        if build.wheel is None:
+            raise BuildUnusable("--images takes builds from a folder of wheels (--wheels)")
+        argv = [self.backend, "--torch-wheel", str(build.wheel), *self.setup_args]
+        SetupRequest.from_argv(argv)  # BadInput here, not a failed step
+        return ["setup", *argv, "--json"]
+
+    @contextlib.contextmanager
+    def install(self, build: Build) -> Iterator[Environment]:
+        code, out, err = self.run(self.setup_argv(build))
+        if code != 0:
+            raise BuildUnusable(f"accelkit setup exited {code}: {_tail(err)}")
+        try:
+            result = json.loads(out.strip().splitlines()[-1])
+            image = str(result["image"])
+            torch = result.get("verified", {}).get("torch", {})
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError):
+            raise BuildUnusable("accelkit setup printed no image") from None
+        wheel = wheel_identity(build.wheel) if build.wheel is not None else (None, None)
+        version = str(torch.get("version") or wheel[0] or build.version)
+        git = str(torch.get("git_version") or wheel[1] or "Unknown")
+        how = "reused" if result.get("cached") else "built"
+        yield Environment(
+            (sys.executable,), (str(ACCELKIT_PARENT),), version, git, f"image {how}", image
+        )
 
 
 class EnvInstaller:
@@ -342,6 +413,8 @@ class CaseJudge:
         out = self._out(build)
         argv = ["test", "--device", self.device, "--suite", self.suite, "--case", self.case_id]
         argv += ["--json", str(out), "--workers", "0", "--passes", str(passes)]
+        if environment.image is not None:
+            argv += ["--image", environment.image]
         self._accelkit(environment.python, environment.path, argv)
         return self._load_case(out)
 
@@ -386,6 +459,8 @@ class CaseJudge:
         from accelkit.results import stats
         from accelkit.results.compare import compare
 
+        if environment.image is not None:
+            raise BuildUnusable("perf steps run interleaved (--ab), which takes no images")
         if self.good is None:
             self.good = environment
             return "good", "the reference: side A of every later step's interleaved run"
