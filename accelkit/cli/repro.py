@@ -36,7 +36,10 @@ def repro_command(
     ] = Path("."),
     run: Annotated[
         bool,
-        typer.Option("--run/--no-run", help="Run the reproducer once after writing it."),
+        typer.Option(
+            "--run/--no-run",
+            help="Run the reproducer after writing it (once; --passes times with --baseline).",
+        ),
     ] = True,
     python: Annotated[
         str | None,
