@@ -116,9 +116,10 @@ def bisect_command(
 ) -> None:
     """Install torch builds one at a time (each into a throwaway site folder, or a test image
     with --images), run only the named case on each, and name the last good and first bad
-    build with their git hashes and the commits between them. A perf case is measured interleaved against the good build
-    (as `accelkit test --ab`) and judged by compare's verdict: regressed is bad. Builds that
-    cannot be installed or run, or whose perf verdict stays noisy, are skipped."""
+    build with their git hashes and the commits between them. A perf case is measured
+    interleaved against the good build (as `accelkit test --ab`) and judged by compare's
+    verdict: regressed is bad. Builds that cannot be installed or run, or whose perf verdict
+    stays noisy, are skipped."""
     from accelkit import backends
     from accelkit.errors import BadInput
     from accelkit.triage.bisect import (
