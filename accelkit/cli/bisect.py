@@ -1,5 +1,5 @@
-"""`accelkit bisect --case ID --good V --bad V --wheels DIR`: the first torch build where a
-case broke or a metric regressed."""
+"""`accelkit bisect --case ID --good V --bad V --wheels DIR|--index URL|--envs DIR`: the first
+torch build where a case broke or a metric regressed."""
 
 from __future__ import annotations
 
@@ -51,10 +51,41 @@ def bisect_command(
         str | None,
         typer.Option("--index", metavar="URL", help="Take the builds from this pip index."),
     ] = None,
+    envs: Annotated[
+        Path | None,
+        typer.Option(
+            "--envs",
+            metavar="DIR",
+            help="Take the builds from this folder of prepared environments: one subfolder "
+            "per build, named by its version, a venv or a site folder put first on PYTHONPATH.",
+        ),
+    ] = None,
+    images: Annotated[
+        bool,
+        typer.Option(
+            "--images",
+            help="conformance, with --wheels: make each build a test image with `accelkit setup "
+            "DEVICE --torch-wheel` (cached by content: a build set up before is reused) and run "
+            "the case in it.",
+        ),
+    ] = False,
     device: Annotated[str, typer.Option("--device", "-d", help="Backend to test on.")] = "cpu",
     passes: Annotated[
-        int, typer.Option("--passes", help="perf: measurement passes per build.")
+        int,
+        typer.Option(
+            "--passes",
+            help="perf: interleaved passes per side of each step's run against the good build "
+            "(doubled while the verdict is noisy, up to 4x; then the build is skipped).",
+        ),
     ] = 5,
+    threshold: Annotated[
+        float,
+        typer.Option(
+            "--threshold",
+            help="perf: the smallest change that counts (0.03 = 3%); raise it to bisect a "
+            "large known slowdown through the machine's noise.",
+        ),
+    ] = 0.03,
     metric: Annotated[
         str | None,
         typer.Option("--metric", help="perf: judge this metric only (default: all of the case)."),
@@ -83,18 +114,35 @@ def bisect_command(
         bool, typer.Option("--json", help="Print the answer and every step as JSON.")
     ] = False,
 ) -> None:
-    """Install torch builds one at a time (each into a throwaway site folder), run only the
-    named case on each, and name the last good and first bad build with their git hashes
-    and the commits between them. Builds that cannot be installed or run are skipped."""
+    """Install torch builds one at a time (each into a throwaway site folder, or a test image
+    with --images), run only the named case on each, and name the last good and first bad
+    build with their git hashes and the commits between them. A perf case is measured
+    interleaved against the good build (as `accelkit test --ab`) and judged by compare's
+    verdict: regressed is bad. Builds that cannot be installed or run, or whose perf verdict
+    stays noisy, are skipped."""
     from accelkit import backends
     from accelkit.errors import BadInput
-    from accelkit.triage.bisect import bisect, builds_in_folder, builds_on_index, select
-    from accelkit.triage.builds import CaseJudge, SiteInstaller
+    from accelkit.triage.bisect import (
+        Installer,
+        bisect,
+        builds_in_envs,
+        builds_in_folder,
+        builds_on_index,
+        select,
+    )
+    from accelkit.triage.builds import CaseJudge, EnvInstaller, ImageInstaller, SiteInstaller
 
-    if (wheels is None) == (index is None):
-        raise BadInput("name where the builds come from: --wheels DIR or --index URL")
+    if sum(source is not None for source in (wheels, index, envs)) != 1:
+        raise BadInput("name where the builds come from: --wheels DIR, --index URL or --envs DIR")
     if case.split("/", 1)[0] not in ("conformance", "perf"):
         raise BadInput(f"--case {case}: a case id starts with conformance/ or perf/")
+    if images and wheels is None:
+        raise BadInput("--images: makes test images of wheels; add --wheels DIR")
+    if images and case.startswith("perf/"):
+        raise BadInput(
+            "--images: perf steps run interleaved (accelkit test --ab), which takes no images "
+            "yet; bisect perf cases with --wheels or --envs alone"
+        )
     if index is not None:
         from accelkit.inputs import check_url
 
@@ -102,12 +150,19 @@ def bisect_command(
     backends.get(device)
     if passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {passes}")
+    if not 0.0 < threshold < 1.0:
+        raise BadInput(f"--threshold {threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)")
     for flag, folder in (("--cache", cache), ("--work", work)):
         if folder is not None and folder.exists() and not folder.is_dir():
             raise BadInput(f"{flag} {folder}: not a directory")
-    found = builds_in_folder(wheels) if wheels is not None else builds_on_index(str(index))
+    if envs is not None:
+        found = builds_in_envs(envs)
+    elif wheels is not None:
+        found = builds_in_folder(wheels)
+    else:
+        found = builds_on_index(str(index))
     if not found:
-        raise BadInput(f"no torch build for this Python and platform in {wheels or index}")
+        raise BadInput(f"no torch build for this Python and platform in {wheels or index or envs}")
     builds, reversed_order = select(found, good, bad)
     for folder in (cache, work):
         if folder is not None and not dry_run:
@@ -116,7 +171,7 @@ def bisect_command(
             except OSError as exc:
                 raise BadInput(f"{folder}: cannot create it ({exc.strerror})") from None
     if dry_run:
-        plan = [{"version": b.version, "source": str(b.wheel or b.index)} for b in builds]
+        plan = [{"version": b.version, "source": b.source} for b in builds]
         if as_json:
             typer.echo(json.dumps({"builds": plan, "reversed_order": reversed_order}, indent=2))
         else:
@@ -138,11 +193,24 @@ def bisect_command(
             passes=passes,
             metric=metric,
             timeout_s=timeout,
+            max_passes=4 * passes,
+            threshold=threshold,
         )
+        # A perf step measures against the good build: it stays installed throughout.
+        keep = cache or (Path(tmp) / "builds" if case.startswith("perf/") else None)
+        if keep is not None:
+            keep.mkdir(exist_ok=True)
+        installer: Installer
+        if envs is not None:
+            installer = EnvInstaller()
+        elif images:
+            installer = ImageInstaller(device, timeout_s=max(timeout, 7200.0))
+        else:
+            installer = SiteInstaller(cache=keep)
         typer.echo(f"bisecting {case} over {len(builds)} builds", err=True)
         result = bisect(
             builds,
-            SiteInstaller(cache=cache),
+            installer,
             judge,
             on_step=report,
             reversed_order=reversed_order,

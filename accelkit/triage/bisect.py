@@ -1,9 +1,9 @@
 """`accelkit bisect`: the first torch build where a case broke (or a metric regressed).
 
-The builds come from a folder of wheels or a pip index (`builds_in_folder`,
-`builds_on_index`) and are put in version order; `select` keeps those from the good one
-to the bad one (a version, or a nightly's date). `bisect` then runs the search `git bisect`
-runs, over builds instead of commits:
+The builds come from a folder of wheels, a pip index or a folder of prepared environments
+(`builds_in_folder`, `builds_on_index`, `builds_in_envs`) and are put in version order;
+`select` keeps those from the good one to the bad one (a version, or a nightly's date).
+`bisect` then runs the search `git bisect` runs, over builds instead of commits:
 
 1. the good build is tested first and must show the case's good behaviour, the bad one next
    and must not (else there is nothing to find, and the answer says so);
@@ -46,11 +46,17 @@ _DATE = re.compile(r"^(\d{4})-?(\d{2})-?(\d{2})$")
 
 @dataclass(frozen=True)
 class Build:
-    """One torch build: its version and where it comes from (a wheel file, or an index)."""
+    """One torch build: its version and where it comes from (a wheel file, an index, or a
+    prepared environment: a venv or a site folder)."""
 
     version: str
     wheel: Path | None = None
     index: str | None = None
+    env: Path | None = None
+
+    @property
+    def source(self) -> str:
+        return str(self.wheel or self.index or self.env or "")
 
     @property
     def key(self) -> Version:
@@ -73,13 +79,15 @@ class BuildUnusable(Exception):
 @dataclass(frozen=True)
 class Environment:
     """Where a build runs: the command that starts Python, the folders to put first on
-    PYTHONPATH, and what `import torch` says there."""
+    PYTHONPATH (or the test image), and what `import torch` says there."""
 
     python: tuple[str, ...]
     path: tuple[str, ...]
     torch_version: str
     git_version: str
     note: str = ""
+    image: str | None = None
+    """A test image (`accelkit setup`) the case runs in (`accelkit test --image`), if any."""
 
 
 class Installer(Protocol):
@@ -107,7 +115,7 @@ class Step:
     def to_json_dict(self) -> dict[str, Any]:
         return {
             "version": self.build.version,
-            "source": str(self.build.wheel or self.build.index or ""),
+            "source": self.build.source,
             "verdict": self.verdict,
             "detail": self.detail,
             "torch_version": self.torch_version,
@@ -172,6 +180,25 @@ def builds_in_folder(folder: Path) -> list[Build]:
             continue
         found.setdefault(str(version), Build(str(version), wheel=path.resolve()))
     return sorted(found.values(), key=lambda b: b.key)
+
+
+def builds_in_envs(folder: Path) -> list[Build]:
+    """The prepared environments in `folder`, in version order: one subfolder per build,
+    named by its version (`2.15.0.dev20260105`), each a venv (with bin/python) or a site
+    folder to put first on PYTHONPATH (a torch installed with `pip install --target`, or
+    anything that changes the torch the Python finds). Other entries are left out."""
+    if not folder.is_dir():
+        raise BadInput(f"--envs {folder}: not a directory")
+    found: list[Build] = []
+    for path in sorted(folder.iterdir()):
+        if not path.is_dir() or path.name.startswith("."):
+            continue
+        try:
+            Version(path.name)
+        except InvalidVersion:
+            continue
+        found.append(Build(path.name, env=path.resolve()))
+    return sorted(found, key=lambda b: b.key)
 
 
 def parse_index_versions(output: str) -> list[str]:

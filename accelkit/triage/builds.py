@@ -9,12 +9,28 @@ are those of the torch already installed is not installed again: the step runs o
 With a cache folder, installed builds are kept there by version and wheel, and reused
 (`accelkit bisect --cache DIR`); without, each is removed after its step.
 
+`ImageInstaller` makes each wheel a test image with `accelkit setup BACKEND --torch-wheel W`
+(`accelkit bisect --images`): the image is tagged by its content, so a build already set up
+once is reused (the bisection's cache is setup's), and the case runs in it with `accelkit
+test --image TAG`. A setup that fails marks the build unusable. Conformance cases only:
+perf steps are interleaved runs (`--ab`), which take no images yet.
+
+`EnvInstaller` takes prepared environments (`accelkit bisect --envs DIR`): a venv runs
+with its own Python, a site folder goes first on PYTHONPATH; nothing is installed or
+removed, and what `import torch` says there names the build.
+
 `CaseJudge` runs `accelkit test --case ID` (only that case) with the build's Python: for a
 conformance case the first run (the good build) decides what good means (usually `passed`)
-and every later run is good when its status is the same; for a perf case the good build's
-run is the baseline and `accelkit compare`'s verdict decides (regressed: bad; noisy: the
-step is repeated with twice the passes, then unusable), with `--passes` measurement passes
-so that the verdict rests on process-to-process noise, not one process's samples.
+and every later run is good when its status is the same. A perf case is measured
+interleaved against the good build (`accelkit test --ab GOOD STEP`, `accelkit.suite.ab`:
+passes A B, B A, ... on the same machine, so a shift of the machine lands on both sides),
+and `compare`'s verdict of the step against the good build decides (`perf_verdict`):
+regressed is bad; unchanged or improved is good; noisy (or environment-shifted) means the
+passes could not tell, and the step is measured again with twice the passes, then marked
+unusable (skipped, never guessed). `--threshold` is compare's minimum effect: bisecting a
+known 2x slowdown, a band of 20-50% keeps the machine's few-percent noise from deciding.
+The good build's environment must outlive its own step (it is side A of every later
+step): `accelkit bisect` keeps installed builds for the whole bisection.
 """
 
 from __future__ import annotations
@@ -29,9 +45,9 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, Verdict
 
@@ -180,6 +196,153 @@ class SiteInstaller:
                 shutil.rmtree(folder, ignore_errors=True)
 
 
+SetupRun = Callable[[Sequence[str]], tuple[int, str, str]]
+"""Runs `accelkit ARGV`: (exit status, stdout, stderr)."""
+
+
+class ImageInstaller:
+    """Test images by `accelkit setup` (module doc)."""
+
+    def __init__(
+        self,
+        backend: str,
+        *,
+        setup_args: Sequence[str] = (),
+        run: SetupRun | None = None,
+        timeout_s: float = 7200.0,
+    ) -> None:
+        self.backend = backend
+        self.setup_args = tuple(setup_args)
+        self.timeout_s = timeout_s
+        self.run = run or self._run
+
+    def _run(self, argv: Sequence[str]) -> tuple[int, str, str]:
+        pythonpath = [str(ACCELKIT_PARENT), os.environ.get("PYTHONPATH", "")]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in pythonpath if p)}
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-m", "accelkit", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=self.timeout_s,
+            )
+        except subprocess.TimeoutExpired:
+            return 124, "", f"accelkit setup took more than {self.timeout_s:g} s"
+        return proc.returncode, proc.stdout, proc.stderr
+
+    def setup_argv(self, build: Build) -> list[str]:
+        """`accelkit setup`'s arguments for the build (checked by setup's own parser)."""
+        from accelkit.setup.request import SetupRequest
+
+        if build.wheel is None:
+            raise BuildUnusable("--images takes builds from a folder of wheels (--wheels)")
+        argv = [self.backend, "--torch-wheel", str(build.wheel), *self.setup_args]
+        SetupRequest.from_argv(argv)  # BadInput here, not a failed step
+        return ["setup", *argv, "--json"]
+
+    @contextlib.contextmanager
+    def install(self, build: Build) -> Iterator[Environment]:
+        code, out, err = self.run(self.setup_argv(build))
+        if code != 0:
+            raise BuildUnusable(f"accelkit setup exited {code}: {_tail(err)}")
+        try:
+            result = json.loads(out.strip().splitlines()[-1])
+            image = str(result["image"])
+            torch = result.get("verified", {}).get("torch", {})
+        except (ValueError, IndexError, KeyError, TypeError, AttributeError):
+            raise BuildUnusable("accelkit setup printed no image") from None
+        wheel = wheel_identity(build.wheel) if build.wheel is not None else (None, None)
+        version = str(torch.get("version") or wheel[0] or build.version)
+        git = str(torch.get("git_version") or wheel[1] or "Unknown")
+        how = "reused" if result.get("cached") else "built"
+        yield Environment(
+            (sys.executable,), (str(ACCELKIT_PARENT),), version, git, f"image {how}", image
+        )
+
+
+class EnvInstaller:
+    """Prepared environments (module doc); BuildUnusable when torch does not import there."""
+
+    def __init__(self, *, python: Sequence[str] = (sys.executable,)) -> None:
+        self.python = tuple(python)
+
+    @contextlib.contextmanager
+    def install(self, build: Build) -> Iterator[Environment]:
+        folder = build.env
+        if folder is None or not folder.is_dir():
+            raise BuildUnusable(f"{folder}: not a prepared environment")
+        venv = folder / "bin" / "python"
+        python: tuple[str, ...]
+        path: tuple[str, ...]
+        if venv.is_file():
+            python, path = (str(venv),), (str(ACCELKIT_PARENT),)
+        else:
+            python, path = self.python, (str(folder), str(ACCELKIT_PARENT))
+        version, git = probe(python, path)
+        yield Environment(python, path, version, git, note=f"prepared in {folder}")
+
+
+_LAUNCHER = """#!{shebang} -S
+# accelkit bisect: {note}
+import os, sys
+python = {python}
+env = dict(os.environ)
+env["PYTHONPATH"] = os.pathsep.join(p for p in [*{path}, env.get("PYTHONPATH", "")] if p)
+os.execvpe(python[0], [*python, *sys.argv[1:]], env)
+"""
+
+
+def launcher(environment: Environment, target: Path) -> Path:
+    """An executable at `target` that runs the environment's Python with its folders first
+    on PYTHONPATH: what `accelkit test --ab` takes as a side. The values are written as
+    Python literals (JSON), never through a shell."""
+    shebang = sys.executable
+    if any(c.isspace() for c in shebang) or len(shebang) > 120:
+        raise BuildUnusable(f"cannot write a launcher for {shebang} (spaces or too long)")
+    text = _LAUNCHER.format(
+        shebang=shebang,
+        note=re.sub(r"\s+", " ", f"torch {environment.torch_version} {environment.note}"),
+        python=json.dumps(list(environment.python)),
+        path=json.dumps(list(environment.path)),
+    )
+    target.write_text(text, encoding="utf-8")
+    target.chmod(0o755)
+    return target
+
+
+def perf_verdict(found: Sequence[Any]) -> tuple[Verdict | None, str]:
+    """A step's verdict from compare's metrics of the step (B) against the good build (A):
+    bad when one regressed, unusable when a side lacks one, None (measure again) when one
+    could not be told apart, else good. `found` holds `MetricComparison`s of the case."""
+    if not found:
+        return "unusable", "no metric to compare"
+
+    def line(m: Any) -> str:
+        ratio = f"{m.ratio:.3f}x" if m.ratio is not None else "no ratio"
+        ci = f", CI {m.ci[0]:.3f}-{m.ci[1]:.3f}x" if m.ci is not None else ""
+        return f"{m.metric} {m.verdict} ({ratio}{ci})"
+
+    text = ", ".join(line(m) for m in found)
+    verdicts = {m.verdict for m in found}
+    if "regressed" in verdicts:
+        return "bad", text
+    if "missing" in verdicts:
+        return "unusable", f"a side did not measure it: {text}"
+    if verdicts & {"noisy", "environment-shifted"}:
+        return None, text
+    return "good", text
+
+
+class AbRun(Protocol):
+    def __call__(
+        self, good: Environment, step: Environment, build: Build, passes: int
+    ) -> tuple[Any, Any]:
+        """The (good side, step side) results of one interleaved run of the case;
+        BuildUnusable when it did not measure the case."""
+        ...
+
+
 class CaseJudge:
     """Runs one case with a build (see the module doc); the first call is the good build."""
 
@@ -193,6 +356,8 @@ class CaseJudge:
         metric: str | None = None,
         timeout_s: float = 1800.0,
         max_passes: int = 20,
+        threshold: float | None = None,
+        run_ab: AbRun | None = None,
     ) -> None:
         self.case_id = case_id
         self.suite = case_id.split("/", 1)[0]
@@ -202,37 +367,75 @@ class CaseJudge:
         self.metric = metric
         self.timeout_s = timeout_s
         self.max_passes = max_passes
+        self.threshold = threshold
+        self.run_ab: AbRun = run_ab or self._run_ab
         self.reference_status: str | None = None
-        self.baseline: Any = None
+        self.good: Environment | None = None
         self._runs = 0
 
-    def run_case(self, environment: Environment, build: Build, passes: int) -> Any:
-        """The results of `accelkit test --case ID` with the build; BuildUnusable if the
-        run did not produce the case."""
-        from accelkit.results.io import load_results
-
+    def _out(self, build: Build, suffix: str = "") -> Path:
         self._runs += 1
-        out = (
-            self.work
-            / f"step-{self._runs:02d}-{re.sub(r'[^A-Za-z0-9.]+', '_', build.version)}.json"
-        )
-        argv = [*environment.python, "-m", "accelkit", "test", "--device", self.device]
-        argv += ["--suite", self.suite, "--case", self.case_id, "--json", str(out)]
-        argv += ["--workers", "0", "--passes", str(passes)]
-        pythonpath = [*environment.path, os.environ.get("PYTHONPATH", "")]
+        name = re.sub(r"[^A-Za-z0-9.]+", "_", build.version)
+        return self.work / f"step-{self._runs:02d}-{name}{suffix}.json"
+
+    def _accelkit(self, python: Sequence[str], path: Sequence[str], argv: list[str]) -> int:
+        """`accelkit ARGV` with `python` and `path` first on PYTHONPATH: its exit status, or
+        BuildUnusable when it ran past the step's time."""
+        pythonpath = [*path, os.environ.get("PYTHONPATH", "")]
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in pythonpath if p)}
         try:
             proc = subprocess.run(
-                argv, capture_output=True, text=True, env=env, timeout=self.timeout_s
+                [*python, "-m", "accelkit", *argv],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=self.timeout_s,
             )
         except subprocess.TimeoutExpired:
             raise BuildUnusable(f"the run took more than {self.timeout_s:g} s") from None
-        if proc.returncode not in (0, 1) or not out.is_file():
+        if proc.returncode not in (0, 1):
             raise BuildUnusable(f"accelkit test exited {proc.returncode}: {_tail(proc.stderr)}")
+        return proc.returncode
+
+    def _load_case(self, out: Path) -> Any:
+        from accelkit.results.io import load_results
+
+        if not out.is_file():
+            raise BuildUnusable(f"the run wrote no results file {out.name}")
         results = load_results(out)
         if not any(c.id == self.case_id for c in results.cases):
             raise BuildUnusable(f"the run has no case {self.case_id} (not in this build)")
         return results
+
+    def run_case(self, environment: Environment, build: Build, passes: int) -> Any:
+        """The results of `accelkit test --case ID` with the build; BuildUnusable if the
+        run did not produce the case."""
+        out = self._out(build)
+        argv = ["test", "--device", self.device, "--suite", self.suite, "--case", self.case_id]
+        argv += ["--json", str(out), "--workers", "0", "--passes", str(passes)]
+        if environment.image is not None:
+            argv += ["--image", environment.image]
+        self._accelkit(environment.python, environment.path, argv)
+        return self._load_case(out)
+
+    def _run_ab(
+        self, good: Environment, step: Environment, build: Build, passes: int
+    ) -> tuple[Any, Any]:
+        """`accelkit test --suite perf --case ID --ab GOOD STEP`, run by this Python."""
+        out = self._out(build, "-ab")
+        stem = out.name.removesuffix(".json")
+        sides = [
+            launcher(env, self.work / f"{stem}.python-{side}")
+            for env, side in ((good, "a"), (step, "b"))
+        ]
+        argv = ["test", "--device", self.device, "--suite", "perf", "--case", self.case_id]
+        argv += ["--ab", str(sides[0]), str(sides[1]), "--json", str(out)]
+        argv += ["--workers", "0", "--passes", str(passes)]
+        self._accelkit((sys.executable,), (str(ACCELKIT_PARENT),), argv)
+        from accelkit.suite.ab import side_paths
+
+        a, b, _ = side_paths(out)
+        return self._load_case(a), self._load_case(b)
 
     def __call__(self, environment: Environment, build: Build) -> tuple[Verdict, str]:
         try:
@@ -253,27 +456,27 @@ class CaseJudge:
         return ("good" if case.status == self.reference_status else "bad"), detail
 
     def _perf(self, environment: Environment, build: Build) -> tuple[Verdict, str]:
+        from accelkit.results import stats
         from accelkit.results.compare import compare
 
+        if environment.image is not None:
+            raise BuildUnusable("perf steps run interleaved (--ab), which takes no images")
+        if self.good is None:
+            self.good = environment
+            return "good", "the reference: side A of every later step's interleaved run"
         passes = self.passes
+        threshold = self.threshold if self.threshold is not None else stats.DEFAULT_THRESHOLD
         while True:
-            results = self.run_case(environment, build, passes)
-            if self.baseline is None:
-                self.baseline = results
-                return "good", f"baseline ({passes} passes)"
+            a, b = self.run_ab(self.good, environment, build, passes)
             found = [
                 m
-                for m in compare(self.baseline, results).metrics
+                for m in compare(a, b, threshold=threshold).metrics
                 if m.case == self.case_id and (self.metric is None or m.metric == self.metric)
             ]
-            if not found:
-                return "unusable", "no metric to compare"
-            text = ", ".join(f"{m.metric} {m.verdict} ({(m.ratio or 0):.3f}x)" for m in found)
-            if any(m.verdict == "regressed" for m in found):
-                return "bad", text
-            if any(m.verdict == "noisy" for m in found):
-                if passes * 2 > self.max_passes:
-                    return "unusable", f"too noisy to decide: {text}"
-                passes *= 2
-                continue
-            return "good", text
+            verdict, text = perf_verdict(found)
+            text += f"; A/B {passes} passes"
+            if verdict is not None:
+                return verdict, text
+            if passes * 2 > self.max_passes:
+                return "unusable", f"too noisy to decide: {text}"
+            passes *= 2

@@ -7,7 +7,9 @@ tier's timing options, the timer's device and the recorded intra-op threads), ti
 with `accelkit.suite.timing.Timer.blocked_autorange` (the perf suite's one timing method:
 the same warm-up, block sizing, device synchronisation or events, sample rules), and prints
 each metric measured here beside the recorded one: median, the recorded samples'
-interquartile range, and the ratio.
+interquartile range, and the ratio. Its last line (`MEASURED_PREFIX` and JSON) holds every
+metric's samples measured here, which `accelkit repro --baseline` reads to give compare's
+verdict against a baseline (`accelkit.triage.perf_baseline`).
 The ops are built as the case functions in `accelkit/suite/perf/` build them. Exit status
 0 when it ran (a perf reproducer measures; it has no pass or fail), 2 when it cannot run.
 
@@ -22,6 +24,7 @@ from typing import Any
 
 EXIT_MEASURED = 0
 EXIT_CANNOT_RUN = 2
+MEASURED_PREFIX = "accelkit-measured: "
 
 
 def _dtype(torch: Any, name: str) -> Any:
@@ -215,6 +218,8 @@ def _show(value: float, unit: str) -> str:
 
 
 def run_perf(case: dict[str, Any]) -> int:
+    import json
+
     import torch
 
     from accelkit.suite.timing import Timer
@@ -238,6 +243,7 @@ def run_perf(case: dict[str, Any]) -> int:
         f"timed with {measurement.timer}: {len(measurement.samples)} samples of "
         f"{measurement.number_per_sample} calls, {measurement.warmup_calls} warm-up calls\n"
     )
+    measured: dict[str, Any] = {}
     for name, recorded in spec["metrics"].items():
         unit = recorded["unit"]
         if unit == "s":
@@ -248,6 +254,11 @@ def run_perf(case: dict[str, Any]) -> int:
                 print(f"{name}: no work per call recorded; not compared")
                 continue
             now = measurement.throughput_metric(float(per_call), unit)
+        measured[name] = {
+            "unit": unit,
+            "higher_is_better": bool(recorded["higher_is_better"]),
+            "samples": [float(v) for v in now["samples"]],
+        }
         p25, _, p75 = _spread(list(recorded["samples"]))
         median = float(recorded["value"])  # the median of every recorded sample
         value = float(now["value"])
@@ -267,4 +278,5 @@ def run_perf(case: dict[str, Any]) -> int:
             f"  ratio here/recorded: {ratio:.3f}; "
             f"{'inside' if inside else 'outside'} the recorded samples' interquartile range"
         )
+    print(MEASURED_PREFIX + json.dumps(measured))
     return EXIT_MEASURED

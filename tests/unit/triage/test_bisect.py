@@ -240,7 +240,7 @@ CASE = ["--case", "conformance/x"]
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        ([*CASE, "--good", "1", "--bad", "2"], "--wheels DIR or --index"),
+        ([*CASE, "--good", "1", "--bad", "2"], "--wheels DIR, --index URL or --envs DIR"),
         (["--case", "x/y", "--good", "1", "--bad", "2", "--index", "i"], "conformance/ or perf/"),
         ([*CASE, "--good", "2.13.0", "--bad", "2.99", "--wheels", "{w}"], "--bad 2.99: no such"),
         ([*CASE, "--good", "1", "--bad", "2", "--wheels", "{w}", "--passes", "0"], "--passes"),
