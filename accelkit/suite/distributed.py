@@ -416,9 +416,9 @@ def run_ranks_for_run(
     job = functools.partial(
         _in_group, fn=fn, world_size=world_size, backend=backend, timeout_s=timeout_s
     )
-    value: list[Any] = run_scoped.call(
-        f"ranks-{backend}-{world_size}", job, timeout_s=START_TIMEOUT_S + timeout_s
-    )
+    # One deadline for the whole call, starting the group included: a case's own timeout
+    # must not end the pass first (it would leave the worker busy for the next pass).
+    value: list[Any] = run_scoped.call(f"ranks-{backend}-{world_size}", job, timeout_s=timeout_s)
     return value
 
 
