@@ -61,9 +61,11 @@ def hosted() -> bool:
 
 
 @contextlib.contextmanager
-def hosting() -> Iterator[Path]:
+def hosting(*, export: bool = True) -> Iterator[Path]:
     """Host run-scoped workers for the pytest children started inside (see the module
-    docstring); yields the directory. Stops every worker started there on the way out."""
+    docstring); yields the directory. `export`: name it in this process's `ENV` (children
+    inherit it); otherwise the caller puts `ENV` in the children's environment itself (the
+    two sides of `--ab`, a host each). Stops every worker started there on the way out."""
     previous = os.environ.get(ENV)
     with tempfile.TemporaryDirectory(prefix="accelkit-workers-") as tmp:
         folder = Path(tmp)
@@ -71,14 +73,15 @@ def hosting() -> Iterator[Path]:
         key.write_bytes(secrets.token_bytes(32))
         key.chmod(0o600)
         (folder / _HOST).write_text(str(os.getpid()), encoding="utf-8")
-        os.environ[ENV] = str(folder)
+        if export:
+            os.environ[ENV] = str(folder)
         try:
             yield folder
         finally:
-            if previous is None:
+            if export and previous is None:
                 os.environ.pop(ENV, None)
-            else:
-                os.environ[ENV] = previous
+            elif export:
+                os.environ[ENV] = str(previous)
             stop_all(folder)
 
 
