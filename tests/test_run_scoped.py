@@ -158,3 +158,23 @@ def test_the_rank_group_is_kept_across_passes_and_each_pass_gets_its_records() -
     assert {pid for pid, _, _ in after}.isdisjoint({pid for pid, _, _ in identities[0]})
     for pid, _, _ in identities[0] + after:
         assert _gone(pid)
+
+
+@pytest.mark.parametrize(
+    ("argv", "hosts"),
+    [
+        (["--device", "cpu"], True),  # the default run: 5 passes
+        (["--device", "cpu", "--suite", "perf", "--passes", "2"], True),
+        (["--device", "cpu", "--passes", "1"], False),
+        (["--device", "cpu", "--suite", "conformance"], False),
+    ],
+)
+def test_the_runner_hosts_workers_for_runs_of_several_perf_passes(
+    argv: list[str], hosts: bool
+) -> None:
+    from accelkit.suite.request import RunRequest
+    from accelkit.suite.runner import _run_workers
+
+    with _run_workers(RunRequest.from_argv(argv)):
+        assert run_scoped.hosted() == hosts
+    assert not run_scoped.hosted()
