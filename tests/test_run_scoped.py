@@ -18,8 +18,16 @@ import pytest
 
 from accelkit.suite import run_scoped
 from accelkit.suite.distributed import run_ranks_for_run
+from tests.helpers import REPO
 
 CLOSED: list[str] = []
+
+
+@pytest.fixture(autouse=True)
+def _workers_import_this_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers and ranks unpickle this module's functions: let them import it from any cwd."""
+    path = os.environ.get("PYTHONPATH", "")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(REPO), path) if p))
 
 
 class _Closer:
