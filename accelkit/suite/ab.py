@@ -19,11 +19,13 @@ is that interpreter's fingerprint, `run.ab` names the side), pooled pass by pass
 is also written as JSON. The paired comparison needs at least 4 passes
 (`stats.MIN_PAIRS`; the default is 5); with fewer, compare falls back to treating the
 samples as independent, which is only good for a smoke run. Container images (an image per
-side) are not supported yet.
+side) are not supported yet. With several passes each side hosts its own run-scoped workers
+(`accelkit.suite.run_scoped`, run by that side's interpreter), as a plain run does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -35,7 +37,7 @@ from typing import Any
 import accelkit
 from accelkit.errors import BadInput, ExitCode, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import outcome
+from accelkit.suite import outcome, run_scoped
 from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.interpreters import interpreter
 from accelkit.suite.outcome import NO_TESTS
@@ -139,7 +141,16 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
     emit = on_event or (lambda e: None)
     pooled: list[Any] = [None, None]
     exits = [NO_TESTS, NO_TESTS]
-    with tempfile.TemporaryDirectory(prefix="accelkit-ab-") as tmp:
+    with (
+        tempfile.TemporaryDirectory(prefix="accelkit-ab-") as tmp,
+        contextlib.ExitStack() as stack,
+    ):
+        # Each side its own run-scoped workers (its interpreter runs them), kept across passes.
+        env.pop(run_scoped.ENV, None)
+        sides_env = [dict(env), dict(env)]
+        if request.passes > 1:
+            for own in sides_env:
+                own[run_scoped.ENV] = str(stack.enter_context(run_scoped.hosting(export=False)))
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
         log_path.write_bytes(b"")
         common = runner.header(request)
@@ -162,7 +173,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
                     workers=min(request.worker_count, 1),
                     append_log=True,
                     python=pythons[index],
-                    env=env,
+                    env=sides_env[index],
                     label=f", side {side.upper()} ({pythons[index]})",
                 )
                 exits[index] = runner._combined_exit(exits[index], status)

@@ -22,6 +22,8 @@ file (`Case.hang`).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import multiprocessing as mp
 import os
 import queue
@@ -281,6 +283,157 @@ def _await_dumps(dump_dir: Path, procs: list[Any]) -> None:
         if all((dump_dir / f"rank_{r}").exists() for r in alive):
             return
         time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------------------
+# Ranks that live for a whole run (across measurement passes)
+
+
+def _serve_rank(
+    rank: int,
+    world_size: int,
+    backend: str,
+    store_path: str,
+    jobs: Any,
+    results: Any,
+    env: Mapping[str, str],
+) -> None:
+    """A rank of a `RankGroup`: join the process group once, then run each job sent
+    (`fn(rank, world_size)`) until None comes."""
+    try:
+        os.environ.update(env)
+        import torch.distributed as dist
+
+        store = dist.FileStore(store_path, world_size)  # type: ignore[attr-defined]
+        dist.init_process_group(
+            backend, store=store, rank=rank, world_size=world_size, timeout=PG_TIMEOUT
+        )
+        results.put((rank, "ready", None))
+    except BaseException:
+        results.put((rank, "error", traceback.format_exc(limit=8)))
+        return
+    try:
+        while (fn := jobs.get()) is not None:
+            try:
+                results.put((rank, "ok", fn(rank, world_size)))
+            except BaseException:
+                results.put((rank, "error", traceback.format_exc(limit=8)))
+    finally:
+        dist.destroy_process_group()
+
+
+class RankGroup:
+    """`world_size` rank processes in one process group, kept for many `run` calls: what
+    `run_ranks` does per call, with the start-up (interpreters, torch imports, joining the
+    group) paid once. Used through `run_ranks_for_run`; `close()` ends the ranks."""
+
+    def __init__(self, *, world_size: int, backend: str, env: Mapping[str, str] | None = None):
+        context = mp.get_context("spawn")
+        self._tmp = tempfile.TemporaryDirectory(prefix="accelkit-dist-")
+        self._results: Any = context.Queue()
+        self._jobs: list[Any] = [context.Queue() for _ in range(world_size)]
+        store_path = os.path.join(self._tmp.name, "store")
+        self._procs = [
+            context.Process(
+                target=_serve_rank,
+                args=(rank, world_size, backend, store_path, self._jobs[rank], self._results),
+                kwargs={"env": dict(env or {})},
+                daemon=True,
+            )
+            for rank in range(world_size)
+        ]
+        for proc in self._procs:
+            proc.start()
+        _, errors, stopped = _gather_status(self._procs, self._results, "ready", START_TIMEOUT_S)
+        if errors or stopped:
+            self.close()
+            raise AssertionError("\n".join([*([stopped] if stopped else []), *errors]))
+
+    def run(self, fn: RankFn, *, timeout_s: float) -> list[Any]:
+        """`fn(rank, world_size)` on every rank, inside the group; the values by rank.
+        A rank that raised, died or did not finish in time fails the call (and the group
+        should then be closed: its collectives may be out of step)."""
+        for jobs in self._jobs:
+            jobs.put(fn)
+        outputs, errors, stopped = _gather_status(self._procs, self._results, "ok", timeout_s)
+        if errors or stopped:
+            raise AssertionError("\n".join([*([stopped] if stopped else []), *errors]))
+        return [outputs[rank] for rank in range(len(self._procs))]
+
+    def close(self) -> None:
+        for jobs, proc in zip(self._jobs, self._procs, strict=True):
+            if proc.is_alive():
+                with contextlib.suppress(Exception):
+                    jobs.put(None)
+        for proc in self._procs:
+            proc.join(timeout=5)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(timeout=5)
+        self._results.close()
+        self._tmp.cleanup()
+
+
+def _gather_status(
+    procs: list[Any], results: Any, wanted: str, timeout_s: float
+) -> tuple[dict[int, Any], list[str], str | None]:
+    """Wait for `wanted` ("ready" or "ok") from every rank of a `RankGroup`: (values by
+    rank, errors, why the ranks stopped short)."""
+    outputs: dict[int, Any] = {}
+    errors: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    while len(outputs) < len(procs) and not errors:
+        try:
+            rank, status, value = results.get(timeout=_POLL_S)
+        except queue.Empty:
+            dead = [r for r, p in enumerate(procs) if r not in outputs and p.exitcode is not None]
+            if dead:
+                codes = ", ".join(f"rank {r} (exit code {procs[r].exitcode})" for r in dead)
+                return outputs, errors, f"a rank died without a result: {codes}"
+            if time.monotonic() >= deadline:
+                missing = sorted(set(range(len(procs))) - set(outputs))
+                return outputs, errors, f"ranks {missing} did not finish within {timeout_s:g} s"
+            continue
+        if status == wanted:
+            outputs[rank] = value
+        elif status == "error":
+            errors.append(f"rank {rank} failed:\n{value}")
+    return outputs, errors, None
+
+
+def run_ranks_for_run(
+    fn: RankFn, *, world_size: int = 2, backend: str = "gloo", timeout_s: float = 120.0
+) -> list[Any]:
+    """`run_ranks`, but when the run hosts run-scoped workers (`accelkit test --passes N`,
+    accelkit.suite.run_scoped) the rank processes and their process group are started once
+    and kept for every pass of the run: each call runs `fn` once more inside the same group.
+    Without a host (a single pass, pytest run directly) and across nodes, it is `run_ranks`.
+    A failed call closes the group; the next call starts a new one."""
+    from accelkit.suite import multinode, run_scoped
+
+    if multinode.active() or not run_scoped.hosted():
+        return run_ranks(fn, world_size=world_size, backend=backend, timeout_s=timeout_s)
+    job = functools.partial(
+        _in_group, fn=fn, world_size=world_size, backend=backend, timeout_s=timeout_s
+    )
+    # One deadline for the whole call, starting the group included: a case's own timeout
+    # must not end the pass first (it would leave the worker busy for the next pass).
+    value: list[Any] = run_scoped.call(f"ranks-{backend}-{world_size}", job, timeout_s=timeout_s)
+    return value
+
+
+def _in_group(
+    state: dict[str, Any], *, fn: RankFn, world_size: int, backend: str, timeout_s: float
+) -> list[Any]:
+    """In the run-scoped worker: `fn` on the kept `RankGroup` (started on first use)."""
+    group = state.get("group")
+    if group is None:
+        group = state["group"] = RankGroup(world_size=world_size, backend=backend)
+    try:
+        return group.run(fn, timeout_s=timeout_s)
+    except BaseException:
+        state.pop("group").close()
+        raise
 
 
 # --------------------------------------------------------------------------------------

@@ -228,7 +228,11 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         raise ValueError("node 1 and up serve ranks: accelkit.suite.runner.serve")
     check_device(request)
     context = run_context(request)
-    with tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp, _nodes(request):
+    with (
+        tempfile.TemporaryDirectory(prefix="accelkit-run-") as tmp,
+        _nodes(request),
+        _run_workers(request),
+    ):
         # Absolute: pytest runs with the cases folder as its working directory.
         results_path = (request.json_path or Path(tmp) / "results.json").resolve()
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
@@ -327,6 +331,14 @@ def _nodes(request: RunRequest) -> Iterator[None]:
                 os.environ.pop(multinode.ENV, None)
             else:
                 os.environ[multinode.ENV] = previous
+
+
+def _run_workers(request: RunRequest) -> contextlib.AbstractContextManager[Any]:
+    """Several passes: host the perf cases' run-scoped workers (accelkit.suite.run_scoped)."""
+    from accelkit.suite import run_scoped
+
+    several = "perf" in request.suites and request.passes > 1
+    return run_scoped.hosting() if several else contextlib.nullcontext()
 
 
 def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:

@@ -280,8 +280,11 @@ class PerfContext:
     ) -> Timer:
         """A timer for `fn` on this device; `on_host`: work that runs on the host (the host
         canaries of `test_canary.py`), timed with the host clock on any device."""
-        device = None if self.spec.host_memory or on_host else self.device_type
-        return Timer(fn, args=args, arg_sets=arg_sets, device=device)
+        return Timer(fn, args=args, arg_sets=arg_sets, device=self.timer_device(on_host=on_host))
+
+    def timer_device(self, *, on_host: bool = False) -> str | None:
+        """The `Timer` device of this run's timers: None for the host clock."""
+        return None if self.spec.host_memory or on_host else self.device_type
 
     def measure(
         self,

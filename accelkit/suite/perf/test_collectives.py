@@ -1,6 +1,8 @@
 """all_reduce bus bandwidth across message sizes, with 2 ranks.
 
-Timing happens inside the rank processes; each sample is the slowest rank's time. Bus
+Timing happens inside the rank processes; each sample is the slowest rank's time. With
+several measurement passes the rank processes and their process group are started once
+per run and every pass measures inside them (`run_ranks_for_run`). Bus
 bandwidth follows nccl-tests: busbw = 2 x (n - 1) / n x bytes / time, comparable across
 rank counts. CPU: gloo over loopback (2 processes on one host). Accelerators: the
 device's collective backend, when at least 2 devices are visible.
@@ -14,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from accelkit.suite.distributed import run_ranks
+from accelkit.suite.distributed import run_ranks_for_run
 from accelkit.suite.perf.collectives import all_reduce_rank, calls_per_sample
 from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import Measurement
@@ -55,7 +57,7 @@ def test_all_reduce(
         samples=perf.tier.timing.min_samples,
         threads=perf.threads,
     )
-    per_rank = run_ranks(rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0)
+    per_rank = run_ranks_for_run(rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0)
     factor = 2.0 * (WORLD_SIZE - 1) / WORLD_SIZE
     for nbytes, samples in per_rank[0].items():
         measurement = Measurement(
