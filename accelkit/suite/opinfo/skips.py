@@ -308,4 +308,29 @@ COMPILE_SKIPS = skips_by_key(
         )
         for op in ("equal", "allclose")
     ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Attempted to wrap sparse Tensor (dynamo does not trace sparse "
+                "tensors: the samples pass sparse inputs)"
+            ),
+        )
+        for op in ("sparse.sampled_addmm", "sparse.mm.reduce")
+    ),
+    KnownSkip(
+        op="nn.functional.ctc_loss",
+        reason=(
+            "Unsupported: Dynamic shape operator (the CTC forward's intermediate, log_alpha, "
+            "is sized by the largest target length, a value of the input tensors)"
+        ),
+    ),
+    KnownSkip(
+        op="to_sparse",
+        reason=(
+            "Unsupported: Operator does not support running with fake tensors (dynamic); "
+            "Unsupported: Attempted to wrap sparse Tensor with VariableTracker (static): the "
+            "output is a sparse tensor, which dynamo does not trace"
+        ),
+    ),
 )
