@@ -289,7 +289,8 @@ DEVICE_ONLY: tuple[DeviceOnly, ...] = (
 # Found on the CPU (torch 2.14.1) by compiling each op's float32 samples as its compiled case
 # does (dynamic shapes, then static), with fullgraph=True: each reason is the error's first
 # line, for both attempts. Keyed like KNOWN_SKIPS; dtype None: dynamo refuses the op itself,
-# whatever the dtype. Not yet every op: the ops checked and how are in docs/design.md.
+# whatever the dtype. Not yet every op: which ops were checked, and how, is in docs/design.md
+# ("Compiled OpInfo").
 COMPILE_SKIPS = skips_by_key(
     KnownSkip(
         op="item",
