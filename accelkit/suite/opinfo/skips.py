@@ -333,6 +333,16 @@ COMPILE_SKIPS = skips_by_key(
             "depending on the rank the driver finds, a value of the input tensors)"
         ),
     ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Unsupported method call (dynamo refuses a Tensor method that "
+                "torch's randomized low-rank SVD calls; fullgraph=True allows no graph break)"
+            ),
+        )
+        for op in ("svd_lowrank", "pca_lowrank")
+    ),
     KnownSkip(
         op="to_sparse",
         reason=(
