@@ -313,6 +313,16 @@ COMPILE_SKIPS = skips_by_key(
         KnownSkip(
             op=op,
             reason=(
+                "Unsupported: Data dependent operator (dynamo: cov, which corrcoef calls, "
+                "branches on values of its input tensors; fullgraph=True refuses the break)"
+            ),
+        )
+        for op in ("cov", "corrcoef")
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
                 "Unsupported: Attempted to wrap sparse Tensor (dynamo does not trace sparse "
                 "tensors: the samples pass sparse inputs)"
             ),
