@@ -172,6 +172,8 @@ class _LiveDisplay:
 def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     from rich.table import Table
 
+    from accelkit.suite.outcome import compile_skips
+
     results = outcome.results
     table = Table(title=f"accelkit test --device {request.device}", title_justify="left")
     table.add_column("suite")
@@ -191,6 +193,15 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
         )
     if len(bad) > 50:
         console.print(f"  ... and {len(bad) - 50} more (see the results file)")
+    cannot_compile = compile_skips(results)
+    if cannot_compile:
+        ops = sorted({cid.split("/")[2] for cid in cannot_compile if cid.count("/") > 2})
+        console.print(
+            f"{len(cannot_compile)} compiled OpInfo cases skipped, their ops cannot compile "
+            f"under Inductor (COMPILE_SKIPS): {', '.join(ops)}",
+            markup=False,
+            highlight=False,
+        )
     verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
     console.print(f"{verdict}: {len(results.cases)} cases in {wall_s:.1f} s", highlight=False)
     for label, path in (("results", request.json_path), ("junit", request.junit_path)):

@@ -12,6 +12,11 @@ from accelkit.errors import ExitCode
 NO_TESTS = 5
 """pytest's exit status when nothing was selected."""
 
+COMPILE_SKIP_PREFIX = "cannot compile: "
+"""How the message of a compiled OpInfo case begins when its op is a known compile failure
+(`opinfo.skips.COMPILE_SKIPS`, written out in `opinfo.compiled`, which a reproducer carries
+alone; tests/test_compile_skips.py checks the two agree)."""
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -31,3 +36,12 @@ def exit_code(results: Any, pytest_exit: int) -> ExitCode:
     if pytest_exit not in (0, NO_TESTS):
         return ExitCode.FAILED
     return ExitCode.OK
+
+
+def compile_skips(results: Any) -> list[str]:
+    """The ids of the cases skipped because their op cannot compile (COMPILE_SKIP_PREFIX)."""
+    return [
+        case.id
+        for case in results.cases
+        if case.status == "skipped" and (case.message or "").startswith(COMPILE_SKIP_PREFIX)
+    ]

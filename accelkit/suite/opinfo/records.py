@@ -117,6 +117,10 @@ class SampleTerms(CaseRule):
 
     factor: float
     terms: TermsFunction
+    own_units: bool = False
+    """The terms are in the answer's own units, which the inputs' and outputs' are not (the
+    gradient of an op invariant under scaling its input is in units of 1 / x): the normwise
+    bounds then take the reference answer's magnitude and these terms only."""
 
 
 @dataclass(frozen=True, kw_only=True)

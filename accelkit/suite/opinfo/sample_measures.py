@@ -219,6 +219,46 @@ def corrcoef_condition(op: Any, ref: Any) -> float:
     return variance_condition(ref.input, (-1,))
 
 
+def corrcoef_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """The magnitude, in the gradient's own units (1 / x: corrcoef is invariant under scaling
+    a row), of the terms corrcoef's backward rounds, times the variances' condition.
+
+    With s_i row i's standard deviation over n observations, d/dx_ik of r_ij = c_ij /
+    sqrt(c_ii c_jj) is (x_jk - mean_j) / ((n - 1) s_i s_j) - r_ij (x_ik - mean_i) /
+    ((n - 1) s_i^2): two terms, each at most 1 / (sqrt(n - 1) s_i) (|x_k - mean| <=
+    sqrt(n - 1) s), weighted by W_ij and W_ji. So G = max_i 2 sum_j (|W_ij| + |W_ji|) /
+    (sqrt(n - 1) s_i), and each term carries the variance's relative error eps * kappa
+    (`corrcoef_condition`): kappa * G.
+
+    corrcoef clamps r to [-1, 1]: where |r_ij| is within 4 * eps * kappa of 1 (eps of the
+    weights' dtype, the case's) the answer may be clamped, and the clamp's backward drops
+    r_ij's whole contribution, |W_ij| * |dr_ij/dx| (measured from the float64 Jacobian):
+    that allowance A is added as A / (2 * eps) (the terms' bound is 2 * eps * terms)."""
+    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
+        return 0.0
+    x = _real64(ref.input)
+    rows = x.reshape(1, -1) if x.dim() < 2 else x
+    n = rows.shape[-1]
+    if n < 2:
+        return 0.0
+    w = weights[0].detach().to("cpu", torch.float64).abs().reshape(rows.shape[0], rows.shape[0])
+    s = rows.std(-1, correction=1)
+    g = 2 * (w.sum(0) + w.sum(1)) / (math.sqrt(n - 1) * s)
+    kappa = corrcoef_condition(op, ref)
+    terms = kappa * float(g.max())
+    eps = torch.finfo(weights[0].dtype).eps
+    with torch.no_grad():
+        r = torch.corrcoef(rows)
+    near = (1 - r.abs() <= 4 * eps * kappa) & ~torch.eye(rows.shape[0], dtype=torch.bool)
+    if bool(near.any()):
+        jacobian = torch.autograd.functional.jacobian(  # type: ignore[no-untyped-call]
+            torch.corrcoef, rows
+        )
+        dropped = (w * near).reshape(*w.shape, 1, 1) * jacobian.abs()
+        terms += float(dropped.sum((0, 1)).max()) / (2 * eps)
+    return terms
+
+
 def _rows_norm(x: torch.Tensor) -> float:
     return float(_real64(x).norm(dim=-1).max()) if x.numel() else 0.0
 

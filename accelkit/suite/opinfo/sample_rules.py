@@ -66,6 +66,8 @@ def sample_rules(
             rules = dataclasses.replace(rules, input_terms=tuple(terms.factor * t for t in found))
         else:
             rules = dataclasses.replace(rules, terms=terms.factor * found)
+        if terms.own_units:
+            rules = dataclasses.replace(rules, own_units=True)
     condition = entry_for(SAMPLE_CONDITION, op_name, dtype) or linalg_condition(op_name)
     if condition is not None:
         kind, factor = condition.kind, condition.factor

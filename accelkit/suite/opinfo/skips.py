@@ -286,5 +286,79 @@ DEVICE_ONLY: tuple[DeviceOnly, ...] = (
 
 # Ops whose samples torch.compile(backend="inductor", fullgraph=True) cannot compile (the
 # compiled cases, `compiled.py`): the reason is the skip message, prefixed "cannot compile".
-# Found by the full compiled breadth on the CPU (torch 2.14.1); keyed like KNOWN_SKIPS.
-COMPILE_SKIPS = skips_by_key()
+# Found on the CPU (torch 2.14.1) by compiling each op's float32 samples as its compiled case
+# does (dynamic shapes, then static), with fullgraph=True: each reason is the error's first
+# line, for both attempts. Keyed like KNOWN_SKIPS; dtype None: dynamo refuses the op itself,
+# whatever the dtype. Not yet every op: which ops were checked, and how, is in docs/design.md
+# ("Compiled OpInfo").
+COMPILE_SKIPS = skips_by_key(
+    KnownSkip(
+        op="item",
+        reason=(
+            "Unsupported: Unsupported method call (dynamo: Tensor.item() returns a Python "
+            "number, a graph break without capture_scalar_outputs; fullgraph=True refuses it)"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Data dependent operator (dynamo: the op returns a Python bool "
+                "computed from the tensors' values, a graph break; fullgraph=True refuses it)"
+            ),
+        )
+        for op in ("equal", "allclose")
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Data dependent operator (dynamo: cov, which corrcoef calls, "
+                "branches on values of its input tensors; fullgraph=True refuses the break)"
+            ),
+        )
+        for op in ("cov", "corrcoef")
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Attempted to wrap sparse Tensor (dynamo does not trace sparse "
+                "tensors: the samples pass sparse inputs)"
+            ),
+        )
+        for op in ("sparse.sampled_addmm", "sparse.mm.reduce")
+    ),
+    KnownSkip(
+        op="nn.functional.ctc_loss",
+        reason=(
+            "Unsupported: Dynamic shape operator (the CTC forward's intermediate, log_alpha, "
+            "is sized by the largest target length, a value of the input tensors)"
+        ),
+    ),
+    KnownSkip(
+        op="linalg.lstsq",
+        reason=(
+            "Unsupported: Dynamic shape operator (lstsq's residuals are empty or not "
+            "depending on the rank the driver finds, a value of the input tensors)"
+        ),
+    ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Unsupported method call (dynamo refuses a Tensor method that "
+                "torch's randomized low-rank SVD calls; fullgraph=True allows no graph break)"
+            ),
+        )
+        for op in ("svd_lowrank", "pca_lowrank")
+    ),
+    KnownSkip(
+        op="to_sparse",
+        reason=(
+            "Unsupported: Operator does not support running with fake tensors (dynamic); "
+            "Unsupported: Attempted to wrap sparse Tensor with VariableTracker (static): the "
+            "output is a sparse tensor, which dynamo does not trace"
+        ),
+    ),
+)

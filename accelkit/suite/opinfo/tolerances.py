@@ -80,6 +80,9 @@ class Rules:
     the reference's range over the inputs' rounding): no normwise atol.
     device_type: the torch device type the answer ran on; kind: "forward", "grad" or
     "compiled" (which of op_db's toleranceOverrides apply, `overrides`).
+    own_units: the answer is in units of its own (SampleTerms.own_units): the sample's
+    input and output magnitudes do not bound its error; only the reference answer's
+    magnitude and `terms` do.
     """
 
     inputs_dtype: torch.dtype | None = None
@@ -92,6 +95,7 @@ class Rules:
     elementwise: bool = False
     device_type: str = "cpu"
     kind: str = "forward"
+    own_units: bool = False
 
 
 NO_RULES = Rules()
@@ -115,8 +119,10 @@ def case_tolerance(
 
     `op_name` is the case's ("op" or "op/grad"), `reference` the reference's value of the
     output, `magnitude` the largest magnitude among the sample's inputs (and, for a gradient,
-    the outputs)."""
+    the outputs; not used where `rules.own_units`)."""
     rules = rules if rules is not None else NO_RULES
+    if rules.own_units:
+        magnitude = 0.0
     bound = least_precise(case_dtype, out_dtype, *([inputs_dtype] if inputs_dtype else []))
     scale_entry = entry_for(TOLERANCE_SCALE, op_name, case_dtype)
     scale = scale_entry.factor if scale_entry is not None else 1.0

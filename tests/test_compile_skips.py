@@ -1,0 +1,99 @@
+"""The compiled OpInfo cases' known compile failures (`opinfo.skips.COMPILE_SKIPS`): each
+names an op that exists in op_db, with the compile error as its reason; a listed case is
+skipped with "cannot compile: <reason>", and the run summary counts those skips and names
+their ops.
+
+op_db is imported in a subprocess only (tests/test_probe.py must see it unimported).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from accelkit.cli.test import _summary
+from accelkit.suite import outcome
+from accelkit.suite.opinfo import compiled, skips
+from tests.factories import case, results
+from tests.helpers import REPO
+
+
+def test_the_skip_prefix_is_the_one_the_summary_counts() -> None:
+    assert compiled.COMPILE_SKIP_PREFIX == outcome.COMPILE_SKIP_PREFIX
+
+
+def test_entries_are_forward_skips_with_the_compile_error() -> None:
+    assert skips.COMPILE_SKIPS, "the full compiled breadth found ops that cannot compile"
+    for key, skip in skips.COMPILE_SKIPS.items():
+        assert skip.kind in (None, "forward"), key  # compiled cases are forward only
+        assert len(skip.reason) > 30, key
+        assert not skip.quick_still_checked, key
+
+
+CHECK = """
+import json
+import torch
+from accelkit.suite.opinfo import compiled, op_db, skips
+from accelkit.suite.opinfo.planning import OpinfoCase
+names = op_db.op_db_by_name()
+problems = []
+for (op, dtype, kind), skip in skips.COMPILE_SKIPS.items():
+    if op not in names:
+        problems.append(f"{op}: not in op_db")
+        continue
+    if dtype is not None and dtype not in op_db.DTYPES:
+        problems.append(f"{op}: unknown dtype {dtype}")
+        continue
+    case = OpinfoCase(op, dtype or "float32")
+    reason = compiled.compiled_skip_reason(names[op], case, "cpu", "full")
+    if reason != compiled.COMPILE_SKIP_PREFIX + skip.reason:
+        problems.append(f"{op}/{dtype}: skipped as {reason!r}")
+print(json.dumps(problems))
+"""
+
+
+def test_every_listed_op_is_in_op_db_and_its_case_is_skipped_with_the_reason() -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=240,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_run_summary_counts_the_compile_skips_and_names_their_ops() -> None:
+    run = results(
+        [
+            case("conformance/opinfo_compiled/abs/float32"),
+            case(
+                "conformance/opinfo_compiled/unique/float32",
+                "skipped",
+                message="cannot compile: Unsupported: dynamic shape operator",
+            ),
+            case(
+                "conformance/opinfo_compiled/unique/float64",
+                "skipped",
+                message="cannot compile: Unsupported: dynamic shape operator",
+            ),
+            case("conformance/opinfo/bernoulli/float32", "skipped", message="random draws"),
+        ]
+    )
+    assert outcome.compile_skips(run) == [
+        "conformance/opinfo_compiled/unique/float32",
+        "conformance/opinfo_compiled/unique/float64",
+    ]
+    console = Console(record=True, width=200)
+    done = SimpleNamespace(results=run, exit_code=0, log_path=None)
+    request = SimpleNamespace(device="cpu", json_path=None, junit_path=None)
+    _summary(console, done, 1.0, request)
+    text = console.export_text()
+    assert "2 compiled OpInfo cases skipped, their ops cannot compile under Inductor" in text
+    assert "(COMPILE_SKIPS): unique" in text
