@@ -32,7 +32,9 @@ def repro_command(
     ],
     out: Annotated[
         Path,
-        typer.Option("--out", metavar="DIR", help="Write the reproducer into this folder."),
+        typer.Option(
+            "--out", metavar="DIR", help="Write the reproducer into this folder (made if missing)."
+        ),
     ] = Path("."),
     run: Annotated[
         bool,
@@ -83,7 +85,7 @@ def repro_command(
     from accelkit.errors import BadInput
     from accelkit.triage.repro import plan_repro, run_repro, write_repro
 
-    if not out.is_dir():
+    if out.exists() and not out.is_dir():
         raise BadInput(f"--out {out}: not a directory")
     if passes < 1:
         raise BadInput(f"--passes: must be >= 1, got {passes}")
@@ -103,6 +105,10 @@ def repro_command(
 
         base_case = baseline_case(load_results(baseline), case)
     plan = plan_repro(source, case)
+    try:  # made only once the case is known to be reproducible: bad input leaves nothing
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BadInput(f"--out {out}: cannot make the folder ({err.strerror})") from None
     path = write_repro(plan, out)
     data = {**plan.to_json_dict(), "script": str(path), "command": f"python {path}"}
     if not run:

@@ -259,8 +259,27 @@ def test_missing_results_file_and_output_folder_are_one_line_errors(tmp_path: Pa
     proc = run_cli("repro", "x", "--from", str(tmp_path / "nope.json"))
     assert_one_line_error(proc, 2, "no such file")
     path = _results_file(tmp_path, case("conformance/ops/exp/float32", "failed", repro=_record()))
-    proc = run_cli("repro", "conformance/ops/exp/float32", "--from", str(path), "--out", "/nope")
-    assert_one_line_error(proc, 2, "--out /nope: not a directory")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    proc = run_cli(
+        "repro", "conformance/ops/exp/float32", "--from", str(path), "--out", str(a_file)
+    )
+    assert_one_line_error(proc, 2, f"--out {a_file}: not a directory")
+    under_a_file = a_file / "sub"
+    proc = run_cli(
+        "repro", "conformance/ops/exp/float32", "--from", str(path), "--out", str(under_a_file)
+    )
+    assert_one_line_error(proc, 2, f"--out {under_a_file}: cannot make the folder")
+
+
+def test_out_is_made_when_missing(tmp_path: Path) -> None:
+    path = _results_file(tmp_path, case("conformance/ops/exp/float32", "failed", repro=_record()))
+    out = tmp_path / "new" / "folder"
+    proc = run_cli(
+        "repro", "conformance/ops/exp/float32", "--from", str(path), "--out", str(out), "--no-run"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert [p.name for p in out.iterdir()] == [proc.stdout.split("/")[-1].strip()]
 
 
 # --------------------------------------------------------------------------------------
