@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from accelkit.errors import BadInput
-from accelkit.results.model import Case, Results
+from accelkit.results.model import Case, Metric, Results
 from accelkit.triage.perf_replay import MEASURED_PREFIX
 
 
@@ -41,17 +41,7 @@ class MetricVerdict:
     recorded_ratio: float | None
 
     def to_json_dict(self) -> dict[str, Any]:
-        return {
-            "metric": self.metric,
-            "unit": self.unit,
-            "verdict": self.verdict,
-            "reason": self.reason,
-            "ratio": self.ratio,
-            "ci": list(self.ci) if self.ci is not None else None,
-            "runs": self.runs,
-            "recorded_verdict": self.recorded_verdict,
-            "recorded_ratio": self.recorded_ratio,
-        }
+        return {**asdict(self), "ci": list(self.ci) if self.ci is not None else None}
 
 
 def baseline_case(baseline: Results, case_id: str, flag: str = "--baseline") -> Case:
@@ -80,6 +70,22 @@ def _groups(samples: Sequence[float], groups: Sequence[int] | None) -> Sequence[
     return list(groups) if groups is not None and len(groups) == len(samples) else None
 
 
+def _judge(
+    base: Metric, samples: Sequence[float], groups: Sequence[int] | None, threshold: float
+) -> Any:
+    """compare_samples of `samples` (grouped by `groups` where they fit) against `base`."""
+    from accelkit.results import stats
+
+    return stats.compare_samples(
+        base.samples,
+        samples,
+        higher_is_better=base.higher_is_better,
+        threshold=threshold,
+        base_groups=_groups(base.samples, base.sample_groups),
+        new_groups=_groups(samples, groups),
+    )
+
+
 def against_baseline(
     baseline: Case,
     recorded: Case | None,
@@ -88,7 +94,6 @@ def against_baseline(
     threshold: float,
 ) -> list[MetricVerdict]:
     """Each metric the baseline and the runs both have, judged (module doc)."""
-    from accelkit.results import stats
 
     found: list[MetricVerdict] = []
     for name, base in baseline.metrics.items():
@@ -100,26 +105,13 @@ def against_baseline(
             groups += [index] * len(values)
         if not samples or not base.samples:
             continue
-        base_groups = _groups(base.samples, base.sample_groups)
-        here = stats.compare_samples(
-            base.samples,
-            samples,
-            higher_is_better=base.higher_is_better,
-            threshold=threshold,
-            base_groups=base_groups,
-            new_groups=groups,
-        )
-        then = None
+        here = _judge(base, samples, groups, threshold)
         mine = recorded.metrics.get(name) if recorded is not None else None
-        if mine is not None and mine.samples:
-            then = stats.compare_samples(
-                base.samples,
-                mine.samples,
-                higher_is_better=base.higher_is_better,
-                threshold=threshold,
-                base_groups=base_groups,
-                new_groups=_groups(mine.samples, mine.sample_groups),
-            )
+        then = (
+            _judge(base, mine.samples, mine.sample_groups, threshold)
+            if (mine is not None and mine.samples)
+            else None
+        )
         found.append(
             MetricVerdict(
                 metric=name,
