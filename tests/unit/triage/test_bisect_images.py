@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from accelkit.errors import BadInput
+from accelkit.setup.request import SetupRequest
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, bisect
 from accelkit.triage.builds import CaseJudge, ImageInstaller
 from tests.factories import case, results
@@ -38,7 +39,10 @@ class FakeSetup:
     def __call__(self, argv: Sequence[str]) -> tuple[int, str, str]:
         self.calls.append(list(argv))
         assert argv[:2] == ["setup", "cpu"] and argv[-1] == "--json", argv
-        wheel = Path(argv[argv.index("--torch-wheel") + 1])
+        # As strict as the real command: its own parser (BadInput on what it refuses).
+        request = SetupRequest.from_argv(argv[1:-1])
+        assert request.torch_wheel is not None, argv
+        wheel = request.torch_wheel
         if wheel.name in self.broken:
             return 1, "", "| installing torch\naccelkit: error: the image's torch does not import"
         version = wheel.name.split("-")[1]
