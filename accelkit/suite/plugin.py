@@ -261,7 +261,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
     path = config.getoption("--accelkit-expectations", default=None)
     backend = str(config.getoption("--accelkit-device"))
-    known = load_expectations(backend, Path(path) if path else None)
+    breadth = str(config.getoption("--accelkit-breadth"))
+    known = load_expectations(backend, Path(path) if path else None, breadth)
     if not known:
         return
     for item in items:

@@ -248,3 +248,30 @@ def test_expectations_turn_known_failures_into_xfail_and_report_unexpected_passe
     unexpected = by_id["conformance/statuses/passes"]
     assert (unexpected.status, unexpected.unexpected_pass) == ("passed", True)
     assert "unexpected pass" in unexpected.message
+
+
+def test_a_full_only_expectation_applies_to_full_runs_only(tmp_path: Path) -> None:
+    expectations = tmp_path / "expectations.yaml"
+    expectations.write_text(
+        "".join(
+            f"- id: conformance/statuses/{name}\n  reason: only at full breadth\n"
+            "  breadth: full\n"
+            for name in ("fails", "passes")
+        )
+    )
+    select = ("-k", "passes or fails", "--expectations", str(expectations))
+    for breadth in ("quick", "full"):
+        results = tmp_path / f"{breadth}.json"
+        proc = run_cli(
+            *TEST_FIXTURE_CASES, *select, "--breadth", breadth, "--json", str(results)
+        )
+        by_id = {case.id: case for case in load_results(results).cases}
+        fails, passes = by_id["conformance/statuses/fails"], by_id["conformance/statuses/passes"]
+        if breadth == "quick":  # the entries do not apply: a plain failure, a plain pass
+            assert proc.returncode == 1, proc.stdout + proc.stderr
+            assert (fails.status, bool(fails.known_failure)) == ("failed", False)
+            assert (passes.status, bool(passes.unexpected_pass)) == ("passed", False)
+        else:
+            assert proc.returncode == 0, proc.stdout + proc.stderr
+            assert (fails.status, fails.known_failure) == ("skipped", True)
+            assert (passes.status, passes.unexpected_pass) == ("passed", True)

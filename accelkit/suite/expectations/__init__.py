@@ -1,9 +1,14 @@
 """Known failures per backend: `<backend>.yaml` beside this module.
 
-Each file is a YAML list of `{id, reason, link}`. A listed case that fails is reported as a
-known failure (status skipped, `known_failure: true`), not a failure; one that passes is
-reported as an unexpected pass so the list shrinks. Entries name single cases: no globs,
-no prefixes, so no list can hide a whole feature.
+Each file is a YAML list of `{id, reason, link, breadth}`. A listed case that fails is
+reported as a known failure (status skipped, `known_failure: true`), not a failure; one that
+passes is reported as an unexpected pass so the list shrinks. Entries name single cases: no
+globs, no prefixes, so no list can hide a whole feature.
+
+`breadth` (optional: "quick" or "full") limits an entry to runs of that `--breadth`: a case
+whose failing sample only the full breadth runs (the quick breadth runs the first few samples
+of a case) is listed with `breadth: full`, so that a quick run, where it passes, does not
+report an unexpected pass. Runs of another breadth ignore the entry.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from typing import Any
 from accelkit.errors import ConfigError
 
 BUNDLED = Path(__file__).resolve().parent
-_KEYS = {"id", "reason", "link"}
+_KEYS = {"id", "reason", "link", "breadth"}
+# The values of `accelkit test --breadth` (request.Breadth; this module imports no torch and
+# nothing of the suite, so they are spelled here; tests/unit/suite/test_expectations.py checks
+# that the two agree).
+BREADTHS = ("quick", "full")
 _ID = re.compile(r"^(conformance|perf)/[A-Za-z0-9_.\-]+(/[A-Za-z0-9_.\-\[\]]+)+$")
 _LINK = re.compile(r"^https://\S+$")
 
@@ -26,13 +35,23 @@ class Expectation:
     id: str
     reason: str
     link: str = ""
+    breadth: str | None = None
+    """The only `--breadth` whose runs the entry applies to (None: every run)."""
+
+    def applies_to(self, breadth: str | None) -> bool:
+        """Whether a run of `breadth` (None: any) expects this failure."""
+        return breadth is None or self.breadth is None or self.breadth == breadth
 
     def describe(self) -> str:
         return f"{self.reason} ({self.link})" if self.link else self.reason
 
 
-def load_expectations(backend: str, path: Path | None = None) -> dict[str, Expectation]:
-    """The known failures of `backend`: from `path`, else the bundled file (if any)."""
+def load_expectations(
+    backend: str, path: Path | None = None, breadth: str | None = None
+) -> dict[str, Expectation]:
+    """The known failures of `backend`: from `path`, else the bundled file (if any). With
+    `breadth`, only the entries that apply to a run of that breadth (`Expectation.breadth`);
+    every entry is validated either way."""
     import yaml
 
     source = path if path is not None else BUNDLED / f"{backend}.yaml"
@@ -66,7 +85,7 @@ def load_expectations(backend: str, path: Path | None = None) -> dict[str, Expec
         if entry.id in out:
             raise ConfigError(f"{entry.id} is listed twice", path=str(source), line=line)
         out[entry.id] = entry
-    return out
+    return {k: v for k, v in out.items() if v.applies_to(breadth)}
 
 
 def _entry(node: Any, source: str, line: int) -> Expectation:
@@ -103,4 +122,16 @@ def _entry(node: Any, source: str, line: int) -> Expectation:
         raise ConfigError(
             f"link {fields['link']!r} must be an https:// URL", path=source, line=line
         )
-    return Expectation(id=fields["id"], reason=fields["reason"], link=fields.get("link", ""))
+    if "breadth" in fields and fields["breadth"] not in BREADTHS:
+        raise ConfigError(
+            f"{fields['id']}: breadth {fields['breadth']!r} must be one of "
+            f"{', '.join(BREADTHS)} (or left out: every run)",
+            path=source,
+            line=line,
+        )
+    return Expectation(
+        id=fields["id"],
+        reason=fields["reason"],
+        link=fields.get("link", ""),
+        breadth=fields.get("breadth"),
+    )
