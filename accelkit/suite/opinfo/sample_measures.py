@@ -464,3 +464,143 @@ def instance_norm_condition(op: Any, ref: Any) -> float:
         return 1.0
     eps = float(ref.kwargs.get("eps", 1e-5))
     return variance_condition(x, tuple(range(2, x.dim())), eps)
+
+
+def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """Per input that needs a gradient, the largest sum of term magnitudes in its gradient
+    for a multilinear op (a convolution): the reference gradient with every floating input
+    and the outputs' weights taken in magnitude (|Re| + |Im| for complex), so each gradient
+    element is the sum of |x| |w| over the products it accumulates (a weight's gradient
+    sums x * dy over every output position)."""
+    if weights is None:
+        return []
+
+    def absolute(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
+            magnitude = _real64(x)
+            magnitude = (
+                magnitude.real.abs() + magnitude.imag.abs() if x.is_complex() else (magnitude.abs())
+            )
+            return magnitude.requires_grad_(x.requires_grad)
+        return x
+
+    inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
+    inputs = differentiable((inp, args, kwargs))
+    outputs = differentiable(op(inp, *args, **kwargs))
+    if not inputs or len(outputs) != len(weights):
+        return []
+    grads = torch.autograd.grad(
+        outputs,
+        inputs,
+        [absolute(w).to(o.dtype) for w, o in zip(weights, outputs, strict=True)],
+        allow_unused=True,
+    )
+    return [0.0 if g is None else max_magnitude(g) for g in grads]
+
+
+def layer_norm_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """The terms layer_norm's backward rounds, per input that needs a gradient (input,
+    weight, bias). The input's gradient is a * w * dy + b * x + c with a = rstd and c
+    containing -rstd * mean(w * dy): terms of rstd * |w * dy|, which cancel (to 0 where the
+    group has one element) and exceed every input and output where var << 1 (rstd =
+    1 / sqrt(var + eps) is 316 for a constant group); the weight's sums dy * (x * rstd -
+    mean * rstd) over the batch, terms |dy| (|x| + |mean|) rstd. The bias's sums dy only."""
+    if weights is None:
+        return []
+    x = _real64(ref.input)
+    shape = tuple(argument(ref, 0, "normalized_shape", ()))
+    weight = argument(ref, 1, "weight", None)
+    bias = argument(ref, 2, "bias", None)
+    eps = float(argument(ref, 3, "eps", 1e-5))
+    dims = tuple(range(x.dim() - len(shape), x.dim()))
+    if x.numel() == 0 or not dims:
+        return [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
+    mean = x.mean(dims, keepdim=True)
+    rstd = ((x - mean).pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    dy = _real64(weights[0]).abs()
+    w = _real64(weight).abs() if isinstance(weight, torch.Tensor) else torch.ones(())
+    w_dy = w * dy
+    input_terms = rstd * (w_dy + w_dy.mean(dims, keepdim=True))
+    batch = tuple(range(x.dim() - len(shape)))
+    weight_terms = (
+        (dy * (x.abs() + mean.abs()) * rstd).sum(batch)
+        if batch
+        else dy * (x.abs() + mean.abs()) * rstd
+    )
+    terms = {id(ref.input): max_magnitude(input_terms)}
+    if isinstance(weight, torch.Tensor):
+        terms[id(weight)] = max_magnitude(weight_terms)
+    if isinstance(bias, torch.Tensor):
+        terms[id(bias)] = 0.0
+    return [terms.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
+
+
+def lower_hermitian_condition(op: Any, ref: Any) -> float:
+    """n * cond_2 of the Hermitian matrix that linalg.pinv(hermitian=True) inverts (the
+    largest over the batch): it reads only the lower triangle (eigh), and OpInfo's forward
+    samples are not Hermitian, so the input's own condition says nothing of it (2.25 for a
+    sample whose lower triangle has 470, measured)."""
+    a = _real64(ref.input)
+    if a.numel() == 0:
+        return 1.0
+    low = a.tril(-1)
+    hermitian = low + low.mH + torch.diag_embed(a.diagonal(0, -2, -1).real.to(a.dtype))
+    values = torch.linalg.eigvalsh(hermitian).abs()
+    low_value, high = values.amin(-1), values.amax(-1)
+    kappa = torch.where(low_value > 0, high / low_value, torch.where(high > 0, math.inf, 1.0))
+    return a.shape[-1] * float(kappa.max())
+
+
+def svd_gradient_condition(op: Any, ref: Any) -> float:
+    """n * max(kappa_2 ** 2, sigma_max / gap) of the input (the largest over the batch), gap
+    the smallest distance between two of its singular values. The singular vectors move by
+    eps * ||A|| / gap under a backward-stable SVD's perturbation, and the backward divides by
+    sigma_j ** 2 - sigma_i ** 2, whose rounding is relative to sigma_max ** 2: the gradient's
+    normwise error grows with sigma_max / gap, which kappa (OpInfo's samples have singular
+    values 1.5, 1.25, 1.17, 0.8, 0.67: kappa 2.25, sigma_max / gap 18) does not see. Times
+    `_phase_condition` where the gradient flows through complex singular vectors' magnitudes."""
+    a = _real64(ref.input)
+    if a.dim() < 2 or a.numel() == 0:
+        return 1.0
+    values = torch.linalg.svdvals(a)
+    low, high = values.amin(-1), values.amax(-1)
+    kappa = torch.where(low > 0, high / low, torch.where(high > 0, math.inf, 1.0))
+    k = values.shape[-1]
+    if k > 1:
+        distances = (values.unsqueeze(-1) - values.unsqueeze(-2)).abs()
+        distances = distances + torch.diag_embed(torch.full_like(values, math.inf))
+        gap = distances.amin((-1, -2))
+        spread = torch.where(gap > 0, high / gap, math.inf)
+    else:
+        spread = torch.zeros_like(high)
+    condition = max(a.shape[-2:]) * float(torch.maximum(kappa**2, spread).max())
+    return condition * _phase_condition(a, ref.output_process_fn_grad)
+
+
+# OpInfo's SVD samples whose output_process_fn_grad returns the magnitudes of U (fn_U) or of
+# Vh (fn_Vh): which of (U, S, Vh) it takes |.| of.
+_MAGNITUDE_OUTPUTS = {"fn_U": 0, "fn_Vh": 2}
+
+
+def _phase_condition(a: torch.Tensor, process: Any) -> float:
+    """1 / the smallest magnitude of a complex singular vector's entries where the sample's
+    gradient flows through their magnitudes (OpInfo's fn_U, fn_Vh), else 1: the backward of
+    |z| is the phase z / |z|, which an error d in z moves by d / |z| (1 / 0.037 for a Vh of
+    the samples)."""
+    which = _MAGNITUDE_OUTPUTS.get(getattr(process, "__name__", ""))
+    if which is None or not a.is_complex():
+        return 1.0
+    factors = torch.linalg.svd(a, full_matrices=False)
+    smallest = float(factors[which].abs().min())
+    return 1.0 / smallest if smallest > 0 else math.inf
+
+
+def exp_norm_condition(op: Any, ref: Any) -> float:
+    """max(1, ||A||_2) of the input (the largest over the batch): the condition of the
+    matrix exponential is at least ||A|| (Higham, Functions of Matrices, 10.2; equal for
+    normal A), and scaling and squaring carries rounding errors of eps * ||A|| into exp(A)
+    and its Frechet derivative, the backward."""
+    a = _real64(ref.input)
+    if a.numel() == 0:
+        return 1.0
+    return max(1.0, float(torch.linalg.matrix_norm(a, 2).max()))

@@ -12,6 +12,9 @@ The functions they name (`sample_measures`) compute each bound from the float64 
 sample, so only the samples that need it are widened; `sample_rules` and `running` apply
 them. Entries are keyed like `scales`' (see `records.case_keys`); factors were measured on
 the CPU over 8 seeds and leave about 3x headroom over the worst error seen.
+
+Longer than 600 lines because each rule carries its reason and what was measured, and the
+tables read best side by side.
 """
 
 from __future__ import annotations
@@ -122,6 +125,49 @@ SAMPLE_TERMS = by_key(
             "0.004; up to 0.67 NORMWISE_EPS * eps * terms in float32 and bfloat16)"
         ),
     ),
+    *(
+        SampleTerms(
+            op=op,
+            dtype="float32",
+            grad=grad,
+            factor=1.0,
+            terms=measure.absolute_grad_terms if grad else measure.absolute_terms,
+            reason=(
+                "a convolution accumulates K products per output (C_in / groups * kernel "
+                "volume; a weight's gradient sums x * dy over every output position) whose "
+                "magnitudes exceed every input and output: a conv3d output of 16 sums 81 "
+                "terms of total magnitude 1657 (5.4e-5 absolute measured, 0.28 of this "
+                "bound; a normwise bound at the output's 63 allowed 1.5e-5), a weight "
+                "gradient 1320 (0.13)"
+            ),
+        )
+        for op in (
+            "nn.functional.conv1d",
+            "nn.functional.conv2d",
+            "nn.functional.conv3d",
+            "nn.functional.conv_transpose1d",
+            "nn.functional.conv_transpose2d",
+            "nn.functional.conv_transpose3d",
+        )
+        for grad in (False, True)
+    ),
+    *(
+        SampleTerms(
+            op=op,
+            dtype="float32",
+            grad=True,
+            factor=1.0,
+            terms=measure.layer_norm_terms,
+            reason=(
+                "the input's gradient rstd * w * dy + b * x + c cancels terms of rstd * "
+                "|w * dy|, and rstd = 1 / sqrt(var + eps) is 316 for a group of one element: "
+                "the exact gradient is 0 and float32 leaves one unit of rounding of those "
+                "terms (6.1e-5 absolute measured where they are 935 and the largest input 6.2: "
+                "0.27 of this bound)"
+            ),
+        )
+        for op in ("native_layer_norm", "nn.functional.layer_norm")
+    ),
     SampleTerms(
         op="corrcoef",
         grad=True,
@@ -144,7 +190,6 @@ SAMPLE_TERMS = by_key(
 SAMPLE_CONDITION = by_key(
     SampleCondition(
         op="linalg.householder_product",
-        dtype="complex64",
         grad=True,
         kind="normwise",
         factor=0.3,
@@ -153,7 +198,52 @@ SAMPLE_CONDITION = by_key(
             "the backward applies each reflector H_i = I - tau_i v_i v_i^H and its inverse in "
             "turn; the samples' taus are not LAPACK's (|tau|^2 ||v||^2 != 2 Re(tau)), so H_i "
             "is far from unitary (cond up to 140) and the errors grow with prod_i cond(H_i): "
-            "up to 0.10 eps * prod cond(H_i) * max|grad| measured (1.4e-3 relative)"
+            "up to 0.10 eps * prod cond(H_i) * max|grad| measured (1.4e-3 relative in "
+            "complex64; 0.06 in float32, 2.5e-5 absolute where prod cond(H_i) is 287)"
+        ),
+    ),
+    SampleCondition(
+        op="linalg.pinv.hermitian",
+        kind="normwise",
+        factor=1.0,
+        kappa=measure.lower_hermitian_condition,
+        reason=(
+            "pinv(A, hermitian=True) inverts the Hermitian matrix of A's lower triangle "
+            "(eigh), not A: the forward samples are not Hermitian, and a sample with "
+            "kappa(A) = 2.25 has kappa 470 there (6.8e-3 absolute measured on entries of "
+            "141: 0.17 of n * kappa * eps * magnitude, the linear algebra rule at that kappa)"
+        ),
+    ),
+    *(
+        SampleCondition(
+            op=op,
+            grad=True,
+            kind="normwise",
+            factor=1.0,
+            kappa=measure.svd_gradient_condition,
+            reason=(
+                "the SVD's backward divides by sigma_j ** 2 - sigma_i ** 2: its error grows "
+                "with sigma_max / gap as well as with kappa ** 2 (the linear algebra rule), "
+                "and OpInfo's samples have kappa 2.25 but sigma_max / gap 18 (up to 0.53 of "
+                "n * sigma_max / gap * eps * magnitude measured in float32, 4.6e-5 absolute); "
+                "in complex64 a gradient through |U| or |Vh| (OpInfo's fn_U, fn_Vh) also "
+                "divides by the entries' magnitudes (the phase z / |z|): 1 / 0.037 in a sample "
+                "where 1.6e-5 absolute was measured (0.06 of the bound)"
+            ),
+        )
+        for op in ("svd", "linalg.svd")
+    ),
+    SampleCondition(
+        op="matrix_exp",
+        grad=True,
+        kind="normwise",
+        factor=1.0,
+        kappa=measure.exp_norm_condition,
+        reason=(
+            "the condition of exp(A) and of its Frechet derivative is at least ||A||: scaling "
+            "and squaring carries eps * ||A|| relative errors into the backward (samples up "
+            "to ||A||_2 = 30: 4.3 absolute measured on gradients of 2.9e6, 0.17 of this "
+            "bound; a bound of 2 eps * magnitude allowed 1.8)"
         ),
     ),
     SampleCondition(

@@ -276,6 +276,18 @@ CASES = (
     ("trapz/float32", 4, 1e-3),
     # 2% goes unseen on some draws before these rules too (seed 4: atol 0.03 on gradients <~ 1)
     ("nn.functional.pairwise_distance/float16/grad", 5, 0.1),
+    # The full breadth's failures at seed 0 that were bounds derived wrongly (every sample
+    # runs: the failing ones are beyond the quick breadth's first few)
+    ("linalg.svd/float32/grad", 0, 1e-3),  # sigma_max / gap 18 where kappa ** 2 is 5
+    ("linalg.svd/complex64/grad", 0, 1e-3),  # and a gradient through |Vh| of 0.037
+    ("svd/float32/grad", 0, 1e-3),
+    ("svd/complex64/grad", 0, 1e-3),
+    ("linalg.pinv.hermitian/float32", 0, 1e-3),  # the lower triangle's kappa 470, A's 2.25
+    ("nn.functional.conv3d/float32", 0, 1e-3),  # 81 terms of 1657 for an output of 16
+    ("nn.functional.conv3d/float32/grad", 0, 1e-3),
+    ("linalg.householder_product/float32/grad", 0, 1e-3),  # prod cond(H_i) 287
+    ("native_layer_norm/float32/grad", 0, 1e-3),  # rstd 316 over one element
+    ("matrix_exp/complex64/grad", 0, 1e-3),  # ||A||_2 30
 )
 
 CASE_RUN = """
@@ -337,7 +349,7 @@ def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=240,
+        timeout=480,
         check=False,
     )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

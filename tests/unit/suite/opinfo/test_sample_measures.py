@@ -1,0 +1,109 @@
+"""The per-sample measures the full breadth's failures needed (`sample_measures`): each
+grows with what the failing sample had and stays small where the old bound was right.
+
+Checked in-process on constructed inputs (without importing op_db; see
+test_sample_tables.py, whose subprocess test runs the cases themselves with a planted
+error)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from accelkit.suite.opinfo import sample_measures as measures
+
+
+def sample(inp: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> Any:
+    return SampleInput(inp, args=args, kwargs=kwargs or {})  # type: ignore[no-untyped-call]
+
+
+def with_singular_values(values: list[float], complex_: bool = False) -> torch.Tensor:
+    n = len(values)
+    dtype = torch.complex128 if complex_ else torch.float64
+    torch.manual_seed(0)
+    u, _ = torch.linalg.qr(torch.randn(n, n, dtype=dtype))
+    v, _ = torch.linalg.qr(torch.randn(n, n, dtype=dtype))
+    return u @ torch.diag(torch.tensor(values, dtype=dtype)) @ v.mH
+
+
+def test_pinv_hermitian_condition_is_that_of_the_lower_triangle() -> None:
+    # Well conditioned as a whole, singular-ish as the Hermitian matrix of its lower triangle.
+    a = torch.tensor([[1.0, 5.0], [1.0, 1.001]], dtype=torch.float64)
+    lower = torch.tensor([[1.0, 1.0], [1.0, 1.001]], dtype=torch.float64)
+    # The premise: pinv(hermitian=True) inverts the lower triangle's Hermitian matrix.
+    assert torch.allclose(torch.linalg.pinv(a, hermitian=True), torch.linalg.inv(lower))
+    kappa = measures.lower_hermitian_condition(None, sample(a))
+    assert math.isclose(kappa, 2 * float(torch.linalg.cond(lower)), rel_tol=1e-9)
+    assert kappa > 1000
+    assert measures.linalg_condition(None, sample(a)) < 100  # what the old bound saw
+    # A Hermitian input: its own condition.
+    h = lower @ lower.mT + torch.eye(2, dtype=torch.float64)
+    assert math.isclose(
+        measures.lower_hermitian_condition(None, sample(h)), 2 * float(torch.linalg.cond(h))
+    )
+
+
+def test_svd_gradient_condition_grows_as_singular_values_approach() -> None:
+    far = measures.svd_gradient_condition(None, sample(with_singular_values([3.0, 2.0, 1.0])))
+    assert math.isclose(far, 3 * 9.0, rel_tol=1e-9)  # kappa ** 2 dominates: n * 9
+    near = measures.svd_gradient_condition(None, sample(with_singular_values([3.0, 1.01, 1.0])))
+    assert math.isclose(near, 3 * 3.0 / 0.01, rel_tol=1e-6)  # n * sigma_max / gap
+    # OpInfo's samples: kappa 2.25, sigma_max / gap 18, so 90 where kappa ** 2 gave 25.
+    opinfo = with_singular_values([1.5, 1.25, 7 / 6, 0.8, 2 / 3])
+    assert math.isclose(measures.svd_gradient_condition(None, sample(opinfo)), 90, rel_tol=1e-6)
+    assert measures.linalg_condition_squared(None, sample(opinfo)) < 26
+
+
+def test_svd_gradient_condition_divides_by_magnitudes_only_where_the_gradient_takes_them() -> None:
+    a = with_singular_values([1.5, 1.25, 7 / 6, 0.8, 2 / 3], complex_=True)
+
+    def fn_Vh(usv: Any) -> Any:
+        return usv[1], usv[2].abs()
+
+    def fn_UVh(usv: Any) -> Any:
+        return usv[0] @ usv[2], usv[1]
+
+    plain = sample(a).with_metadata(output_process_fn_grad=fn_UVh)
+    through_magnitudes = sample(a).with_metadata(output_process_fn_grad=fn_Vh)
+    smallest = float(torch.linalg.svd(a).Vh.abs().min())
+    assert math.isclose(measures.svd_gradient_condition(None, plain), 90, rel_tol=1e-6)
+    assert math.isclose(
+        measures.svd_gradient_condition(None, through_magnitudes), 90 / smallest, rel_tol=1e-6
+    )
+    real = sample(a.real.contiguous()).with_metadata(output_process_fn_grad=fn_Vh)
+    assert measures._phase_condition(real.input, fn_Vh) == 1.0  # sign(x): no phase to round
+
+
+def test_exp_norm_condition_is_the_spectral_norm() -> None:
+    a = torch.diag(torch.tensor([30.0, -2.0], dtype=torch.float64))
+    assert math.isclose(measures.exp_norm_condition(None, sample(a)), 30.0)
+    assert measures.exp_norm_condition(None, sample(a / 100)) == 1.0
+
+
+def test_conv_terms_sum_the_product_magnitudes() -> None:
+    x = torch.tensor([[[1.0, -2.0, 3.0, -4.0]]], dtype=torch.float64)
+    w = torch.tensor([[[1.0, 1.0]]], dtype=torch.float64, requires_grad=True)
+    dy = torch.tensor([[[1.0, -1.0, 1.0]]], dtype=torch.float64)
+    conv = torch.nn.functional.conv1d
+    forward = measures.absolute_terms(conv, sample(x, (w.detach(),)), None)
+    assert forward == 7.0  # |3| + |-4|, though the output there is -1
+    # The weight's gradient sums x * dy over the 3 positions: |1| + |-2| + |3| = 6 for w[0].
+    assert measures.absolute_grad_terms(conv, sample(x, (w,)), [dy]) == [9.0]  # w[1]: 2+3+4
+
+
+def test_layer_norm_terms_of_a_one_element_group() -> None:
+    x = torch.tensor([-1.5628], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([-6.1592], dtype=torch.float64, requires_grad=True)
+    dy = torch.tensor([0.4804], dtype=torch.float64)
+    ref = sample(x, ((1,), w, None, 1e-5))
+    input_terms, weight_terms = measures.layer_norm_terms(None, ref, [dy])
+    rstd = 1e-5**-0.5  # 316: the variance of one element is 0
+    assert math.isclose(input_terms, rstd * 2 * 6.1592 * 0.4804)  # ~1870, inputs are <= 6.2
+    assert math.isclose(weight_terms, 0.4804 * 2 * 1.5628 * rstd)
+    # An ordinary group: terms of the inputs' and outputs' order.
+    y = torch.tensor([1.0, -1.0, 2.0, -2.0], dtype=torch.float64, requires_grad=True)
+    ordinary = measures.layer_norm_terms(None, sample(y, ((4,),)), [torch.ones(4)])
+    assert ordinary[0] < 2.0
