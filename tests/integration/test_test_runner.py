@@ -254,17 +254,14 @@ def test_a_full_only_expectation_applies_to_full_runs_only(tmp_path: Path) -> No
     expectations = tmp_path / "expectations.yaml"
     expectations.write_text(
         "".join(
-            f"- id: conformance/statuses/{name}\n  reason: only at full breadth\n"
-            "  breadth: full\n"
+            f"- id: conformance/statuses/{name}\n  reason: only at full breadth\n  breadth: full\n"
             for name in ("fails", "passes")
         )
     )
     select = ("-k", "passes or fails", "--expectations", str(expectations))
     for breadth in ("quick", "full"):
         results = tmp_path / f"{breadth}.json"
-        proc = run_cli(
-            *TEST_FIXTURE_CASES, *select, "--breadth", breadth, "--json", str(results)
-        )
+        proc = run_cli(*TEST_FIXTURE_CASES, *select, "--breadth", breadth, "--json", str(results))
         by_id = {case.id: case for case in load_results(results).cases}
         fails, passes = by_id["conformance/statuses/fails"], by_id["conformance/statuses/passes"]
         if breadth == "quick":  # the entries do not apply: a plain failure, a plain pass

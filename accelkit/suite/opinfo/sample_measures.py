@@ -466,6 +466,17 @@ def instance_norm_condition(op: Any, ref: Any) -> float:
     return variance_condition(x, tuple(range(2, x.dim())), eps)
 
 
+def layer_norm_condition(op: Any, ref: Any) -> float:
+    """variance_condition of each group layer_norm normalises (its last
+    len(normalized_shape) dimensions), with the op's eps."""
+    x = ref.input
+    shape = tuple(argument(ref, 0, "normalized_shape", ()))
+    if not isinstance(x, torch.Tensor) or not shape or x.dim() < len(shape):
+        return 1.0
+    eps = float(argument(ref, 3, "eps", 1e-5))
+    return variance_condition(x, tuple(range(x.dim() - len(shape), x.dim())), eps)
+
+
 def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """Per input that needs a gradient, the largest sum of term magnitudes in its gradient
     for a multilinear op (a convolution): the reference gradient with every floating input

@@ -107,3 +107,11 @@ def test_layer_norm_terms_of_a_one_element_group() -> None:
     y = torch.tensor([1.0, -1.0, 2.0, -2.0], dtype=torch.float64, requires_grad=True)
     ordinary = measures.layer_norm_terms(None, sample(y, ((4,),)), [torch.ones(4)])
     assert ordinary[0] < 2.0
+
+
+def test_layer_norm_condition_of_nearly_equal_elements() -> None:
+    close = torch.tensor([[8.1915, 7.9204]], dtype=torch.float64)
+    kappa = measures.layer_norm_condition(None, sample(close, ((2,), None, None, 1e-5)))
+    assert 3000 < kappa < 4000  # mean(x ** 2) / (var + eps): 65.0 / 0.0184
+    spread = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    assert measures.layer_norm_condition(None, sample(spread, ((2,),))) < 1.001
