@@ -15,6 +15,9 @@ on the CPU), so the tables in `sample_tables` widen a bound only where a sample 
 
 All are pure functions of the sample (and the op, and the outputs' random weights for a
 gradient); none builds a case or compares anything.
+
+Longer than 600 lines because each function carries the derivation of its bound, and the
+sample tables name them from one module: they are many small, independent functions.
 """
 
 from __future__ import annotations
