@@ -4,10 +4,10 @@ Unit tests: the decision (`perf_verdict`, and `CaseJudge` with fake interleaved 
 measurements are made to order: a 3x slowdown is bad, the same speed good, a noisy step is
 measured again with twice the passes and then skipped, never guessed), prepared
 environments (`--envs`), the side launcher, and the planted slowdown itself (the fault
-plugin's "slow" kind). The slow test bisects six real environments sharing the host's
-torch: from the fifth on, `torch.mm` does 3x its work (the fault plugin, entered by the
-environment's sitecustomize), and the third cannot import torch; bisect must name the
-fifth as first bad, the fourth as last good, and skip the third. No timing is asserted
+plugin's "slow" kind). The slow test bisects four real environments sharing the host's
+torch: in the fourth, `torch.mm` does 3x its work (the fault plugin, entered by the
+environment's sitecustomize), and the second cannot import torch; bisect must name the
+fourth as first bad, the third as last good, and skip the second. No timing is asserted
 other than through the verdicts.
 """
 
@@ -309,26 +309,28 @@ def _environments(root: Path, *, slow_from: int, broken: int, n: int) -> Iterato
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
 def test_bisect_names_the_build_that_planted_a_real_slowdown(tmp_path: Path) -> None:
-    """Builds 0..5; the slowdown from build 4 on; build 2 broken. The search tests 0 (the
-    reference), 5 (bad), 2 (unusable: skipped), 3 (good), 4 (bad): three interleaved runs
-    of 2 passes a side, with a 50% band so the machine's load cannot decide."""
+    """Builds 0..3; the slowdown in build 3; build 1 broken. The search tests 0 (the
+    reference), 3 (bad), 1 (unusable: skipped), 2 (good): each measured build one
+    interleaved run of 2 passes a side, with a 50% band so the machine's load cannot
+    decide."""
     envs = tmp_path / "envs"
-    with _environments(envs, slow_from=4, broken=2, n=6) as versions:
+    with _environments(envs, slow_from=3, broken=1, n=4) as versions:
         argv = ["--case", CASE, "--good", "2026-01-01", "--bad", versions[-1]]
         argv += ["--envs", str(envs), "--passes", "2", "--threshold", "0.5", "--json"]
         proc = run_cli("bisect", *argv, "--work", str(tmp_path / "work"), timeout=1200)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     answer = json.loads(proc.stdout)
-    assert answer["first_bad"]["version"] == versions[4], answer
-    assert answer["last_good"]["version"] == versions[3], answer
+    assert answer["first_bad"]["version"] == versions[3], answer
+    assert answer["last_good"]["version"] == versions[2], answer
     assert answer["unusable_between"] == []
     steps = {s["version"]: s for s in answer["steps"]}
-    assert steps[versions[2]]["verdict"] == "unusable"
-    assert "this build is broken (planted)" in steps[versions[2]]["detail"]
-    for bad in (versions[4], versions[5]):
-        assert steps[bad]["verdict"] == "bad"
-        assert "latency regressed" in steps[bad]["detail"]
-    assert "latency unchanged" in steps[versions[3]]["detail"]
+    assert [s["version"] for s in answer["steps"]] == [versions[i] for i in (0, 3, 1, 2)]
+    assert steps[versions[1]]["verdict"] == "unusable"
+    assert "this build is broken (planted)" in steps[versions[1]]["detail"]
+    assert steps[versions[3]]["verdict"] == "bad"
+    assert "latency regressed" in steps[versions[3]]["detail"]
+    assert steps[versions[2]]["verdict"] == "good"
+    assert "latency unchanged" in steps[versions[2]]["detail"]
     import torch
 
     assert answer["first_bad"]["git_version"] == torch.version.git_version
