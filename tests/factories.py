@@ -212,3 +212,43 @@ def shard(
             for suite, (cases, selected, digest) in (selections or {}).items()
         },
     )
+
+
+# ---------------------------------------------------------------------------------------
+# Shards of one run
+
+#: The torch and environment of a plain CPU run.
+CPU_TORCH = {"version": "2.14.1", "git_version": "abc123", "cuda": None, "hip": None}
+CPU_ENV = {
+    "accelkit": "0.1",
+    "torch": CPU_TORCH,
+    "backends": {"cpu": {"devices": [{"name": "EPYC"}]}},
+}
+
+
+def shard_results(
+    index: int, ids: list[str], *, count: int = 3, **changes: Any
+) -> tuple[str, Results]:
+    """Shard `index` of `count` (a file name and its results) of a conformance run of `ids`;
+    `changes` set its status, env, digest, finished time, seed and other `RunInfo` fields."""
+    env = changes.pop("env", CPU_ENV)
+    digest = changes.pop("digest", "d" * 64)
+    made = results(
+        [case(i, changes.pop("status", "passed")) for i in ids],
+        env=env,
+        finished=changes.pop("finished", f"2026-01-01T00:0{index}:00+00:00"),
+        shard=shard(index, count, selections={"conformance": (9, len(ids), digest)}),
+        seed=changes.pop("seed", 0),
+        suites=["conformance"],
+        **changes,
+    )
+    return f"s{index}.json", made
+
+
+def three_shards() -> list[tuple[str, Results]]:
+    """The three shards of one five-case run, all passed."""
+    return [
+        shard_results(1, ["conformance/a/1", "conformance/a/4"]),
+        shard_results(2, ["conformance/a/2", "conformance/a/5"]),
+        shard_results(3, ["conformance/a/3"]),
+    ]

@@ -17,6 +17,10 @@ from accelkit.containers.run import MANAGED_LABEL
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_CASES = REPO / "tests" / "fixtures" / "cases"
 TORCH_WHEEL_ENV = "ACCELKIT_TEST_TORCH_WHEEL"
+#: Fault plugins and builds with planted bugs and slowdowns (tests/fixtures/faults/).
+FAULTS = REPO / "tests" / "fixtures" / "faults"
+#: The smallest GEMM perf case of the built-in suite.
+SMALL_GEMM = "perf/gemm/float32/128x128x128"
 
 # Subprocess limits of the shared runs: about twice what each took on the 2-core
 # development machine while other jobs loaded it to 10-14 runnable processes (a cold

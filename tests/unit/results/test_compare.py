@@ -4,10 +4,6 @@ tests/integration/test_compare.py)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -355,60 +351,6 @@ def test_small_markdown_is_not_truncated() -> None:
 
 
 # --- environments and lost coverage (issue 11) ---------------------------------------------
-
-
-def _fingerprint(name: str, driver: str, torch: str, git: str, accelkit: str) -> dict[str, Any]:
-    return {
-        "accelkit": accelkit,
-        "torch": {"version": torch, "git_version": git},
-        "backends": {"cuda": {"devices": [{"index": 0, "name": name, "driver": driver}]}},
-    }
-
-
-def test_environment_differences_are_reported_before_any_verdict(tmp_path: Path) -> None:
-    h200 = _fingerprint("NVIDIA H200", "580.65", "2.14.1", "abc123", "0.1.0")
-    b200 = _fingerprint("NVIDIA B200", "590.10", "2.15.0.dev20261201", "def456", "0.2.0")
-    base = results([case("c/x", suite="conformance")], device="cuda", env=h200)
-    same = compare(base, results([case("c/x", suite="conformance")], device="cuda", env=h200))
-    assert same.environment == () and same.summary()["same_environment"] is True
-    new = results([case("c/x", suite="conformance")], device="cuda", env=b200, target="sm_100")
-    comparison = compare(base, new)
-    assert [(d.field, d.base, d.new) for d in comparison.environment] == [
-        ("target", None, "sm_100"),
-        ("device_name", "NVIDIA H200", "NVIDIA B200"),
-        ("driver", "580.65", "590.10"),
-        ("torch_version", "2.14.1", "2.15.0.dev20261201"),
-        ("torch_git", "abc123", "def456"),
-        ("accelkit", "0.1.0", "0.2.0"),
-    ]
-    assert comparison.summary()["same_environment"] is False
-    assert not comparison.fails  # reported, not a failure by itself
-    data = comparison.to_json_dict()
-    assert data["environment"][1] == {
-        "field": "device_name",
-        "label": "device",
-        "base": "NVIDIA H200",
-        "new": "NVIDIA B200",
-    }
-    text = render_markdown(comparison)
-    assert "differ in their environment" in text.split("###")[0]
-    assert "| device | NVIDIA H200 | NVIDIA B200 |" in text
-    # The CLI says it too, above its tables and in its last line.
-    base_path, new_path = tmp_path / "base.json", tmp_path / "new.json"
-    base_path.write_text(json.dumps(base.to_json_dict()))
-    new_path.write_text(json.dumps(new.to_json_dict()))
-    proc = subprocess.run(
-        [sys.executable, "-m", "accelkit", "compare", str(base_path), str(new_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stderr
-    said = " ".join(proc.stdout.split())
-    assert said.startswith("The runs differ in their environment")
-    assert said.endswith(
-        "the environments differ: GPU target, device, driver, torch, torch git hash, accelkit"
-    )
 
 
 def test_cases_that_passed_and_are_now_skipped_are_listed_first() -> None:

@@ -4,19 +4,15 @@ Fast tests check the pure parts: ELF decoding, CUDA's compatibility rule, each b
 cross-compile facts, the request checks and the required list. The toolchain tests ask
 the real ptxas binaries on this machine (the nvidia-cuda-nvcc wheel's 13.5, which knows
 sm_107, and triton's bundled 13.3, which does not). The slow tests compile with the real
-triton and run `accelkit test --compile-only` end to end; no toolchain is faked.
+triton; tests/integration/test_test_crosscompile.py runs `accelkit test --compile-only` end
+to end. No toolchain is faked.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
-import json
 import os
-import re
 import struct
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,21 +25,12 @@ from accelkit.errors import BadInput, Unavailable
 from accelkit.results.io import load_results
 from accelkit.suite import runner
 from accelkit.suite.request import RunRequest, validate
-from tests.helpers import REPO, assert_one_line_error, run_cli
+from tests.helpers import REPO
+from tests.toolchains import BUNDLED_BLACKWELL_PTXAS, triton_bin
 
 CUDA = backends.get("cuda")
 ROCM = backends.get("rocm")
 REQUIRED_CASES = REPO / "tests" / "fixtures" / "requirements"
-
-
-def _triton_bin(name: str) -> Path:
-    spec = importlib.util.find_spec("triton")
-    assert spec is not None and spec.origin is not None, "triton is not installed"
-    return Path(spec.origin).parent / "backends" / "nvidia" / "bin" / name
-
-
-#: triton 3.8's own ptxas for capability >= 10.0: CUDA 13.3, which does not know sm_107.
-BUNDLED_BLACKWELL_PTXAS = _triton_bin("ptxas-blackwell")
 
 
 # --- ELF ---------------------------------------------------------------------------------
@@ -212,7 +199,7 @@ def test_a_ptxas_that_does_not_know_the_target_is_one_line_naming_its_version_an
 def test_the_older_targets_use_the_other_variable() -> None:
     cross = CUDA.cross_target("sm_90")
     assert cross is not None
-    toolchain = CUDA.cross_toolchain(cross, {"TRITON_PTXAS_PATH": str(_triton_bin("ptxas"))})
+    toolchain = CUDA.cross_toolchain(cross, {"TRITON_PTXAS_PATH": str(triton_bin("ptxas"))})
     assert toolchain.problem is None, toolchain.problem  # ptxas 12.9 knows sm_90a
     assert toolchain.version == "12.9" and dict(toolchain.environment) == {}
 
@@ -371,59 +358,6 @@ def test_an_amd_target_the_compiler_does_not_know_names_the_ones_it_does() -> No
     assert "gfx942, gfx950" in toolchain.problem
 
 
-@pytest.mark.slow
-def test_compile_only_reports_real_compiled_cases_for_sm_107(tmp_path: Path) -> None:
-    """The issue's definition of done, as a user types it (no TRITON_PTXAS_* set: accelkit
-    finds the ptxas that knows sm_107 and points triton at it)."""
-    from accelkit.suite.crosscompile.corpus import CORPUS
-
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("TRITON_PTXAS")}
-    results = tmp_path / "r.json"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "accelkit",
-            "test",
-            "--device",
-            "cuda",
-            "--target",
-            "sm_107",
-            "--compile-only",
-            "--json",
-            str(results),
-            # Inductor's kernels cost ~15 s of generation per model: two of them here, one
-            # more in test_inductor_kernels_compile_for_a_stand_in_sm_107.
-            "-k",
-            "not inductor_ or inductor_mlp or inductor_gru",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=environ,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    loaded = load_results(results)
-    prefix = "conformance/cross_compile/sm_107/"
-    assert {case.id: case.status for case in loaded.cases} == {
-        **{prefix + spec.name: "passed" for spec in CORPUS},
-        # Inductor's kernels for a compile case, generated for a stand-in sm_107 device.
-        prefix + "inductor_mlp": "passed",
-        prefix + "inductor_gru": "skipped",
-    }
-    # A passed case says what it verified: the ELF's arch, the PTX target, the instructions.
-    messages = {case.id.removeprefix(prefix): case.message for case in loaded.cases}
-    bf16 = messages["gemm_bf16"]
-    assert bf16.startswith("cubin ELF for sm_107, ptx .target sm_107a, tcgen05.mma"), bf16
-    assert re.search(r"; ptxas 13\.\d+$", bf16), bf16
-    assert "generated for cc=107" in messages["inductor_mlp"]
-    assert loaded.run.target == "sm_107" and loaded.run.compile_only is True
-    assert loaded.run.toolchain is not None and loaded.run.toolchain.startswith("ptxas 13.")
-    assert loaded.run.required is None
-    assert json.loads(results.read_text())["run"]["suites"] == ["conformance"]
-
-
 #: The other targets CI compiles for, in this process (one pytest run of the CLI costs
 #: ~20 s of start-up; the compiles are what matters): target -> kernels it must skip.
 CI_TARGETS = {
@@ -472,27 +406,6 @@ def test_the_corpus_compiles_for_each_ci_target(
     with compiling.environment(toolchain.environment):
         built = compiling.compile_kernel(spec, cross)
     assert compiling.problems(built, cross, backend, name=spec.name, checks=spec.checks) == []
-
-
-@pytest.mark.slow
-def test_compile_only_with_tritons_own_ptxas_fails_in_one_line_and_writes_nothing(
-    tmp_path: Path,
-) -> None:
-    results = tmp_path / "r.json"
-    proc = run_cli(
-        "test",
-        "--device",
-        "cuda",
-        "--target",
-        "sm_107",
-        "--compile-only",
-        "--json",
-        str(results),
-        env={"TRITON_PTXAS_BLACKWELL_PATH": str(BUNDLED_BLACKWELL_PTXAS)},
-    )
-    assert_one_line_error(proc, 3, f"ptxas 13.3 ({BUNDLED_BLACKWELL_PTXAS}) does not know")
-    assert "does not know sm_107a; it knows sm_75, " in proc.stderr
-    assert not results.exists()
 
 
 def test_unavailable_is_what_an_unknown_toolchain_raises(monkeypatch: pytest.MonkeyPatch) -> None:

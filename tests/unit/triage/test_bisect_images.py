@@ -24,7 +24,6 @@ from accelkit.setup.request import SetupRequest
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, bisect
 from accelkit.triage.builds import CaseJudge, ImageInstaller
 from tests.factories import case, results
-from tests.helpers import assert_one_line_error, run_cli
 
 
 class FakeSetup:
@@ -157,15 +156,3 @@ def test_bisect_sets_up_each_build_it_tests_once(tmp_path: Path) -> None:
     assert len(wheels) == len(set(wheels)) == len(result.steps)
     unusable = [s for s in result.steps if s.verdict == "unusable"]
     assert all("the image's torch does not import" in s.detail for s in unusable)
-
-
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--case", "conformance/x", "--envs", "{d}", "--images"], "add --wheels DIR"),
-        (["--case", "perf/gemm/x", "--wheels", "{d}", "--images"], "takes no images yet"),
-    ],
-)
-def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
-    argv = ["--good", "1", "--bad", "2", *(a.format(d=tmp_path) for a in args)]
-    assert_one_line_error(run_cli("bisect", *argv), 2, needle)

@@ -4,21 +4,14 @@ Unit tests: the decision (`perf_verdict`, and `CaseJudge` with fake interleaved 
 measurements are made to order: a 3x slowdown is bad, the same speed good, a noisy step is
 measured again with twice the passes and then skipped, never guessed), prepared
 environments (`--envs`), the side launcher, and the planted slowdown itself (the fault
-plugin's "slow" kind). The slow test bisects four real environments sharing the host's
-torch: in the fourth, `torch.mm` does 3x its work (the fault plugin, entered by the
-environment's sitecustomize), and the second cannot import torch; bisect must name the
-fourth as first bad, the third as last good, and skip the second. No timing is asserted
-other than through the verdicts.
+plugin's "slow" kind). The command end to end: tests/integration/test_bisect_perf.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -28,10 +21,7 @@ import pytest
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, builds_in_envs
 from accelkit.triage.builds import CaseJudge, EnvInstaller, launcher, perf_verdict
 from tests.factories import case, metric, results
-from tests.helpers import REPO, assert_one_line_error, run_cli
-
-CASE = "perf/gemm/float32/128x128x128"
-FAULTS = REPO / "tests" / "fixtures" / "faults"
+from tests.helpers import FAULTS, SMALL_GEMM
 
 # --------------------------------------------------------------------------------------
 # The decision
@@ -73,7 +63,7 @@ def _side(side: str, medians: list[float], per_pass: int = 20) -> Any:
         groups += [g] * per_pass
     latency = metric(samples=samples, groups=groups, unit="s")
     return results(
-        [case(CASE, metrics={"latency": latency})],
+        [case(SMALL_GEMM, metrics={"latency": latency})],
         suites=["perf"],
         ab={"side": side, "python": f"/{side}/python", "order": "ABBA"},
         passes=len(medians),
@@ -107,7 +97,7 @@ def _env(name: str) -> Environment:
 
 def _judge(tmp_path: Path, fake: FakeAb, passes: int = 2, **kwargs: Any) -> CaseJudge:
     return CaseJudge(
-        CASE, device="cpu", work=tmp_path, passes=passes, run_ab=fake, max_passes=8, **kwargs
+        SMALL_GEMM, device="cpu", work=tmp_path, passes=passes, run_ab=fake, max_passes=8, **kwargs
     )
 
 
@@ -253,86 +243,3 @@ def test_the_slow_fault_repeats_the_kernel_and_keeps_the_answer() -> None:
     assert torch.equal(out, expected)
     assert mode is not None and mode.hits == 1
     assert calls.count("aten.mm.default") == 3 + 1
-
-
-# --------------------------------------------------------------------------------------
-# The command
-
-
-@pytest.mark.parametrize(
-    ("args", "needle"),
-    [
-        (["--envs", "{d}", "--wheels", "{d}"], "--wheels DIR, --index URL or --envs DIR"),
-        (["--envs", "{d}/nope"], "--envs {d}/nope: not a directory"),
-        (["--envs", "{d}", "--threshold", "0"], "--threshold 0.0: must be between 0 and 1"),
-        (["--envs", "{d}"], "no torch build for this Python and platform in {d}"),
-    ],
-)
-def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
-    argv = ["--case", CASE, "--good", "1", "--bad", "2", *(a.format(d=tmp_path) for a in args)]
-    proc = run_cli("bisect", *argv)
-    assert_one_line_error(proc, 2, needle.format(d=tmp_path))
-
-
-# --------------------------------------------------------------------------------------
-# End to end: a real slowdown in real environments
-
-SLOW_SITECUSTOMIZE = """\
-# A build with a perf regression: torch.mm (float32) does 3x its work, answers unchanged.
-import sys
-sys.path.insert(0, {faults!r})
-from faults import Fault, injected
-_SLOW = injected(Fault("mm", ("float32",), "slow", 2.0))
-_SLOW.__enter__()
-"""
-
-
-@contextlib.contextmanager
-def _environments(root: Path, *, slow_from: int, broken: int, n: int) -> Iterator[list[str]]:
-    """n site folders sharing the host's torch, named by nightly version: build `broken`
-    cannot import torch, builds `slow_from`.. carry the slowdown."""
-    versions = [f"2.15.0.dev202601{i + 1:02d}" for i in range(n)]
-    for i, version in enumerate(versions):
-        folder = root / version
-        folder.mkdir(parents=True)
-        if i == broken:
-            (folder / "torch").mkdir()
-            (folder / "torch" / "__init__.py").write_text(
-                "raise ImportError('this build is broken (planted)')\n"
-            )
-        elif i >= slow_from:
-            text = SLOW_SITECUSTOMIZE.format(faults=str(FAULTS))
-            (folder / "sitecustomize.py").write_text(text)
-    yield versions
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1200)
-def test_bisect_names_the_build_that_planted_a_real_slowdown(tmp_path: Path) -> None:
-    """Builds 0..3; the slowdown in build 3; build 1 broken. The search tests 0 (the
-    reference), 3 (bad), 1 (unusable: skipped), 2 (good): each measured build one
-    interleaved run of 2 passes a side, with a 50% band so the machine's load cannot
-    decide."""
-    envs = tmp_path / "envs"
-    with _environments(envs, slow_from=3, broken=1, n=4) as versions:
-        argv = ["--case", CASE, "--good", "2026-01-01", "--bad", versions[-1]]
-        argv += ["--envs", str(envs), "--passes", "2", "--threshold", "0.5", "--json"]
-        proc = run_cli("bisect", *argv, "--work", str(tmp_path / "work"), timeout=1200)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    answer = json.loads(proc.stdout)
-    assert answer["first_bad"]["version"] == versions[3], answer
-    assert answer["last_good"]["version"] == versions[2], answer
-    assert answer["unusable_between"] == []
-    steps = {s["version"]: s for s in answer["steps"]}
-    assert [s["version"] for s in answer["steps"]] == [versions[i] for i in (0, 3, 1, 2)]
-    assert steps[versions[1]]["verdict"] == "unusable"
-    assert "this build is broken (planted)" in steps[versions[1]]["detail"]
-    assert steps[versions[3]]["verdict"] == "bad"
-    assert "latency regressed" in steps[versions[3]]["detail"]
-    assert steps[versions[2]]["verdict"] == "good"
-    assert "latency unchanged" in steps[versions[2]]["detail"]
-    import torch
-
-    assert answer["first_bad"]["git_version"] == torch.version.git_version
-    # Each step's interleaved run left both sides' files: side B of a bad step is slower.
-    assert sorted(p.name for p in (tmp_path / "work").glob("*-ab.b.json"))
