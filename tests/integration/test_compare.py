@@ -14,8 +14,7 @@ import pytest
 from accelkit.cli import main
 from accelkit.results.compare import compare, render_markdown
 from accelkit.results.model import SCHEMA_ID, Results
-from tests.factories import case, results
-from tests.unit.results.test_compare import STATUS_BASE, STATUS_NEW, grouped_run, perf_run
+from tests.factories import STATUS_BASE, STATUS_NEW, case, grouped_run, perf_run, results
 
 
 def write(path: Path, data: Results | dict[str, Any] | str) -> Path:

@@ -18,7 +18,7 @@ import pytest
 from accelkit.cli import main
 from accelkit.matrix import GITHUB_FIELDS
 from tests.helpers import REPO
-from tests.unit.matrix.test_matrix import BILLION_LAUGHS, MATRICES, ROCM, line_of, write
+from tests.matrices import BILLION_LAUGHS, MATRICES, ROCM, line_of, write_matrix
 
 GOLDEN = REPO / "tests" / "golden"
 REGEN_ENV = "ACCELKIT_REGEN_GOLDEN"
@@ -62,7 +62,7 @@ def test_cli_validate_ok(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_validate_bad_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = write(tmp_path, ROCM + "    suite: [perf]\n")
+    path = write_matrix(tmp_path, ROCM + "    suite: [perf]\n")
     code, out, err = run_cli(["matrix", "validate", str(path)], capsys)
     assert (code, out) == (2, "")
     assert err.count("\n") == 1 and "Traceback" not in err

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import LAST_NIGHT, TONIGHT, night_run, write_leg
 from tests.helpers import REPO, assert_one_line_error, run_cli
-from tests.unit.results.test_nightly import LAST_NIGHT, TONIGHT, _run, _write
 
 NIGHTLY = str(REPO / "matrices" / "nightly.yaml")
 
@@ -18,8 +18,8 @@ NIGHTLY = str(REPO / "matrices" / "nightly.yaml")
 def _cpu_nights(tmp_path: Path, *, tonight_gemm: float) -> tuple[Path, Path]:
     base, new = tmp_path / "baseline", tmp_path / "results"
     for python in ("3.10", "3.11", "3.12", "3.13"):
-        _write(base, f"cpu-py{python}", _run(LAST_NIGHT, seed=1))
-        _write(new, f"cpu-py{python}", _run(TONIGHT, gemm=tonight_gemm, seed=2))
+        write_leg(base, f"cpu-py{python}", night_run(LAST_NIGHT, seed=1))
+        write_leg(new, f"cpu-py{python}", night_run(TONIGHT, gemm=tonight_gemm, seed=2))
     return base, new
 
 

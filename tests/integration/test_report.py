@@ -12,14 +12,14 @@ import pytest
 from accelkit.results.report.html import render_html_with_plots
 from accelkit.results.report.model import load_report
 from tests.browser import browse, console_lines, find_chromium
+from tests.factories import report_run, write_history, write_nightly, write_results
 from tests.helpers import assert_one_line_error, run_cli
-from tests.unit.results.test_report import _history, _nightly, _results, _write
 
 
 @pytest.mark.slow
 def test_cli_writes_outputs_and_json(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    root = _nightly(tmp_path / "results")
+    root = write_nightly(tmp_path / "results")
     html, md = tmp_path / "report.html", tmp_path / "summary.md"
     proc = run_cli("report", str(root), "--html", str(html), "--markdown", str(md), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -40,7 +40,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert not html.exists()
     proc = run_cli("report", str(tmp_path / "nope"))
     assert_one_line_error(proc, 2, "no such file or directory")
-    good = _write(tmp_path / "r.json", _results())
+    good = write_results(tmp_path / "r.json", report_run())
     proc = run_cli("report", str(good), "--markdown", str(tmp_path / "missing-dir" / "s.md"))
     assert_one_line_error(proc, 2, "does not exist")
     proc = run_cli("report")
@@ -51,7 +51,7 @@ def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
 def test_html_in_headless_chromium(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     chromium = find_chromium()
-    report = load_report([_history(tmp_path / "history")])
+    report = load_report([write_history(tmp_path / "history")])
     page_text, _ = render_html_with_plots(report)
     page = tmp_path / "report.html"
     page.write_text(page_text, encoding="utf-8")

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from tests.browser import browse, console_lines, find_chromium
+from tests.factories import MEMORY_BOUND_COPY, write_canary_runs
 from tests.helpers import run_cli
-from tests.unit.results.test_report_verdicts import CASE, write_runs
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    return write_runs(tmp_path)
+    return write_canary_runs(tmp_path)
 
 
 def test_cli_json_lists_the_comparisons(folder: Path) -> None:
@@ -28,8 +28,8 @@ def test_cli_json_lists_the_comparisons(folder: Path) -> None:
         ("cpu · 3-slower-build", "cpu · 1-base"),
     }
     verdicts = {(c["run"], m["case"]): m["verdict"] for c in data["compared"] for m in c["metrics"]}
-    assert verdicts[("cpu · 2-shifted", CASE)] == "environment-shifted"
-    assert verdicts[("cpu · 3-slower-build", CASE)] == "regressed"
+    assert verdicts[("cpu · 2-shifted", MEMORY_BOUND_COPY)] == "environment-shifted"
+    assert verdicts[("cpu · 3-slower-build", MEMORY_BOUND_COPY)] == "regressed"
 
 
 @pytest.mark.slow

@@ -5,7 +5,6 @@ tests/integration/test_matrix.py)."""
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -20,56 +19,13 @@ from accelkit.matrix import (
     parse_filters,
 )
 from accelkit.matrix.loader import MAX_EXPANDED_NODES
-from tests.helpers import REPO
-
-ROOT = REPO
-MATRICES = ROOT / "matrices"
-
-HEADER = """\
-schema: 1
-defaults:
-  python: ["3.12"]
-  torch: {channel: nightly}
-  suites: [conformance]
-  timeout_minutes: 60
-entries:
-"""
-
-# ROCm legs build torch from a ref (PyTorch publishes no wheels for TheRock's SDK).
-ROCM = """\
-  - backend: rocm
-    backend_version: "7.14"
-    targets: [gfx942, gfx950]
-    runner: [self-hosted, linux.rocm.gpu]
-    torch: {ref: release/2.14}
-    build: true
-    build_args: ["--rocm-version={backend_version}", "--gfx={target}"]
-"""
-
-
-def rocm(*drop: str) -> str:
-    """ROCM without the settings `drop` (a test sets them itself)."""
-    lines = ROCM.splitlines(keepends=True)
-    return "".join(ln for ln in lines if not any(ln.strip().startswith(f"{k}:") for k in drop))
-
-
-def write(tmp_path: Path, body: str, header: str = HEADER) -> Path:
-    path = tmp_path / "m.yaml"
-    path.write_text(header + textwrap.dedent(body) if body.startswith("\n") else header + body)
-    return path
+from tests.matrices import BILLION_LAUGHS, HEADER, MATRICES, ROCM, line_of, rocm, write_matrix
 
 
 def config_error(path: Path) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         load_legs(str(path))
     return info.value
-
-
-def line_of(path: Path, needle: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if needle in line:
-            return number
-    raise AssertionError(f"{needle!r} not in {path}")
 
 
 def assert_located(error: ConfigError, path: Path, needle: str, *words: str) -> None:
@@ -132,7 +88,7 @@ def test_leg_names() -> None:
 
 
 def test_defaults_include_exclude(tmp_path: Path) -> None:
-    path = write(
+    path = write_matrix(
         tmp_path,
         """\
   - backend: rocm
@@ -180,10 +136,10 @@ exclude:
 def test_rocm_family_names_are_targets(tmp_path: Path) -> None:
     family = ROCM.replace("[gfx942, gfx950]", "[gfx94X-dcgpu]")
     # A family is not a --gfx target of the build: the build says so, at the leg's line.
-    path = write(tmp_path, family)
+    path = write_matrix(tmp_path, family)
     assert_located(config_error(path), path, "backend: rocm", "accelkit build", "--gfx: 'gfx94X")
     both = family.replace('"--gfx={target}"', '"--gfx=gfx942", "--family={family}"')
-    path = write(tmp_path, both)
+    path = write_matrix(tmp_path, both)
     (leg,) = load_legs(str(path))
     assert (leg.target, leg.family) == ("gfx94X-dcgpu", "gfx94X-dcgpu")
 
@@ -192,22 +148,22 @@ def test_rocm_family_names_are_targets(tmp_path: Path) -> None:
 
 
 def test_unknown_key_gets_a_hint_and_a_line(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "    suite: [perf]\n")
+    path = write_matrix(tmp_path, ROCM + "    suite: [perf]\n")
     assert_located(config_error(path), path, "suite: [perf]", "'suite'", "did you mean 'suites'?")
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "exlcude: []\n")
+    path = write_matrix(tmp_path, ROCM + "exlcude: []\n")
     assert_located(config_error(path), path, "exlcude", "did you mean 'exclude'?")
 
 
 def test_unknown_key_inside_defaults(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM, header=HEADER.replace("  suites:", "  suits:"))
+    path = write_matrix(tmp_path, ROCM, header=HEADER.replace("  suites:", "  suits:"))
     assert_located(config_error(path), path, "suits:", "did you mean 'suites'?")
 
 
 def test_unknown_backend_gets_a_hint(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM.replace("backend: rocm", "backend: rcom"))
+    path = write_matrix(tmp_path, ROCM.replace("backend: rocm", "backend: rcom"))
     assert_located(config_error(path), path, "backend: rcom", "did you mean 'rocm'?")
 
 
@@ -221,12 +177,12 @@ def test_unknown_backend_gets_a_hint(tmp_path: Path) -> None:
     ],
 )
 def test_bad_targets(tmp_path: Path, targets: str, words: tuple[str, ...]) -> None:
-    path = write(tmp_path, ROCM.replace("[gfx942, gfx950]", targets))
+    path = write_matrix(tmp_path, ROCM.replace("[gfx942, gfx950]", targets))
     assert_located(config_error(path), path, "targets:", *words)
 
 
 def test_targets_on_a_backend_without_targets(tmp_path: Path) -> None:
-    path = write(tmp_path, "  - backend: cpu\n    targets: [x86]\n    runner: [r]\n")
+    path = write_matrix(tmp_path, "  - backend: cpu\n    targets: [x86]\n    runner: [r]\n")
     assert_located(config_error(path), path, "targets:", "has no targets")
 
 
@@ -234,7 +190,7 @@ def test_cuda_target_needs_a_recent_enough_toolkit(tmp_path: Path) -> None:
     body = (
         '  - backend: cuda\n    backend_version: "13.0"\n    targets: [sm_107]\n    runner: [r]\n'
     )
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, "targets:", "sm_107 needs CUDA version >= 13.4")
 
 
@@ -256,28 +212,28 @@ def test_malformed_versions(tmp_path: Path, backend: str, version: str, words: t
     body = f"  - backend: {backend}\n    backend_version: {version}\n    runner: [r]\n"
     if targets:
         body += f"    targets: {targets}\n"
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, "backend_version:", *words)
 
 
 def test_missing_backend_version(tmp_path: Path) -> None:
-    path = write(tmp_path, "  - backend: xpu\n    targets: [pvc]\n    runner: [r]\n")
+    path = write_matrix(tmp_path, "  - backend: xpu\n    targets: [pvc]\n    runner: [r]\n")
     assert "needs backend_version" in str(config_error(path))
 
 
 def test_unquoted_python_version_is_explained(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "    python: [3.10]\n")
+    path = write_matrix(tmp_path, ROCM + "    python: [3.10]\n")
     assert_located(config_error(path), path, "python: [3.10]", "quoted", "3.1")
 
 
 @pytest.mark.parametrize("python", ['"3.9"', '"2.7"', '"3"', '"py3.12"'])
 def test_bad_python_versions(tmp_path: Path, python: str) -> None:
-    path = write(tmp_path, ROCM + f"    python: [{python}]\n")
+    path = write_matrix(tmp_path, ROCM + f"    python: [{python}]\n")
     assert_located(config_error(path), path, f"python: [{python}]", "python version")
 
 
 def test_duplicate_legs(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + ROCM.replace("[gfx942, gfx950]", "[gfx950]"))
+    path = write_matrix(tmp_path, ROCM + ROCM.replace("[gfx942, gfx950]", "[gfx950]"))
     error = config_error(path)
     assert "duplicate leg 'rocm7.14-gfx950-py3.12'" in str(error)
     assert str(error).startswith(f"{path}:15: ")  # the second entry
@@ -287,19 +243,19 @@ def test_duplicate_legs(tmp_path: Path) -> None:
 def test_variant_tells_duplicates_apart(tmp_path: Path) -> None:
     second = rocm("torch").replace("[gfx942, gfx950]", "[gfx950]") + "    variant: ref-main\n"
     second += "    torch: {ref: main}\n"
-    legs = load_legs(str(write(tmp_path, ROCM + second)))
+    legs = load_legs(str(write_matrix(tmp_path, ROCM + second)))
     assert legs[-1].name == "rocm7.14-gfx950-py3.12-ref-main"
     assert legs[-1].torch.ref == "main"
 
 
 def test_missing_runner_labels(tmp_path: Path) -> None:
-    path = write(tmp_path, "  - backend: cpu\n")
+    path = write_matrix(tmp_path, "  - backend: cpu\n")
     assert_located(config_error(path), path, "backend: cpu", "'cpu-py3.12' has no runner labels")
 
 
 def test_missing_runner_for_one_target(tmp_path: Path) -> None:
     body = ROCM.replace("runner: [self-hosted, linux.rocm.gpu]", "runner: {gfx942: [a]}")
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, "runner:", "for target gfx950")
 
 
@@ -307,7 +263,7 @@ def test_runner_for_unknown_target(tmp_path: Path) -> None:
     body = ROCM.replace(
         "runner: [self-hosted, linux.rocm.gpu]", "runner: {gfx942: [a], gfx95: [b]}"
     )
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, "runner:", "did you mean 'gfx950'?")
 
 
@@ -332,7 +288,7 @@ def test_shell_metacharacters_are_rejected(
     body = rocm("runner", *(key for key in ("torch", "build", "build_args") if key in line))
     if "runner" not in line:
         body += "    runner: [r]\n"
-    path = write(tmp_path, body + line)
+    path = write_matrix(tmp_path, body + line)
     error = config_error(path)
     assert "matrix values never reach a shell" in str(error) or "not valid" in str(error)
     for word in words:
@@ -340,25 +296,25 @@ def test_shell_metacharacters_are_rejected(
 
 
 def test_unknown_placeholder(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "    setup_args: ['--gfx={traget}']\n")
+    path = write_matrix(tmp_path, ROCM + "    setup_args: ['--gfx={traget}']\n")
     assert_located(config_error(path), path, "setup_args", "did you mean 'target'?")
 
 
 def test_placeholder_without_value(tmp_path: Path) -> None:
     body = '  - backend: cuda\n    backend_version: "13.4"\n    targets: [sm_90]\n'
     body += "    runner: [r]\n    setup_args: ['--family={family}']\n"
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert "{family} has no value" in str(config_error(path))
 
 
 def test_exclude_matching_nothing_is_an_error(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "exclude:\n  - {backend: rocm, python: '3.11'}\n")
+    path = write_matrix(tmp_path, ROCM + "exclude:\n  - {backend: rocm, python: '3.11'}\n")
     assert_located(config_error(path), path, "- {backend: rocm", "matches no leg")
 
 
 def test_container_false_with_an_image(tmp_path: Path) -> None:
     body = "  - backend: mps\n    runner: [r]\n    container: false\n    image: ubuntu:24.04\n"
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, "container: false", "no use for image")
 
 
@@ -380,7 +336,7 @@ def test_container_false_with_an_image(tmp_path: Path) -> None:
 )
 def test_bad_settings(tmp_path: Path, field: str, words: tuple[str, ...]) -> None:
     keys = [line.split(":")[0].strip() for line in field.splitlines()]
-    path = write(tmp_path, rocm(*keys) + f"    {field}\n")
+    path = write_matrix(tmp_path, rocm(*keys) + f"    {field}\n")
     error = config_error(path)
     assert str(error).startswith(f"{path}:"), str(error)
     for word in words:
@@ -388,17 +344,17 @@ def test_bad_settings(tmp_path: Path, field: str, words: tuple[str, ...]) -> Non
 
 
 def test_duplicate_key_in_a_mapping(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "    python: ['3.12']\n    python: ['3.13']\n")
+    path = write_matrix(tmp_path, ROCM + "    python: ['3.12']\n    python: ['3.13']\n")
     assert_located(config_error(path), path, "python: ['3.13']", "appears twice")
 
 
 def test_yaml_syntax_error_has_a_line(tmp_path: Path) -> None:
-    path = write(tmp_path, ROCM + "    runner: [a, b\n")
+    path = write_matrix(tmp_path, ROCM + "    runner: [a, b\n")
     assert str(config_error(path)).startswith(f"{path}:")
 
 
 def test_arbitrary_objects_are_refused(tmp_path: Path) -> None:
-    path = write(tmp_path, "  - !!python/object/apply:os.system ['id']\n")
+    path = write_matrix(tmp_path, "  - !!python/object/apply:os.system ['id']\n")
     assert "invalid YAML" in str(config_error(path))
 
 
@@ -421,7 +377,7 @@ def test_bad_top_level(tmp_path: Path, text: str, words: tuple[str, ...]) -> Non
 
 
 def test_merge_keys_and_aliases_are_fine(tmp_path: Path) -> None:
-    path = write(
+    path = write_matrix(
         tmp_path,
         """\
   - &rocm
@@ -446,18 +402,6 @@ def test_merge_keys_and_aliases_are_fine(tmp_path: Path) -> None:
 
 
 # --- hostile YAML ------------------------------------------------------------------------
-
-BILLION_LAUGHS = """\
-a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
-b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
-c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
-d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
-e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
-f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
-g: &g [*f,*f,*f,*f,*f,*f,*f,*f,*f]
-h: &h [*g,*g,*g,*g,*g,*g,*g,*g,*g]
-i: &i [*h,*h,*h,*h,*h,*h,*h,*h,*h]
-"""
 
 
 def test_billion_laughs_is_refused(tmp_path: Path) -> None:
@@ -574,7 +518,7 @@ def test_every_shipped_leg_runs_its_python_torch_and_base_image() -> None:
 
 
 def test_free_threaded_python_reaches_build_and_setup(tmp_path: Path) -> None:
-    path = write(tmp_path, rocm() + '    python: ["3.13t"]\n')
+    path = write_matrix(tmp_path, rocm() + '    python: ["3.13t"]\n')
     (leg,) = [leg for leg in load_legs(str(path)) if leg.target == "gfx942"]
     assert leg.name == "rocm7.14-gfx942-py3.13t"
     assert "--python=3.13t" in leg.build_args and "--python=3.13t" in leg.setup_args
@@ -583,7 +527,7 @@ def test_free_threaded_python_reaches_build_and_setup(tmp_path: Path) -> None:
 def test_cuda_update_releases_are_valid_for_validate_and_build(tmp_path: Path) -> None:
     body = CUDA.replace('"13.4"', '"13.4.1"') + "    torch: {ref: v2.14.1}\n    build: true\n"
     body += '    build_args: ["--cuda-version={backend_version}", "--arch={target}"]\n'
-    (leg,) = load_legs(str(write(tmp_path, body)))
+    (leg,) = load_legs(str(write_matrix(tmp_path, body)))
     assert leg.name == "cuda13.4.1-sm_107-py3.12"
     assert "--cuda-version=13.4.1" in leg.build_args
     # The test image is that toolkit's, like the builder's.
@@ -637,5 +581,5 @@ def test_cuda_update_releases_are_valid_for_validate_and_build(tmp_path: Path) -
 def test_leg_commands_refuse_what_the_commands_refuse(
     tmp_path: Path, body: str, needle: str, words: tuple[str, ...]
 ) -> None:
-    path = write(tmp_path, body)
+    path = write_matrix(tmp_path, body)
     assert_located(config_error(path), path, needle, *words)

@@ -16,30 +16,16 @@ from accelkit.results.compare import (
     render_markdown,
 )
 from accelkit.results.markdown import MARKDOWN_LIMIT_BYTES
-from accelkit.results.model import Results
-from tests.factories import case, grouped_metric, results, sampled_metric
-
-
-def perf_run(mm_latency: float = 1e-3, *, seed: int = 0) -> Results:
-    return results(
-        [
-            case(
-                "perf/mm[float32-256]",
-                metrics={
-                    "latency": sampled_metric(mm_latency, seed=seed),
-                    "throughput": sampled_metric(
-                        2 * 256**3 / mm_latency,
-                        unit="FLOP/s",
-                        higher_is_better=True,
-                        seed=seed + 1,
-                    ),
-                },
-            ),
-            case("perf/add[1M]", metrics={"latency": sampled_metric(2e-4, seed=seed + 2)}),
-            case("conformance/abs[float32]"),
-        ]
-    )
-
+from tests.factories import (
+    STATUS_BASE,
+    STATUS_NEW,
+    case,
+    grouped_metric,
+    grouped_run,
+    perf_run,
+    results,
+    sampled_metric,
+)
 
 # ---------------------------------------------------------------------------------------
 # compare()
@@ -143,28 +129,6 @@ def test_metrics_of_a_case_missing_in_new_are_missing_too() -> None:
     assert not comparison.fails
 
 
-STATUS_BASE = [
-    case("c/pass-fail", suite="conformance"),
-    case("c/pass-crash", suite="conformance"),
-    case("c/skip-error", "skipped", suite="conformance", message="no XPU"),
-    case("c/fail-pass", "failed", suite="conformance", message="mismatch"),
-    case("c/pass-skip", suite="conformance"),
-    case("c/fail-timeout", "failed", suite="conformance"),
-    case("c/same", suite="conformance"),
-    case("c/gone", suite="conformance"),
-]
-STATUS_NEW = [
-    case("c/pass-fail", "failed", suite="conformance", message="max abs diff 0.5 > 1e-5"),
-    case("c/pass-crash", "crashed", suite="conformance", message="worker died: SIGSEGV"),
-    case("c/skip-error", "error", suite="conformance", message="ImportError"),
-    case("c/fail-pass", suite="conformance"),
-    case("c/pass-skip", "skipped", suite="conformance", message="sm_107 target absent"),
-    case("c/fail-timeout", "timeout", suite="conformance"),
-    case("c/same", suite="conformance"),
-    case("c/added", suite="conformance"),
-]
-
-
 def test_status_changes() -> None:
     comparison = compare(results(STATUS_BASE), results(STATUS_NEW))
     changes = {c.case: c for c in comparison.cases}
@@ -208,18 +172,6 @@ def test_threshold_is_validated_and_used() -> None:
 # ---------------------------------------------------------------------------------------
 # Samples in groups (measurement passes)
 # ---------------------------------------------------------------------------------------
-
-
-def grouped_run(latency: float = 1e-3, *, seed: int = 0, passes: int = 5) -> Results:
-    return results(
-        [
-            case(
-                "perf/mm[float32-256]",
-                metrics={"latency": grouped_metric(latency, seed=seed, passes=passes)},
-            ),
-            case("perf/add[1M]", metrics={"latency": sampled_metric(2e-4, seed=seed + 2)}),
-        ]
-    )
 
 
 def test_sample_groups_give_group_counts_in_the_json() -> None:

@@ -9,38 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accelkit.results.model import Results
 from accelkit.results.nightly import judge_nightly, render_markdown
-from tests.factories import case, grouped_metric, results
-
-LAST_NIGHT = "2026-03-01T02:17:00+00:00"
-TONIGHT = "2026-03-02T02:17:00+00:00"
-
-
-def _run(
-    started: str,
-    *,
-    gemm: float = 1e-3,
-    statuses: dict[str, str] | None = None,
-    known: tuple[str, ...] = (),
-    seed: int = 0,
-) -> Results:
-    """Three conformance cases (statuses as given, default passed) and one timed GEMM."""
-    statuses = statuses or {}
-    cases = []
-    for name in ("add", "mul", "eig"):
-        case_id = f"conformance/ops/{name}/float32"
-        status = statuses.get(case_id, "passed")
-        extra = {"known_failure": True} if case_id in known else {}
-        cases.append(case(case_id, status, message="boom" if status != "passed" else "", **extra))
-    cases.append(case("perf/gemm", metrics={"latency": grouped_metric(gemm, seed=seed)}))
-    return results(cases, started=started, finished=started)
-
-
-def _write(root: Path, leg: str, data: Results) -> None:
-    (root / leg).mkdir(parents=True, exist_ok=True)
-    (root / leg / "results.json").write_text(json.dumps(data.to_json_dict()), encoding="utf-8")
-
+from tests.factories import LAST_NIGHT, TONIGHT, night_run, write_leg
 
 ADD = "conformance/ops/add/float32"
 MUL = "conformance/ops/mul/float32"
@@ -49,27 +19,27 @@ MUL = "conformance/ops/mul/float32"
 def _nights(tmp_path: Path) -> tuple[Path, Path]:
     base, new = tmp_path / "baseline", tmp_path / "results"
     # Same build both nights.
-    _write(base, "same", _run(LAST_NIGHT, seed=1))
-    _write(new, "same", _run(TONIGHT, seed=2))
+    write_leg(base, "same", night_run(LAST_NIGHT, seed=1))
+    write_leg(new, "same", night_run(TONIGHT, seed=2))
     # The GEMM got 25% slower.
-    _write(base, "slower", _run(LAST_NIGHT, seed=1))
-    _write(new, "slower", _run(TONIGHT, gemm=1.25e-3, seed=2))
+    write_leg(base, "slower", night_run(LAST_NIGHT, seed=1))
+    write_leg(new, "slower", night_run(TONIGHT, gemm=1.25e-3, seed=2))
     # add fails tonight (new), mul failed last night too (not listed: still red).
-    _write(base, "failing", _run(LAST_NIGHT, statuses={MUL: "failed"}, seed=1))
-    _write(new, "failing", _run(TONIGHT, statuses={ADD: "failed", MUL: "failed"}, seed=2))
+    write_leg(base, "failing", night_run(LAST_NIGHT, statuses={MUL: "failed"}, seed=1))
+    write_leg(new, "failing", night_run(TONIGHT, statuses={ADD: "failed", MUL: "failed"}, seed=2))
     # mul is listed as a known failure: recorded skipped with known_failure, green.
-    _write(base, "known", _run(LAST_NIGHT, statuses={MUL: "skipped"}, known=(MUL,), seed=1))
-    _write(new, "known", _run(TONIGHT, statuses={MUL: "skipped"}, known=(MUL,), seed=2))
+    write_leg(base, "known", night_run(LAST_NIGHT, statuses={MUL: "skipped"}, known=(MUL,), seed=1))
+    write_leg(new, "known", night_run(TONIGHT, statuses={MUL: "skipped"}, known=(MUL,), seed=2))
     # add ran last night and is skipped tonight, not as a known failure.
-    _write(base, "skipping", _run(LAST_NIGHT, seed=1))
-    _write(new, "skipping", _run(TONIGHT, statuses={ADD: "skipped"}, seed=2))
+    write_leg(base, "skipping", night_run(LAST_NIGHT, seed=1))
+    write_leg(new, "skipping", night_run(TONIGHT, statuses={ADD: "skipped"}, seed=2))
     # A new leg: nothing last night.
-    _write(new, "new-leg", _run(TONIGHT, seed=2))
+    write_leg(new, "new-leg", night_run(TONIGHT, seed=2))
     # The last results of this leg are a week old.
-    _write(base, "stale", _run("2026-02-23T02:17:00+00:00", seed=1))
-    _write(new, "stale", _run(TONIGHT, seed=2))
+    write_leg(base, "stale", night_run("2026-02-23T02:17:00+00:00", seed=1))
+    write_leg(new, "stale", night_run(TONIGHT, seed=2))
     # "dead" produced nothing tonight (its folder holds only setup.json).
-    _write(base, "dead", _run(LAST_NIGHT, seed=1))
+    write_leg(base, "dead", night_run(LAST_NIGHT, seed=1))
     (new / "dead").mkdir()
     (new / "dead" / "setup.json").write_text("{}", encoding="utf-8")
     return base, new
@@ -113,7 +83,7 @@ def test_green_night_and_a_failing_new_leg(tmp_path: Path) -> None:
     base, new = _nights(tmp_path)
     assert not judge_nightly(["same", "known", "stale"], new, base).red
     # Without a baseline, an unlisted failure is still red: no list, no excuse.
-    _write(new, "new-broken", _run(TONIGHT, statuses={ADD: "crashed"}))
+    write_leg(new, "new-broken", night_run(TONIGHT, statuses={ADD: "crashed"}))
     (leg,) = judge_nightly(["new-broken"], new, base).legs
     assert leg.red and leg.state == "red" and "1 failing cases" in leg.reasons[0]
     # No previous nightly at all: every leg is named, none compared.
