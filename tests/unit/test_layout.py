@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import itertools
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.helpers import REPO
@@ -106,12 +107,17 @@ def _imported_test_modules(source: str) -> list[tuple[int, str]]:
     return found
 
 
-def test_no_test_module_imports_another() -> None:
-    offences = [
-        f"{path.relative_to(REPO)}:{line} imports {module}"
-        for path in _python_files(TESTS)
-        for line, module in _imported_test_modules(path.read_text(encoding="utf-8"))
+def _offences(root: Path, find: Callable[[str], list[tuple[int, str]]]) -> list[str]:
+    """`path:line: what` for each place `find` finds in the Python files under `root`."""
+    return [
+        f"{path.relative_to(REPO)}:{line}: {what}"
+        for path in _python_files(root)
+        for line, what in find(path.read_text(encoding="utf-8"))
     ]
+
+
+def test_no_test_module_imports_another() -> None:
+    offences = _offences(TESTS, _imported_test_modules)
     assert offences == [], (
         "a test module imports another; move what they share into a helper module at tests/ "
         "top level (results objects and files: tests/factories.py; matrix texts: "
@@ -169,11 +175,7 @@ def test_the_cli_check_sees_each_way_of_running_the_cli() -> None:
 
 
 def test_no_unit_test_runs_the_cli() -> None:
-    offences = [
-        f"{path.relative_to(REPO)}:{line} ({what})"
-        for path in _python_files(UNIT)
-        for line, what in _cli_runs(path.read_text(encoding="utf-8"))
-    ]
+    offences = _offences(UNIT, _cli_runs)
     assert offences == [], (
         "a unit test runs the CLI; a test that runs `accelkit <command>` belongs in "
         "tests/integration/test_<command>.py (`accelkit test`: test_test_<topic>.py), and the "

@@ -10,15 +10,11 @@ import pytest
 from accelkit.errors import ConfigError
 from accelkit.matrix import load_legs
 from accelkit.suite.request import RunRequest
+from tests.matrices import HEADER, write_matrix
 
-MATRIX = """\
-schema: 1
-defaults:
-  python: ["3.12"]
-  torch: {channel: nightly}
-  suites: [conformance]
-  timeout_minutes: 60
-entries:
+MATRIX = (
+    HEADER
+    + """\
   - backend: cuda
     backend_version: "13.4"
     targets: [sm_90, sm_107]
@@ -31,16 +27,11 @@ entries:
         waive:
           cuda_graph_while_loop: "driver 590 on the Rubin runners lacks conditional nodes"
 """
-
-
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "m.yaml"
-    path.write_text(text)
-    return path
+)
 
 
 def test_legs_carry_their_requirements_and_pass_them_to_accelkit_test(tmp_path: Path) -> None:
-    legs = {leg.name: leg for leg in load_legs(str(_write(tmp_path, MATRIX)))}
+    legs = {leg.name: leg for leg in load_legs(str(write_matrix(tmp_path, MATRIX, header="")))}
     plain = legs["cuda13.4-sm_90-py3.12"]
     assert plain.require == ("nvgemm",) and plain.waive == ()
     assert plain.test_args == ("--require=nvgemm",)
@@ -73,7 +64,7 @@ def test_legs_carry_their_requirements_and_pass_them_to_accelkit_test(tmp_path: 
 )
 def test_bad_requirements_are_located_errors(tmp_path: Path, setting: str, needle: str) -> None:
     base = MATRIX.split("    require:")[0]
-    path = _write(tmp_path, base + setting)
+    path = write_matrix(tmp_path, base + setting, header="")
     with pytest.raises(ConfigError) as raised:
         load_legs(str(path))
     assert needle in str(raised.value)

@@ -32,6 +32,7 @@ from accelkit.results.io import load_results
 from accelkit.suite.request import RunRequest, validate
 from tests.factories import case, results, shard
 from tests.helpers import REPO
+from tests.matrices import line_of, write_matrix
 
 MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
 NIGHTLY_WORKFLOW = REPO / ".github" / "workflows" / "nightly.yml"
@@ -64,19 +65,6 @@ TWO_NODES = (
 )
 
 
-def _write(tmp_path: Path, text: str) -> Path:
-    path = tmp_path / "m.yaml"
-    path.write_text(text)
-    return path
-
-
-def _line_of(path: Path, needle: str) -> int:
-    for number, line in enumerate(path.read_text().splitlines(), start=1):
-        if needle in line:
-            return number
-    raise AssertionError(f"{needle!r} not in {path}")
-
-
 def _job_argv(item: dict[str, Any], out: Path) -> list[str]:
     """`accelkit test`'s argv as nightly.yml's Test step builds it for a matrix item (whose
     Install step made the job's folder `out`)."""
@@ -94,7 +82,7 @@ def _job_argv(item: dict[str, Any], out: Path) -> list[str]:
 
 
 def test_a_sharded_leg_is_one_leg_of_three_jobs(tmp_path: Path) -> None:
-    (leg,) = load_legs(str(_write(tmp_path, SHARDED)))
+    (leg,) = load_legs(str(write_matrix(tmp_path, SHARDED, header="")))
     assert (leg.name, leg.shards, leg.nodes) == ("cpu-py3.11", 3, 1)
     assert "--shard" not in " ".join(leg.test_args)  # the jobs add it, not the leg
     items = github_matrix([leg])["include"]
@@ -112,7 +100,7 @@ def test_a_sharded_leg_is_one_leg_of_three_jobs(tmp_path: Path) -> None:
 
 
 def test_a_two_node_leg_is_one_job_per_node_with_one_rendezvous(tmp_path: Path) -> None:
-    legs = load_legs(str(_write(tmp_path, TWO_NODES)))
+    legs = load_legs(str(write_matrix(tmp_path, TWO_NODES, header="")))
     leg = next(leg for leg in legs if leg.nodes == 2)
     assert leg.name == "cpu-py3.11-2nodes" and leg.rdzv_endpoint == "cpu-pair-0.lan:29500"
     assert leg.runner == ("self-hosted", "pair0")  # node 0's, the rendezvous host
@@ -218,11 +206,11 @@ def test_a_two_node_leg_is_one_job_per_node_with_one_rendezvous(tmp_path: Path) 
 def test_bad_scale_out_settings_name_their_line(
     tmp_path: Path, text: str, needle: str, words: tuple[str, ...]
 ) -> None:
-    path = _write(tmp_path, text)
+    path = write_matrix(tmp_path, text, header="")
     with pytest.raises(ConfigError) as info:
         load_legs(str(path))
     message = str(info.value)
-    assert message.startswith(f"{path}:{_line_of(path, needle)}: "), message
+    assert message.startswith(f"{path}:{line_of(path, needle)}: "), message
     assert "\n" not in message
     for word in words:
         assert word in message, message
@@ -230,7 +218,7 @@ def test_bad_scale_out_settings_name_their_line(
 
 def test_job_names_are_unique_and_within_githubs_limit(tmp_path: Path) -> None:
     clash = SHARDED + "    include:\n      - {python: '3.11', variant: shard-2-of-3, shards: 1}\n"
-    path = _write(tmp_path, clash)
+    path = write_matrix(tmp_path, clash, header="")
     with pytest.raises(ConfigError) as info:
         load_legs(str(path))
     assert "job named 'cpu-py3.11-shard-2-of-3', like a job of leg 'cpu-py3.11'" in str(info.value)
@@ -239,8 +227,10 @@ def test_job_names_are_unique_and_within_githubs_limit(tmp_path: Path) -> None:
     for variant in ("a", "b"):  # 2 legs x 4 pythons x 32 shards: GitHub's 256 jobs
         wide += f"  - {{backend: cpu, variant: {variant}, shards: 32, runner: [r]}}\n"
     (tmp_path / "wide").mkdir()
-    assert len(load_legs(str(_write(tmp_path / "wide", wide)))) == 8
-    path = _write(tmp_path, wide + "  - {backend: mps, container: false, runner: [m]}\n")
+    assert len(load_legs(str(write_matrix(tmp_path / "wide", wide, header="")))) == 8
+    path = write_matrix(
+        tmp_path, wide + "  - {backend: mps, container: false, runner: [m]}\n", header=""
+    )
     with pytest.raises(ConfigError) as info:
         load_legs(str(path))
     assert str(info.value).startswith(f"{path}: the matrix has 260 jobs"), str(info.value)
@@ -249,7 +239,7 @@ def test_job_names_are_unique_and_within_githubs_limit(tmp_path: Path) -> None:
 
 def test_the_distributed_suite_alone_is_a_single_host_leg(tmp_path: Path) -> None:
     text = HEADER.replace("suites: [conformance]", "suites: [distributed]")
-    (leg,) = load_legs(str(_write(tmp_path, text)))
+    (leg,) = load_legs(str(write_matrix(tmp_path, text, header="")))
     (item,) = github_matrix([leg])["include"]
     assert (item["suite"], item["nodes"], item["job"]) == ("distributed", 1, "cpu-py3.11")
 
@@ -271,7 +261,8 @@ def test_every_shipped_job_is_accepted_by_accelkit_test(matrix: Path, tmp_path: 
 
 
 def test_every_job_of_a_two_node_leg_is_accepted_by_accelkit_test(tmp_path: Path) -> None:
-    for item in github_matrix(load_legs(str(_write(tmp_path, TWO_NODES))))["include"]:
+    legs = load_legs(str(write_matrix(tmp_path, TWO_NODES, header="")))
+    for item in github_matrix(legs)["include"]:
         request = RunRequest.from_argv(_job_argv(item, tmp_path / item["leg_dir"]))
         validate(request)
         assert (request.nnodes, request.node_rank) == (item["nodes"], item["node_rank"])
@@ -296,9 +287,9 @@ def _leg_step(name: str) -> str:
 
 def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
     """The leg job's Test step, with a recording `accelkit`, for a shard and for node 1."""
-    legs = [*load_legs(str(_write(tmp_path, TWO_NODES)))]
+    legs = [*load_legs(str(write_matrix(tmp_path, TWO_NODES, header="")))]
     (tmp_path / "s").mkdir()
-    legs += load_legs(str(_write(tmp_path / "s", SHARDED)))
+    legs += load_legs(str(write_matrix(tmp_path / "s", SHARDED, header="")))
     items = {item["job"]: item for item in github_matrix(legs)["include"]}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -464,7 +455,7 @@ class _Host:
 
 def test_the_rehearsal_runs_each_shard_then_merges_them(tmp_path: Path) -> None:
     text = SHARDED + "    container: false\n"
-    legs = load_legs(str(_write(tmp_path, text)))
+    legs = load_legs(str(write_matrix(tmp_path, text, header="")))
     out = tmp_path / "out"
     options = RehearsalOptions(output=out, test_args=("-k", "add"))
     (leg,) = plan_rehearsal(legs, options, _Host()).legs
@@ -497,14 +488,14 @@ def test_the_rehearsal_runs_each_shard_then_merges_them(tmp_path: Path) -> None:
 def test_the_rehearsal_refuses_a_shard_option_on_a_sharded_leg(tmp_path: Path) -> None:
     from accelkit.errors import BadInput
 
-    legs = load_legs(str(_write(tmp_path, SHARDED)))
+    legs = load_legs(str(write_matrix(tmp_path, SHARDED, header="")))
     options = RehearsalOptions(output=tmp_path / "out", test_args=("--shard", "1/2"))
     with pytest.raises(BadInput, match="--shard is set from the leg's shards"):
         plan_rehearsal(legs, options, _Host())
 
 
 def test_the_rehearsal_does_not_run_a_two_node_leg(tmp_path: Path) -> None:
-    legs = load_legs(str(_write(tmp_path, TWO_NODES)))
+    legs = load_legs(str(write_matrix(tmp_path, TWO_NODES, header="")))
     plan = plan_rehearsal(legs, RehearsalOptions(output=tmp_path / "out"), _Host())
     by_name = {leg.leg.name: leg for leg in plan.legs}
     two = by_name["cpu-py3.11-2nodes"]
