@@ -29,11 +29,12 @@ from accelkit.results.report.history import (
 from accelkit.results.report.html import render_html_with_plots
 from tests.browser import browse, console_lines, find_chromium
 from tests.helpers import REPO, assert_one_line_error, run_cli
+from tests.helpers import SMALL_GEMM as GEMM
 
 REAL = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
 A, B = "cpu-py3.12", "cpu-py3.13"
 NIGHTS = 12
-GEMM = "perf/gemm/float32/128x128x128"
+
 GEMV = "perf/gemv/float32/1x1024x512"
 FAILS_ON_NIGHT = 10
 FLAKY_CASE = "conformance/control_flow/while_loop/compiled"

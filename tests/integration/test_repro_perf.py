@@ -21,9 +21,9 @@ from accelkit.results.model import Case, Repro
 from accelkit.triage import perf_repro
 from accelkit.triage.bundle import accelkit_module, module_imports
 from tests.factories import case, metric, results
+from tests.helpers import SMALL_GEMM as GEMM
 from tests.helpers import assert_one_line_error, run_cli
 
-GEMM = "perf/gemm/float32/128x128x128"
 COPY = "perf/memory/stream/copy/float32/262144"
 TRANSFER = "perf/transfer/h2d/pinned/67108864"
 SELECTION = (

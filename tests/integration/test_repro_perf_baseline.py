@@ -21,10 +21,8 @@ import pytest
 from accelkit.triage.perf_baseline import against_baseline, conclusion, iter_lines, parse_measured
 from accelkit.triage.perf_replay import MEASURED_PREFIX
 from tests.factories import case, metric, results
-from tests.helpers import REPO, assert_one_line_error, run_cli
-
-GEMM = "perf/gemm/float32/128x128x128"
-FAULTS = REPO / "tests" / "fixtures" / "faults"
+from tests.helpers import FAULTS, REPO, assert_one_line_error, run_cli
+from tests.helpers import SMALL_GEMM as GEMM
 
 
 def _latency(medians: list[float], per_pass: int = 20) -> list[list[float]]:

@@ -15,11 +15,10 @@ from pathlib import Path
 import pytest
 
 from accelkit.results.io import load_results
-from tests.helpers import REPO, run_cli
+from tests.helpers import FAULTS, REPO, run_cli
 
 pytestmark = pytest.mark.slow
 
-FAULTS = REPO / "tests" / "fixtures" / "faults"
 # (exit code, {case id: (status, message)}, the seed the results file recorded)
 RunOutcome = tuple[int, dict[str, tuple[str, str]], int]
 # One run here took at most ~110 s on the loaded 2-core development machine.
