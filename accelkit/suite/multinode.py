@@ -231,7 +231,10 @@ def hosted(config: NodeConfig) -> Iterator[tuple[Any, NodeConfig]]:
     finally:
         with contextlib.suppress(Exception):
             store.set("accelkit/finished", "1")
-            _wait_keys(store, [f"accelkit/left/{n}" for n in range(1, config.nnodes)], STOP_WAIT_S)
+            # Only the nodes that joined can say they left: a node that never came is not
+            # waited for (node 0 alone reports that at once, not STOP_WAIT_S later).
+            joined = [n for n in range(1, config.nnodes) if store.check([f"accelkit/node/{n}"])]
+            _wait_keys(store, [f"accelkit/left/{n}" for n in joined], STOP_WAIT_S)
 
 
 def _wait_for_nodes(store: Any, config: NodeConfig) -> None:

@@ -99,3 +99,34 @@ def test_a_node_whose_torchrun_ended_without_a_rank_fails_the_job() -> None:
     assert verdict is not None and not verdict.ok
     assert "rank 3 (never started): never started" in verdict.head
     assert "node 1: torchrun exit code 1: rendezvous closed" in verdict.head
+
+
+# ---- node 0's store -----------------------------------------------------------------------
+
+
+def test_node_0_does_not_wait_for_a_node_that_never_joined_to_leave(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Alone, node 0 reports the missing node and stops: on the way out it waits for the
+    nodes that joined to say they left, and for no other (it used to wait STOP_WAIT_S for
+    a node that was never there)."""
+    import socket
+
+    from accelkit.errors import Unavailable
+    from accelkit.suite import multinode
+
+    waited: list[list[str]] = []
+    real_wait = multinode._wait_keys
+
+    def wait_keys(store: object, keys: list[str], timeout_s: float) -> list[str]:
+        waited.append(list(keys))
+        return real_wait(store, keys, timeout_s)
+
+    monkeypatch.setattr(multinode, "_wait_keys", wait_keys)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = multinode.NodeConfig(3, 0, f"127.0.0.1:{port}", join_timeout_s=0.2)
+    with pytest.raises(Unavailable, match="node 1, 2 did not join"), multinode.hosted(config):
+        pass
+    assert waited == [["accelkit/node/1", "accelkit/node/2"], []]
