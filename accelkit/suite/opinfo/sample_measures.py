@@ -49,6 +49,15 @@ def _real64(x: torch.Tensor) -> torch.Tensor:
     return x.detach().to("cpu", torch.complex128 if x.is_complex() else torch.float64)
 
 
+def _floating(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+
+
+def _magnitude(x: torch.Tensor) -> torch.Tensor:
+    """|x|, a complex x taken as |Re x| + |Im x| (a real tensor)."""
+    return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
+
+
 def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
     |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
@@ -56,10 +65,7 @@ def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> flo
     forms (Re x + Im x)(Re w + Im w) and subtracts the other two products."""
 
     def absolute(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
-            x = x.detach()
-            return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
-        return x
+        return _magnitude(x.detach()) if _floating(x) else x
 
     inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
     with torch.no_grad():
@@ -490,13 +496,7 @@ def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
         return []
 
     def absolute(x: Any) -> Any:
-        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex()):
-            magnitude = _real64(x)
-            magnitude = (
-                magnitude.real.abs() + magnitude.imag.abs() if x.is_complex() else (magnitude.abs())
-            )
-            return magnitude.requires_grad_(x.requires_grad)
-        return x
+        return _magnitude(_real64(x)).requires_grad_(x.requires_grad) if _floating(x) else x
 
     inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
     inputs = differentiable((inp, args, kwargs))
