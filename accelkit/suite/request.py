@@ -92,8 +92,8 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         int,
         None,
         "Worker processes for conformance cases (a crash costs one case); default: one per "
-        f"CPU, at most {MAX_DEFAULT_WORKERS}; 0 runs them in one process without crash "
-        "isolation. Perf cases always run one at a time.",
+        f"CPU, at most {MAX_DEFAULT_WORKERS} (1 with --case); 0 runs them in one process "
+        "without crash isolation. Perf cases always run one at a time.",
         optional=True,
         show_default=False,
     ),
@@ -384,7 +384,11 @@ class RunRequest:
     def worker_count(self) -> int:
         if self.nnodes > 1:  # one pytest process: the rank sessions run one job at a time
             return 0
-        return default_workers() if self.workers is None else self.workers
+        if self.workers is None:
+            # One case (--case) keeps one worker busy; a second would only import torch
+            # and collect, for nothing.
+            return min(default_workers(), 1) if self.case is not None else default_workers()
+        return self.workers
 
     def with_argv(self, argv: Sequence[str]) -> RunRequest:
         return replace(self, argv=tuple(argv))

@@ -190,6 +190,16 @@ def test_perf_threads_default_per_device_and_option() -> None:
     assert f"default {DEFAULT_CPU_THREADS} when the device is the CPU" in help_text
 
 
+def test_one_case_gets_one_worker_unless_told_otherwise() -> None:
+    """--case runs one case: a second xdist worker would only import torch and collect."""
+    from accelkit.suite.request import default_workers
+
+    assert RunRequest(case="conformance/ops/exp/float32").worker_count == 1
+    assert RunRequest(case="conformance/ops/exp/float32", workers=0).worker_count == 0
+    assert RunRequest(case="conformance/ops/exp/float32", workers=3).worker_count == 3
+    assert RunRequest().worker_count == default_workers()
+
+
 def test_negative_threads_are_refused() -> None:
     from accelkit.errors import BadInput
     from accelkit.suite.request import validate
