@@ -16,7 +16,6 @@ Rules every check follows:
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import importlib.util
@@ -28,12 +27,12 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from accelkit.backends import Availability, all_backends
 from accelkit.backends.base import release_tuple
+from accelkit.probe.inductor_defaults import MISSING, inductor_cxx_search, inductor_default
 from accelkit.probe.registry import (
     CheckFn,
     capabilities,
@@ -138,75 +137,6 @@ def _inductor_config() -> Any:
     return importlib.import_module("torch._inductor.config")
 
 
-_MISSING = object()
-
-
-def _inductor_default(torch: Any, section: str, name: str) -> Any:
-    """`torch._inductor.config.<section>.<name>` as this process would see it: the loaded
-    config's value where it is loaded, else the literal default in the config's source
-    (read with `ast`, not imported: see `_inductor_cxx_search`); `_MISSING` where the
-    option does not exist. A default that is not a literal (read from the environment,
-    computed) falls back to importing the config."""
-    config = sys.modules.get("torch._inductor.config")
-    if config is None:
-        found = _literal_class_default(
-            Path(torch.__file__).parent / "_inductor" / "config.py", section, name
-        )
-        if found is not _NOT_LITERAL:
-            return found
-        config = _inductor_config()
-    return getattr(getattr(config, section, None), name, _MISSING)
-
-
-_NOT_LITERAL = object()
-
-
-def _literal_class_default(source: Path, section: str, name: str) -> Any:
-    """The literal value assigned to `name` in class `section` of the module at `source`;
-    `_MISSING` when the class or the name is not there, `_NOT_LITERAL` when the source
-    cannot be read or the value is not a literal."""
-    try:
-        tree = ast.parse(source.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, ValueError):
-        return _NOT_LITERAL
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == section:
-            for item in node.body:
-                targets = (
-                    [item.target]
-                    if isinstance(item, ast.AnnAssign)
-                    else item.targets
-                    if isinstance(item, ast.Assign)
-                    else []
-                )
-                if any(isinstance(t, ast.Name) and t.id == name for t in targets):
-                    value = getattr(item, "value", None)
-                    if value is None:
-                        return _NOT_LITERAL
-                    try:
-                        return ast.literal_eval(value)
-                    except ValueError:
-                        return _NOT_LITERAL
-            return _MISSING
-    return _MISSING
-
-
-def _inductor_cxx_search() -> list[Any]:
-    """Inductor's `config.cpp.cxx`, the compilers it tries in order.
-
-    Where the config is loaded already, its value (a case may have changed it). Otherwise
-    the default it would load with: `(None, $CXX or "g++")` ("clang++" on macOS), as
-    torch 2.14's torch/_inductor/config.py defines it. Importing the config to read it
-    costs 2.6 s here, because it loads torch._inductor and Dynamo: that is most of what
-    writing a results file's header costs, in every `accelkit test`."""
-    config = sys.modules.get("torch._inductor.config")
-    if config is None:
-        default = "clang++" if sys.platform == "darwin" else "g++"
-        return [None, os.environ.get("CXX", default)]
-    cxx = config.cpp.cxx
-    return list(cxx) if isinstance(cxx, (list, tuple)) else [cxx]
-
-
 # --------------------------------------------------------------------------------------
 # Backends first, in the registry's display order (cpu, cuda, rocm, xpu, mps).
 
@@ -300,7 +230,7 @@ def _inductor() -> Availability:
     else:
         # Inductor searches config.cpp.cxx in order; None means "install g++ from conda",
         # which a probe must never do (torch only does it with TORCH_INDUCTOR_INSTALL_GXX).
-        candidates = [str(c) for c in _inductor_cxx_search() if c]
+        candidates = [str(c) for c in inductor_cxx_search() if c]
     for candidate in candidates:
         path = shutil.which(candidate)
         if path is None:
@@ -613,8 +543,8 @@ def _flight_recorder() -> Availability:
 @capability_check("comm_overlap_default")
 def _comm_overlap_default() -> Availability:
     torch = _torch()
-    value = _inductor_default(torch, "aten_distributed_optimizations", "enable_simple_overlap")
-    if value is _MISSING:
+    value = inductor_default(torch, "aten_distributed_optimizations", "enable_simple_overlap")
+    if value is MISSING:
         return Availability(
             False,
             f"torch {_version(torch)} has no "

@@ -106,6 +106,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from accelkit.torch_import import quick_exit
+
+    quick_exit()  # workers import torch: their exits, one per session and perf pass, add up
     config.addinivalue_line(
         "markers",
         "requires(*capabilities): run only when every named capability is available; "

@@ -31,6 +31,8 @@ import traceback
 from datetime import timedelta
 from typing import Any
 
+from accelkit.torch_import import quick_exit
+
 JOB_ENV = "ACCELKIT_RANK_JOB"
 _POLL_S = 0.3
 
@@ -97,6 +99,7 @@ def main() -> int:
     # only the sigwait thread receives it.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     job_config = json.loads(os.environ[JOB_ENV])
+    quick_exit()
     spec: dict[str, Any] = job_config["spec"]
     address, job = str(job_config["store"]), str(spec["job"])
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])

@@ -384,9 +384,7 @@ class RunRequest:
     def worker_count(self) -> int:
         if self.nnodes > 1:  # one pytest process: the rank sessions run one job at a time
             return 0
-        if self.workers is None:
-            # One case (--case) keeps one worker busy; a second would only import torch
-            # and collect, for nothing.
+        if self.workers is None:  # one case (--case) keeps one worker busy, never two
             return min(default_workers(), 1) if self.case is not None else default_workers()
         return self.workers
 

@@ -44,6 +44,8 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
+from accelkit.torch_import import quick_exit
+
 ENV = "ACCELKIT_RUN_WORKERS"
 """The directory of this run's workers, set by `hosting()` for the pytest children."""
 START_TIMEOUT_S = 300.0
@@ -253,4 +255,5 @@ def _end_with_host(host: int) -> None:
 
 
 if __name__ == "__main__":
+    quick_exit()
     raise SystemExit(serve(Path(sys.argv[1]), sys.argv[2]))
