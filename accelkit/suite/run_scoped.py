@@ -88,22 +88,28 @@ def hosting(*, export: bool = True) -> Iterator[Path]:
 
 
 def stop_all(folder: Path) -> None:
-    """Stop every worker started in `folder` and its children (a worker's own process group)."""
+    """Stop every worker started in `folder` and its children (a worker's own process
+    group), all at once: each closes what it holds in parallel with the others."""
+    pids: list[int] = []
     for pid_file in sorted(folder.glob("*.pid")):
         with contextlib.suppress(ValueError, OSError):
-            _stop(int(pid_file.read_text(encoding="utf-8")))
+            pids.append(int(pid_file.read_text(encoding="utf-8")))
         pid_file.unlink(missing_ok=True)
+    _stop(pids)
 
 
-def _stop(pid: int) -> None:
+def _stop(pids: list[int]) -> None:
     for sig in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pid, sig)
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(pid, sig)
         deadline = time.monotonic() + STOP_WAIT_S
-        while time.monotonic() < deadline:
-            if not _alive(pid):
-                return
-            time.sleep(_POLL_S)
+        while pids and time.monotonic() < deadline:
+            pids = [pid for pid in pids if _alive(pid)]
+            if pids:
+                time.sleep(_POLL_S)
+        if not pids:
+            return
 
 
 def _alive(pid: int) -> bool:
@@ -145,7 +151,7 @@ def call(key: str, fn: Callable[[dict[str, Any]], Any], *, timeout_s: float) -> 
                 raise TimeoutError(f"no answer within {timeout_s:g} s")
             status, value = conn.recv()
     except (OSError, EOFError, TimeoutError) as error:
-        _stop(pid)
+        _stop([pid])
         pid_file.unlink(missing_ok=True)
         raise AssertionError(
             f"run-scoped worker {key!r} failed: {error}\n{_log_tail(folder, key)}"
@@ -199,7 +205,7 @@ def _start(folder: Path, key: str, address: str) -> None:
                 f"{_log_tail(folder, key)}"
             )
         if time.monotonic() > deadline:
-            _stop(proc.pid)
+            _stop([proc.pid])
             raise AssertionError(
                 f"run-scoped worker {key!r} did not listen within {START_TIMEOUT_S:g} s"
             )

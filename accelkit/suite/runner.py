@@ -165,6 +165,9 @@ def pytest_argv(
     argv = [python or sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
     argv += ["--rootdir", str(root)]
     argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
+    # pytest's unraisable-exception plugin collects garbage 5 times at the end of every
+    # session and worker: 1 s with torch loaded, for each of a run's ~10 processes.
+    argv += ["-p", "no:unraisableexception"]
     argv += ["--accelkit-device", request.device, "--accelkit-seed", str(request.seed)]
     argv += ["--accelkit-results", str(results_path), "--accelkit-events-fd", str(events_fd)]
     argv += ["--accelkit-timeout", str(request.timeout_s)]
