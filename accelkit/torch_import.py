@@ -4,7 +4,6 @@ both load torch through here, so neither imports the other for it."""
 
 from __future__ import annotations
 
-import atexit
 import functools
 import gc
 import importlib
@@ -19,25 +18,24 @@ def _import_torch() -> tuple[ModuleType | None, str]:
         return None, f"torch is not installed ({exc})"
     except Exception as exc:  # a broken build (missing shared libraries, ...) must not crash us
         return None, f"torch failed to import: {type(exc).__name__}: {exc}"
-    quick_exit()
+    freeze_loaded()
     return module, ""
 
 
-@functools.lru_cache(maxsize=1)
-def quick_exit() -> None:
-    """Make this process's exit about 1 s faster once it has imported torch.
+def freeze_loaded() -> None:
+    """Hand everything loaded so far (torch's modules and their objects) to the permanent
+    generation, out of the cyclic garbage collector's reach; call it once torch (and, in
+    a pytest worker, the collected cases) are loaded.
 
-    An interpreter that imported torch spends 1.3 s of CPU on its way out here, most of it
-    in the last cyclic garbage collection over torch's millions of objects (0.1 s with that
-    collection skipped). Every `accelkit test` runs several such processes one after the
-    other (the CLI, each pytest session and its workers, the perf passes, the run-scoped
-    and compile workers), so it adds up to tens of seconds a run. `gc.freeze()` at exit
-    (an atexit hook, registered once) moves every object to the permanent generation, so
-    that collection has nothing to do. Objects are still freed by reference counting
-    as modules are torn down; only objects in reference cycles are left to the OS, which
-    reclaims the process anyway (files are flushed by their `close()`, never by a cycle
-    collection)."""
-    atexit.register(gc.freeze)
+    An interpreter that imported torch spends 1.3 s on its way out here, most of it in the
+    last cyclic collection over torch's millions of objects, and every `accelkit test` runs
+    several such processes one after the other (the CLI, each pytest session's workers,
+    the perf passes, the run-scoped and compile workers). Frozen, they are not traversed
+    again: not at exit, nor by each `gc.collect()` on the way (the timer collects before it
+    measures). Objects made later are collected as usual, so an unclosed file in a cycle is
+    still flushed at exit (freezing at exit would lose it). Frozen objects that become
+    garbage stay until exit: what an import made lives that long anyway."""
+    gc.freeze()
 
 
 def torch_or_none() -> ModuleType | None:

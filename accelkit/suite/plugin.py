@@ -105,30 +105,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def pytest_configure(config: pytest.Config) -> None:
-    from accelkit.torch_import import quick_exit
+_MARKERS = (
+    "requires(*capabilities): run only when every named capability is available; "
+    "otherwise skip with the capability table's reason",
+    "cross_compile: compiles for the run's --target with no device; the only cases a "
+    "--compile-only run keeps, and left out of runs that have no target",
+    "single_pass: a perf case measured in the first pass only (its samples are already "
+    "separate processes, or it is too slow to repeat); see accelkit test --passes",
+    "shard_group(name): cases that share an expensive session; accelkit test --shard "
+    "keeps them in one shard",
+)
 
-    quick_exit()  # workers import torch: their exits, one per session and perf pass, add up
-    config.addinivalue_line(
-        "markers",
-        "requires(*capabilities): run only when every named capability is available; "
-        "otherwise skip with the capability table's reason",
-    )
-    config.addinivalue_line(
-        "markers",
-        "cross_compile: compiles for the run's --target with no device; the only cases a "
-        "--compile-only run keeps, and left out of runs that have no target",
-    )
-    config.addinivalue_line(
-        "markers",
-        "single_pass: a perf case measured in the first pass only (its samples are already "
-        "separate processes, or it is too slow to repeat); see accelkit test --passes",
-    )
-    config.addinivalue_line(
-        "markers",
-        "shard_group(name): cases that share an expensive session; accelkit test --shard "
-        "keeps them in one shard",
-    )
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in _MARKERS:
+        config.addinivalue_line("markers", marker)
     _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
     results = config.getoption("--accelkit-results", default=None)
@@ -205,6 +196,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 item.user_properties.append((REQUIRED_PROPERTY, name))
                 pytest.fail(f"required capability missing: {reason}", pytrace=False)
             pytest.skip(reason)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _torch_loaded() -> None:
+    """torch and the collected cases, loaded, leave the cyclic GC's care (freeze_loaded)."""
+    from accelkit.torch_import import freeze_loaded, torch_or_none
+
+    torch_or_none()
+    freeze_loaded()
 
 
 @pytest.fixture(scope="session")

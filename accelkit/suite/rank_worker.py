@@ -31,7 +31,7 @@ import traceback
 from datetime import timedelta
 from typing import Any
 
-from accelkit.torch_import import quick_exit
+from accelkit.torch_import import freeze_loaded
 
 JOB_ENV = "ACCELKIT_RANK_JOB"
 _POLL_S = 0.3
@@ -99,7 +99,6 @@ def main() -> int:
     # only the sigwait thread receives it.
     signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
     job_config = json.loads(os.environ[JOB_ENV])
-    quick_exit()
     spec: dict[str, Any] = job_config["spec"]
     address, job = str(job_config["store"]), str(spec["job"])
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
@@ -107,6 +106,7 @@ def main() -> int:
     dumps = _Dumps(address, job, rank)
     dumps.on_sigterm()
     store = _store(address, float(job_config.get("timeout_s", 300)))
+    freeze_loaded()  # torch is loaded (the store is c10d's)
     place = {
         "node": int(job_config["node"]),
         "local": int(os.environ.get("LOCAL_RANK", 0)),

@@ -44,7 +44,7 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 from typing import Any
 
-from accelkit.torch_import import quick_exit
+from accelkit.torch_import import torch_or_none
 
 ENV = "ACCELKIT_RUN_WORKERS"
 """The directory of this run's workers, set by `hosting()` for the pytest children."""
@@ -228,6 +228,7 @@ def serve(folder: Path, key: str) -> int:
         raise SystemExit(0)
 
     signal.signal(signal.SIGTERM, shut)
+    torch_or_none()  # every job needs it; loaded here, its objects are frozen (freeze_loaded)
     host = int((folder / _HOST).read_text(encoding="utf-8"))
     threading.Thread(target=_end_with_host, args=(host,), daemon=True).start()
     authkey = (folder / _AUTHKEY).read_bytes()
@@ -261,5 +262,4 @@ def _end_with_host(host: int) -> None:
 
 
 if __name__ == "__main__":
-    quick_exit()
     raise SystemExit(serve(Path(sys.argv[1]), sys.argv[2]))
