@@ -36,7 +36,8 @@ RUN tag="cp$(echo "${PYTHON_VERSION%t}" | tr -d .)"; \
 COPY fetch_inputs.py /tmp/accelkit-fetch-inputs.py
 ARG ACCELKIT_INPUTS_URL=""
 # hadolint ignore=DL3013
-RUN /opt/venv/bin/python -I /tmp/accelkit-fetch-inputs.py "${ACCELKIT_INPUTS_URL}" /tmp/accelkit-pip \
+RUN /opt/venv/bin/python -I /tmp/accelkit-fetch-inputs.py \
+        "${ACCELKIT_INPUTS_URL}" /tmp/accelkit-pip \
     && PIP_CONFIG_FILE=/tmp/accelkit-pip/pip.conf /opt/venv/bin/python -m pip install \
         --no-cache-dir "setuptools>=70.1" wheel packaging cmake ninja \
     && rm -rf /tmp/accelkit-pip /tmp/accelkit-fetch-inputs.py

@@ -165,6 +165,25 @@ Path("/opt/venv/installed-by-stand-in").write_text("ok")
 """
 
 
+def _install_step_context(dockerfile: str, context: Path) -> Path:
+    """A build context whose Dockerfile is the install step of `dockerfile` (from its
+    COPY of the fetch script on) on a bare venv of the base image's python3."""
+    from accelkit.containers.build_inputs import FETCH_SCRIPT, fetch_script
+    from tests.helpers import REPO
+
+    text = (REPO / "dockerfiles" / dockerfile).read_text(encoding="utf-8")
+    _, marker, install = text.partition("\nCOPY fetch_inputs.py ")
+    assert marker, f"{dockerfile} has no install step starting with COPY fetch_inputs.py"
+    context.mkdir()
+    (context / "Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
+        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
+        "RUN python3 -m venv --without-pip /opt/venv" + marker + install
+    )
+    shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
+    return context
+
+
 @pytest.mark.slow
 @pytest.mark.docker
 @pytest.mark.parametrize("dockerfile", ["cpu.Dockerfile", "cuda.Dockerfile", "xpu.Dockerfile"])
@@ -174,26 +193,16 @@ def test_install_step_keeps_inputs_out_of_layers_and_history(
     """The install step of each test Dockerfile, as `accelkit setup` builds it (inputs served,
     URL as the build arg), on a bare venv: neither the image's layers nor its history hold
     the pip settings (an index URL with credentials, the CA bundle) or the torch wheel."""
-    from accelkit.containers.build_inputs import FETCH_SCRIPT, INPUTS_URL_ARG, fetch_script
+    from accelkit.containers.build_inputs import INPUTS_URL_ARG
     from accelkit.containers.images import build_from_base
     from accelkit.wheels import pipconfig
-    from tests.helpers import REPO, image_layer_files
+    from tests.helpers import image_layer_files
 
     token = f"tok-{uuid.uuid4().hex}"
     ca_mark = f"CA-{uuid.uuid4().hex}"
     wheel_mark = f"WHEEL-{uuid.uuid4().hex}"
     wheel_name = "torch-9.9.9+standin-cp311-cp311-linux_x86_64.whl"
-    text = (REPO / "dockerfiles" / dockerfile).read_text(encoding="utf-8")
-    _, marker, install = text.partition("\nCOPY fetch_inputs.py ")
-    assert marker, f"{dockerfile} has no install step starting with COPY fetch_inputs.py"
-    context, inputs = tmp_path / "context", tmp_path / "inputs"
-    context.mkdir()
-    (context / "Dockerfile").write_text(
-        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\n"
-        'SHELL ["/bin/bash", "-o", "pipefail", "-c"]\n'
-        "RUN python3 -m venv --without-pip /opt/venv" + marker + install
-    )
-    shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
+    context, inputs = _install_step_context(dockerfile, tmp_path / "context"), tmp_path / "inputs"
     (inputs / "torch").mkdir(parents=True)
     (inputs / "torch" / wheel_name).write_text(wheel_mark)
     (inputs / "install.py").write_text(STAND_IN_INSTALL)
@@ -227,10 +236,35 @@ def test_install_step_keeps_inputs_out_of_layers_and_history(
         )
         # The install step's layer is there, and nothing of what it fetched.
         assert "opt/venv/installed-by-stand-in" in names
-        wanted_gone = (wheel_name, "/pip.conf", "/ca.pem", FETCH_SCRIPT)
+        wanted_gone = (wheel_name, "/pip.conf", "/ca.pem", "fetch_inputs.py")
         assert leaks == set()
         kept = {n for n in names if "accelkit-context" in n or n.endswith(wanted_gone)}
         assert kept == set(), kept
     finally:
         if docker_client.images.list(name=tag):
             docker_client.images.remove(tag, force=True)
+
+
+@pytest.mark.docker
+def test_install_step_without_its_server_fails_the_build_in_one_line(
+    docker_client: Any, base_image: str, tmp_path: Path
+) -> None:
+    from accelkit.containers.build_inputs import INPUTS_URL_ARG
+    from accelkit.containers.images import BuildFailed, build_from_base
+
+    context = _install_step_context("cpu.Dockerfile", tmp_path / "context")
+    (tmp_path / "inputs").mkdir()
+    with serve_inputs(tmp_path / "inputs") as url:
+        pass  # a build that outlived its server, or a URL from an image's history
+    tag = f"accelkit-test-inputs:{uuid.uuid4().hex[:12]}"
+    try:
+        with pytest.raises(BuildFailed) as info:
+            build_from_base(
+                docker_client, base_image, context, tag, build_args={INPUTS_URL_ARG: url}
+            )
+    finally:
+        if docker_client.images.list(name=tag):
+            docker_client.images.remove(tag, force=True)
+    said = [line for line in info.value.log_tail if line.startswith("fetch_inputs.py:")]
+    assert len(said) == 1 and "cannot download the install inputs" in said[0], info.value.log_tail
+    assert "Connection refused" in said[0]
