@@ -2,10 +2,10 @@
 # intel/deep-learning-essentials, manylinux); this adds compilers where missing, CMake,
 # Ninja, ccache and a venv for the chosen Python.
 #
-# Build context (written by `accelkit build`): pip/ only (the host's pip settings, copied
-# into the throw-away `tools` stage, never into the final image). No BuildKit syntax.
+# One stage. Build context (written by `accelkit build`): this Dockerfile and
+# fetch_inputs.py; the host's pip settings come over HTTP (below). No BuildKit syntax.
 ARG BASE_IMAGE=quay.io/pypa/manylinux_2_28_x86_64
-FROM ${BASE_IMAGE} AS system
+FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # manylinux: dnf, gcc-toolset and /opt/python are there; Debian/Ubuntu: apt.
 # hadolint ignore=DL3008,DL3041
@@ -28,14 +28,19 @@ RUN tag="cp$(echo "${PYTHON_VERSION%t}" | tr -d .)"; \
     "$py" -m venv /opt/venv \
     && /opt/venv/bin/python -c 'import sys, sysconfig; want = sys.argv[1]; have = "%d.%d" % sys.version_info[:2]; ft = bool(sysconfig.get_config_var("Py_GIL_DISABLED")); sys.exit(0 if (have, ft) == (want.rstrip("t"), want.endswith("t")) else "the builder venv has Python %s%s, not %s" % (have, "t" if ft else "", want))' "${PYTHON_VERSION}"
 
-FROM system AS tools
-COPY pip/ /tmp/accelkit-pip/
+# The build tools, from the host's pip settings: accelkit serves them (pip.conf, ca.pem) on
+# the host's loopback while the build runs, and this one RUN downloads them, installs and
+# deletes them, so no layer holds them (see cpu.Dockerfile). ACCELKIT_INPUTS_URL changes
+# with every build (never a cache hit) and is dead once the build is over (harmless in
+# `docker history`).
+COPY fetch_inputs.py /tmp/accelkit-fetch-inputs.py
+ARG ACCELKIT_INPUTS_URL=""
 # hadolint ignore=DL3013
-RUN PIP_CONFIG_FILE=/tmp/accelkit-pip/pip.conf /opt/venv/bin/python -m pip install \
-        --no-cache-dir "setuptools>=70.1" wheel packaging cmake ninja
-
-FROM system
-COPY --from=tools /opt/venv /opt/venv
+RUN /opt/venv/bin/python -I /tmp/accelkit-fetch-inputs.py \
+        "${ACCELKIT_INPUTS_URL}" /tmp/accelkit-pip \
+    && PIP_CONFIG_FILE=/tmp/accelkit-pip/pip.conf /opt/venv/bin/python -m pip install \
+        --no-cache-dir "setuptools>=70.1" wheel packaging cmake ninja \
+    && rm -rf /tmp/accelkit-pip /tmp/accelkit-fetch-inputs.py
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1

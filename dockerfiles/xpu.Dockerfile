@@ -6,7 +6,7 @@
 # graph capture (torch.xpu.XPUGraph) needs nothing else at run time. Build context: see
 # cpu.Dockerfile (install.json names the index and torch).
 ARG BASE_IMAGE=ubuntu:24.04
-FROM ${BASE_IMAGE} AS system
+FROM ${BASE_IMAGE}
 SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # Ubuntu 24.04's universe carries Intel's compute runtime; Intel's own apt repository
 # (repositories.intel.com/gpu) has newer ones: point BASE_IMAGE at an image with it.
@@ -21,13 +21,16 @@ RUN apt-get update \
     && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
     && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
-FROM system AS install
-COPY . /tmp/accelkit-context/
-RUN PIP_CONFIG_FILE=/tmp/accelkit-context/pip/pip.conf \
-    /opt/venv/bin/python /tmp/accelkit-context/install.py /tmp/accelkit-context
-
-FROM system
-COPY --from=install /opt/venv /opt/venv
+# The install step (see cpu.Dockerfile): download the inputs accelkit serves for this build,
+# install, delete them, all in one RUN. The URL changes with every build (never a cache
+# hit) and is dead once the build is over (harmless in `docker history`).
+COPY fetch_inputs.py /tmp/accelkit-fetch-inputs.py
+ARG ACCELKIT_INPUTS_URL=""
+RUN /opt/venv/bin/python -I /tmp/accelkit-fetch-inputs.py \
+        "${ACCELKIT_INPUTS_URL}" /tmp/accelkit-context \
+    && PIP_CONFIG_FILE=/tmp/accelkit-context/pip/pip.conf \
+        /opt/venv/bin/python /tmp/accelkit-context/install.py /tmp/accelkit-context \
+    && rm -rf /tmp/accelkit-context /tmp/accelkit-fetch-inputs.py
 ENV VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH \
     PYTHONUNBUFFERED=1 \

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tarfile
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -156,3 +159,56 @@ class LegRehearsal:
     wheel: Path
     #: whether a torch for CPython 3.13 was reachable (the cpu-py3.13 leg ran)
     torch_for_313: bool
+
+
+# --------------------------------------------------------------------------------------
+# What an image's layers hold (`docker save`)
+
+
+class _Chunks(io.RawIOBase):
+    """A file over the chunks `docker save` streams (tarfile reads it in stream mode)."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self._chunks, self._rest = chunks, b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while not self._rest:
+            self._rest = next(self._chunks, b"")
+            if not self._rest:
+                return 0
+        size = min(len(buffer), len(self._rest))
+        buffer[:size], self._rest = self._rest[:size], self._rest[size:]
+        return size
+
+
+def image_layer_files(
+    client: Any, image: str, secrets: Iterable[bytes] = ()
+) -> tuple[set[str], set[str]]:
+    """(the paths in every layer of `image`, without a leading "./"; those whose content
+    holds one of `secrets`), read from `docker save` as a stream."""
+    wanted = [s for s in secrets if s]
+    overlap = max((len(s) for s in wanted), default=1) - 1
+    names: set[str] = set()
+    leaks: set[str] = set()
+    stream = io.BufferedReader(_Chunks(iter(client.images.get(image).save())), 1 << 20)
+    with tarfile.open(fileobj=stream, mode="r|") as saved:
+        for member in saved:
+            layer = saved.extractfile(member) if member.name.endswith("layer.tar") else None
+            if layer is None:
+                continue
+            with tarfile.open(fileobj=layer, mode="r|") as files:
+                for entry in files:
+                    name = entry.name.removeprefix("./")
+                    names.add(name)
+                    data = files.extractfile(entry) if wanted and entry.isfile() else None
+                    tail = b""
+                    while data is not None and (chunk := data.read(1 << 20)):
+                        window = tail + chunk
+                        if any(s in window for s in wanted):
+                            leaks.add(name)
+                            break
+                        tail = window[-overlap:] if overlap else b""
+    return names, leaks

@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -274,7 +275,12 @@ def _walk(inputs: Iterable[Path]) -> Iterator[Path]:
             raise BadInput(f"image input not found: {path}")
 
 
+#: The colour codes the classic builder wraps a RUN step's stderr in.
+_SGR = re.compile(r"\x1b\[[0-9;]*m")
+
+
 def _keep(line: str, tail: collections.deque[str], on_line: LineCallback | None) -> None:
+    line = _SGR.sub("", line)
     if not line:
         return
     tail.append(line)

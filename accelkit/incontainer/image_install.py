@@ -1,6 +1,7 @@
-"""Installs torch and accelkit into a test image's venv. Runs INSIDE a throw-away build stage
-(`python install.py CONTEXT`), with the standard library only; copied there by
-accelkit.setup.image, with torch_source.py beside it.
+"""Installs torch and accelkit into a test image's venv. Runs INSIDE the install step of the
+image's build (`python install.py CONTEXT`), with the standard library only; served by
+accelkit.setup.image with the other install inputs (torch_source.py beside it) and
+downloaded into CONTEXT by fetch_inputs.py, which the same RUN step deletes afterwards.
 
 Reads CONTEXT/install.json:
   torch_wheels:   wheel files (names in CONTEXT/torch/) to install with --no-deps, followed

@@ -5,6 +5,10 @@ The image tag hashes everything that goes into it: the Dockerfile, the install s
 build args (the Python among them), the base image's id, the torch wheel (or index, spec
 and channel), accelkit's source and the requirement filters. An unchanged setup finds its
 tag on the engine and skips the build (and the accelkit wheel, and the build context).
+The image builds in one stage: the build context holds only small files, and the install
+inputs (the wheels, the install script, the host's pip settings) reach the install step
+over the host's loopback while the build runs (accelkit.containers.build_inputs), so no
+layer holds the pip settings or the torch wheel file.
 Verification runs every time: it is cheap, and it is what says the image really holds what
 was asked for, the Python of `--python` included.
 
@@ -51,8 +55,9 @@ LineCallback = Callable[[str], None]
 #: The accelkit extra whose requirements (torch excluded) go into test images.
 _ACCELKIT_EXTRAS = ("torch",)
 _SKIP_FROM_ACCELKIT = ("torch",)
-#: Where the install stage of every test Dockerfile copies the build context.
-CONTEXT_IN_IMAGE = "/tmp/accelkit-context"  # noqa: S108 (a path in the image, not here)
+#: Where the install step of every test Dockerfile downloads the install inputs (and deletes
+#: them in the same RUN).
+INPUTS_IN_IMAGE = "/tmp/accelkit-context"  # noqa: S108 (a path in the image, not here)
 #: Seconds a verification command may take (importing torch cold in a fresh container).
 VERIFY_TIMEOUT_S = 300.0
 #: Seconds a check may take (the compile-only cases: ten kernels, about a second each).
@@ -259,6 +264,7 @@ def wheel_python_problem(python_tag: str, abi_tag: str, python: str) -> str | No
 
 
 def image_tag(plan: SetupPlan, base_image_id: str) -> str:
+    from accelkit.containers.build_inputs import fetch_script
     from accelkit.containers.images import BASE_IMAGE_ARG, content_tag
 
     hashed = dict(plan.build_args)
@@ -266,6 +272,7 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
     hashed["accelkit:install.py"] = _file_digest(_install_script())
     hashed["accelkit:torch_source.py"] = _file_digest(_torch_source_script())
     hashed["accelkit:install-python.sh"] = _file_digest(_python_script())
+    hashed["accelkit:fetch_inputs.py"] = _file_digest(fetch_script())
     hashed["accelkit:torch-source"] = json.dumps(plan.torch_source(), sort_keys=True)
     hashed["accelkit:source"] = source_digest(plan.accelkit_source)
     hashed["accelkit:skip"] = ",".join(plan.skip_requirements)
@@ -286,6 +293,7 @@ def setup(
     environ: Mapping[str, str] | None = None,
 ) -> SetupResult:
     """Build the test image unless it exists, then verify it (Failed names what is missing)."""
+    from accelkit.containers.build_inputs import INPUTS_URL_ARG, serve_inputs
     from accelkit.containers.images import build_from_base, image_exists
     from accelkit.errors import Unavailable
 
@@ -301,17 +309,20 @@ def setup(
     cached = image_exists(client, tag)
     if not cached:
         with tempfile.TemporaryDirectory(prefix="accelkit-setup-") as tmp:
-            context = Path(tmp, "context")
-            write_context(plan, context, dict(os.environ if environ is None else environ))
-            build_from_base(
-                client,
-                plan.base_image,
-                context,
-                tag,
-                dockerfile="Dockerfile",
-                build_args=dict(plan.build_args),
-                on_line=on_line,
-            )
+            context, inputs = Path(tmp, "context"), Path(tmp, "inputs")
+            write_context(plan, context, inputs, dict(os.environ if environ is None else environ))
+            # The install inputs reach the build's install step over the host's loopback,
+            # never through the build context (accelkit.containers.build_inputs).
+            with serve_inputs(inputs) as url:
+                build_from_base(
+                    client,
+                    plan.base_image,
+                    context,
+                    tag,
+                    dockerfile="Dockerfile",
+                    build_args={**plan.build_args, INPUTS_URL_ARG: url},
+                    on_line=on_line,
+                )
     built = time.monotonic()
     verified = verify(plan, client, tag)
     return SetupResult(
@@ -416,17 +427,23 @@ def python_problems(doctor: dict[str, Any], wanted: str | None) -> list[str]:
     return [] if problem is None else [f"the image runs {problem} (--python {wanted})"]
 
 
-def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) -> None:
-    """The build context: the Dockerfile, install.py/json, the wheels, requirements, pip/."""
+def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping[str, str]) -> None:
+    """The build context (the Dockerfile, install-python.sh, fetch_inputs.py: small files
+    a layer may keep) and, apart from it, the install inputs the build downloads from the
+    host while it runs (install.py/json, the wheels, the requirement lists, pip/)."""
+    from accelkit.containers.build_inputs import FETCH_SCRIPT, fetch_script
+
     context.mkdir(parents=True)
     shutil.copyfile(plan.dockerfile, context / "Dockerfile")
-    shutil.copyfile(_install_script(), context / "install.py")
-    shutil.copyfile(_torch_source_script(), context / "torch_source.py")
     shutil.copyfile(_python_script(), context / "install-python.sh")
+    shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
+    inputs.mkdir(parents=True)
+    shutil.copyfile(_install_script(), inputs / "install.py")
+    shutil.copyfile(_torch_source_script(), inputs / "torch_source.py")
     install: dict[str, Any] = {"torch_source": plan.torch_source()}
-    (context / "torch").mkdir()
+    (inputs / "torch").mkdir()
     if plan.torch_wheel is not None:
-        _link_or_copy(plan.torch_wheel, context / "torch" / plan.torch_wheel.name)
+        _link_or_copy(plan.torch_wheel, inputs / "torch" / plan.torch_wheel.name)
         install["torch_wheels"] = [plan.torch_wheel.name]
         torch_reqs = runtime_requirements(
             requires_dist(plan.torch_wheel), skip=plan.skip_requirements
@@ -436,20 +453,20 @@ def write_context(plan: SetupPlan, context: Path, environ: Mapping[str, str]) ->
         install["torch_spec"] = plan.torch_spec
         install["torch_pre"] = plan.torch_pre
         torch_reqs = []
-    _write_lines(context / "torch-requirements.txt", torch_reqs)
-    accelkit_wheel = build_accelkit_wheel(plan.accelkit_source, context / "accelkit")
+    _write_lines(inputs / "torch-requirements.txt", torch_reqs)
+    accelkit_wheel = build_accelkit_wheel(plan.accelkit_source, inputs / "accelkit")
     install["accelkit"] = [accelkit_wheel.name]
     _write_lines(
-        context / "accelkit-requirements.txt",
+        inputs / "accelkit-requirements.txt",
         runtime_requirements(
             requires_dist(accelkit_wheel), extras=_ACCELKIT_EXTRAS, skip=_SKIP_FROM_ACCELKIT
         ),
     )
     install["requirements"] = list(plan.spec.requirements)
     install["links"] = dict(plan.spec.links)
-    (context / "install.json").write_text(json.dumps(install, indent=2), encoding="utf-8")
+    (inputs / "install.json").write_text(json.dumps(install, indent=2), encoding="utf-8")
     pipconfig.write_pip_dir(
-        pipconfig.host_settings(environ), context / "pip", f"{CONTEXT_IN_IMAGE}/pip"
+        pipconfig.host_settings(environ), inputs / "pip", f"{INPUTS_IN_IMAGE}/pip"
     )
 
 

@@ -4,8 +4,10 @@
    it (an unchanged plan is a cache hit).
 2. The build runs in one container (host network: package indexes), with accelkit's package,
    the plan, the source (read-only) and the ccache folder mounted; the host's pip settings
-   come as a read-only mount, never as an image layer. incontainer.py runs the steps and
-   reports them with marker lines; every line goes to the log file next to the outputs.
+   come as a read-only mount, never as an image layer (the builder image's own build
+   fetches them over the host's loopback: accelkit.containers.build_inputs).
+   incontainer.py runs the steps and reports them with marker lines; every line goes to
+   the log file next to the outputs.
 3. The wheels are copied out of the container into a staging folder and only after every
    step passed are they validated (against the plan's expectation with the resolved values
    filled in) and moved to the output folder; a failed build, or a Ctrl-C, reports no wheel
@@ -87,6 +89,12 @@ def execute(
     smoke_image: str | None = None,
     environ: dict[str, str] | None = None,
 ) -> BuildOutcome:
+    from accelkit.containers.build_inputs import (
+        FETCH_SCRIPT,
+        INPUTS_URL_ARG,
+        fetch_script,
+        serve_inputs,
+    )
     from accelkit.containers.images import build_from_base, image_exists
     from accelkit.containers.run import CopyOut, Mount, RunOptions, run_container
 
@@ -126,16 +134,19 @@ def execute(
             context = Path(tmp, "context")
             context.mkdir()
             shutil.copyfile(resources.dockerfile(plan.builder.dockerfile), context / "Dockerfile")
-            shutil.copytree(pip_dir, context / "pip")
-            build_from_base(
-                client,
-                plan.builder.base_image,
-                context,
-                image,
-                dockerfile="Dockerfile",
-                build_args=dict(plan.builder.build_args),
-                on_line=line,
-            )
+            shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
+            # pip/ reaches the build's one RUN that needs it over the host's loopback,
+            # never through the build context (accelkit.containers.build_inputs).
+            with serve_inputs(pip_dir) as url:
+                build_from_base(
+                    client,
+                    plan.builder.base_image,
+                    context,
+                    image,
+                    dockerfile="Dockerfile",
+                    build_args={**plan.builder.build_args, INPUTS_URL_ARG: url},
+                    on_line=line,
+                )
         durations["builder-image"] = round(time.monotonic() - image_started, 3)
         step_event("builder-image", "cached" if cached else "done")
         image_id = str(client.images.get(image).id)

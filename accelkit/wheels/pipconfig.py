@@ -1,10 +1,13 @@
 """The host's pip settings, handed to builds without baking them into image layers or logs.
 
-Image builds get them as a `pip/` folder in the build context that only a throw-away build
-stage copies (the final stage copies the installed venv, never the folder), so neither the
-final image's layers nor its history hold an index URL with credentials or the CA bundle.
-Builder containers get the same folder as a read-only bind mount. Only http(s) indexes are
-passed: a file:// index of the host means nothing inside a container.
+Image builds (test images and builder images, each built in one stage) never get them in
+the build context: a `pip/` folder (pip.conf, ca.pem) among the install inputs accelkit
+serves on the host's loopback while the build runs (accelkit.containers.build_inputs), which
+the one RUN step that installs downloads, uses through PIP_CONFIG_FILE and deletes. So
+neither the image's layers nor its history hold an index URL with credentials or the CA
+bundle; the history shows only the server's URL, dead once the build is over. Builder
+containers get the same folder as a read-only bind mount. Only http(s) indexes are passed:
+a file:// index of the host means nothing inside a container.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-#: Where the folder is inside a build stage or a container.
+#: Where the folder is inside a builder image's build step or a build container.
 CONTAINER_PIP_DIR = "/tmp/accelkit-pip"  # noqa: S108 (a path in containers, not here)
 #: The CA bundle containers get when the host names none (Debian's and Ubuntu's path).
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")

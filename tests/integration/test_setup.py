@@ -16,6 +16,7 @@ from tests.helpers import (
     CpuTestImage,
     LegRehearsal,
     assert_one_line_error,
+    image_layer_files,
     run_cli,
 )
 
@@ -39,6 +40,30 @@ def test_setup_cpu_builds_verifies_and_caches(cpu_test_image: CpuTestImage) -> N
     # The CPU is every container's device: doctor ran with it, and nothing else was asked.
     assert verified["device"] is True
     assert verified["checks"] == {"accelkit doctor": "with device"}
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_image_keeps_no_pip_settings_and_no_torch_wheel(
+    cpu_test_image: CpuTestImage, docker_client: Any
+) -> None:
+    """The image builds in one stage, its install inputs served from the host: no layer holds
+    the pip settings or the wheel files, and its history only the served URL, dead now
+    (tests/unit/containers/test_build_inputs.py proves it with an index URL with
+    credentials)."""
+    image = cpu_test_image.image
+    history = docker_client.api.history(image)
+    created_by = "\n".join(str(entry.get("CreatedBy", "")) for entry in history)
+    assert " in /opt/venv" not in created_by  # one stage: the venv is never copied
+    assert "ACCELKIT_INPUTS_URL=http://127.0.0.1:" in created_by
+    assert "BEGIN CERTIFICATE" not in created_by and "index-url" not in created_by
+    names, _ = image_layer_files(docker_client, image)
+    assert any(n.startswith("opt/venv/lib/python3.11/site-packages/torch/") for n in names)
+    debian_wheels = "usr/share/python-wheels/"  # the base image's own pip and setuptools
+    left = {n for n in names if "accelkit-context" in n or n.endswith(("/pip.conf", "/ca.pem"))}
+    left |= {n for n in names if n.endswith(".whl") and not n.startswith(debian_wheels)}
+    assert left == set(), sorted(left)[:20]
 
 
 @pytest.mark.slow

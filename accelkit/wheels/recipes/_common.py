@@ -71,7 +71,11 @@ def builder_image(
 ) -> BuilderImage:
     base = request.builder_base_image or default_base
     args = {"PYTHON_VERSION": check_python(request.python)}
+    from accelkit.containers.build_inputs import fetch_script
+
     text = resources.dockerfile(dockerfile).read_text(encoding="utf-8")
+    # The fetch script the Dockerfile COPYs is part of what the image is made of.
+    text += "\0" + fetch_script().read_text(encoding="utf-8")
     return BuilderImage(
         repository=f"accelkit-builder-{backend}",
         dockerfile=dockerfile,
