@@ -224,7 +224,7 @@ def cpu_test_image(
     finally:
         # Each session's image is unique (see snapshot_source): do not let them pile up.
         if outcomes:
-            docker_client.images.remove(outcomes[0]["image"], force=True)
+            docker_client.images.remove(outcomes[0]["image"], force=True, noprune=True)
 
 
 #: Set where a torch for CPython 3.13 is reachable (PyTorch's CPU index, or a mirror with a

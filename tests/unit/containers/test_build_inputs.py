@@ -242,7 +242,7 @@ def test_install_step_keeps_inputs_out_of_layers_and_history(
         assert kept == set(), kept
     finally:
         if docker_client.images.list(name=tag):
-            docker_client.images.remove(tag, force=True)
+            docker_client.images.remove(tag, force=True, noprune=True)
 
 
 @pytest.mark.docker
@@ -264,7 +264,7 @@ def test_install_step_without_its_server_fails_the_build_in_one_line(
             )
     finally:
         if docker_client.images.list(name=tag):
-            docker_client.images.remove(tag, force=True)
+            docker_client.images.remove(tag, force=True, noprune=True)
     said = [line for line in info.value.log_tail if line.startswith("fetch_inputs.py:")]
     assert len(said) == 1 and "cannot download the install inputs" in said[0], info.value.log_tail
     assert "Connection refused" in said[0]

@@ -66,12 +66,14 @@ def _options(run_id: str, **kwargs: Any) -> RunOptions:
 
 @pytest.fixture
 def scratch_tags(docker_client: Any) -> Iterator[list[str]]:
-    """Image tags a test builds; removed afterwards."""
+    """Image tags a test builds; removed afterwards, their untagged parent layers kept
+    (`noprune`): another test's build may be using them as its cache at that moment, and
+    pruning them under it fails it with "unknown parent image ID"."""
     tags: list[str] = []
     yield tags
     for tag in tags:
         with contextlib.suppress(docker.errors.ImageNotFound):  # a build that failed
-            docker_client.images.remove(tag, force=True)
+            docker_client.images.remove(tag, force=True, noprune=True)
 
 
 def _tiny_context(tmp_path: Path, hello: str = "hello from the context\n") -> Path:

@@ -160,7 +160,7 @@ def test_install_python_on_bookworm_and_trixie(
         result = run_container(docker_client, tag, command)
         assert result.output_tail[-1].startswith("3.13."), result.output_tail
     finally:
-        docker_client.images.remove(tag, force=True)
+        docker_client.images.remove(tag, force=True, noprune=True)
     # Bookworm has no Python 3.13: the build fails with the script's one line.
     with pytest.raises(AccelkitError) as info:
         _system_part(
