@@ -36,6 +36,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any, NoReturn
 
+from accelkit.torch_import import freeze_loaded
+
 RankFn = Callable[[int, int], Any]
 # (rank, world_size) -> extra keyword arguments for init_process_group, built in the rank
 # (options objects such as ProcessGroupNCCL.Options cannot be pickled).
@@ -88,6 +90,7 @@ def _rank_main(
         os.environ.update(env)
         import torch.distributed as dist
 
+        freeze_loaded()
         serve_dumps(rank, dump_dir)
         store = dist.FileStore(store_path, world_size)  # type: ignore[attr-defined]
         kwargs: dict[str, Any] = {"timeout": PG_TIMEOUT}
@@ -304,6 +307,7 @@ def _serve_rank(
         os.environ.update(env)
         import torch.distributed as dist
 
+        freeze_loaded()
         store = dist.FileStore(store_path, world_size)  # type: ignore[attr-defined]
         dist.init_process_group(
             backend, store=store, rank=rank, world_size=world_size, timeout=PG_TIMEOUT

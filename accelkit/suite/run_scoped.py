@@ -30,6 +30,7 @@ process is gone and ends itself and its children within a second.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import secrets
 import signal
@@ -251,6 +252,11 @@ def serve(folder: Path, key: str) -> int:
                         conn.send(answer)
     finally:
         _close(state)
+        # Stopping: nothing is left to do but exit, so spare the exit its collection over
+        # torch and the compiler stack the jobs loaded (torch_import.freeze_loaded).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        gc.freeze()
 
 
 def _end_with_host(host: int) -> None:
