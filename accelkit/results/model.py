@@ -13,14 +13,14 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-SCHEMA_ID: Final = "accelkit.results/1"
+# Re-exported: the vocabulary lives in names.py, which loads without pydantic.
+from accelkit.results.names import BAD_STATUSES as BAD_STATUSES
+from accelkit.results.names import STATUSES as STATUSES
+from accelkit.results.names import SUITES as SUITES
+from accelkit.results.names import Status as Status
+from accelkit.results.names import Suite as Suite
 
-Status = Literal["passed", "failed", "skipped", "error", "crashed", "timeout"]
-STATUSES: tuple[Status, ...] = ("passed", "failed", "skipped", "error", "crashed", "timeout")
-# Statuses that make `accelkit test` exit 1.
-BAD_STATUSES: frozenset[str] = frozenset({"failed", "error", "crashed", "timeout"})
-Suite = Literal["conformance", "perf"]
-SUITES: tuple[Suite, ...] = ("conformance", "perf")
+SCHEMA_ID: Final = "accelkit.results/1"
 
 
 class _Model(BaseModel):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 
-from accelkit.results.model import SUITES
+from accelkit.results.names import SUITES
 
 
 def case_id(nodeid: str) -> str:

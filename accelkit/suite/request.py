@@ -18,13 +18,13 @@ from typing import Any, Literal, cast, get_args
 from accelkit import options
 from accelkit.errors import BadInput
 from accelkit.options import Opt
+from accelkit.results.names import SUITES
 from accelkit.suite.sharding import ShardSpec
 
 SuiteChoice = Literal["conformance", "perf", "all", "distributed"]
 Breadth = Literal["quick", "full"]
 SUITE_CHOICES: tuple[str, ...] = get_args(SuiteChoice)
 BREADTH_CHOICES: tuple[str, ...] = get_args(Breadth)
-SUITES: tuple[str, ...] = ("conformance", "perf")
 DISTRIBUTED_CASES = Path("conformance") / "test_distributed.py"
 """`--suite distributed`: the distributed cases of the conformance suite, alone (the suite a
 multi-node run runs)."""
