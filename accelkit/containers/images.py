@@ -11,9 +11,11 @@ is ever pulled.
 from __future__ import annotations
 
 import collections
+import contextlib
 import hashlib
 import os
 import re
+import shutil
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -188,23 +190,39 @@ def build_from_base(
     on_line: LineCallback | None = None,
     network_mode: str = "host",
     timeout: float = DEFAULT_BUILD_TIMEOUT_S,
+    inputs: Path | None = None,
 ) -> str:
     """`build_image` of a Dockerfile that starts `ARG BASE_IMAGE` / `FROM ${BASE_IMAGE}`.
 
-    Raises Unavailable when `base_image` is not on the engine (it is never pulled).
+    `inputs`: a folder the build's install step downloads while it runs, never part of the
+    context (accelkit.containers.build_inputs): the fetch script goes into the context and
+    the server's URL into the build args. Raises Unavailable when `base_image` is not on the
+    engine (it is never pulled).
     """
     if not image_exists(client, base_image):
         raise Unavailable(f"base image {base_image} is not present on the Docker engine")
-    return build_image(
-        client,
-        context_dir,
-        tag,
-        dockerfile=dockerfile,
-        build_args={**(build_args or {}), BASE_IMAGE_ARG: base_image},
-        on_line=on_line,
-        network_mode=network_mode,
-        timeout=timeout,
-    )
+    args = {**(build_args or {}), BASE_IMAGE_ARG: base_image}
+    with contextlib.ExitStack() as stack:
+        if inputs is not None:
+            from accelkit.containers.build_inputs import (
+                FETCH_SCRIPT,
+                INPUTS_URL_ARG,
+                fetch_script,
+                serve_inputs,
+            )
+
+            shutil.copyfile(fetch_script(), Path(context_dir) / FETCH_SCRIPT)
+            args[INPUTS_URL_ARG] = stack.enter_context(serve_inputs(inputs))
+        return build_image(
+            client,
+            context_dir,
+            tag,
+            dockerfile=dockerfile,
+            build_args=args,
+            on_line=on_line,
+            network_mode=network_mode,
+            timeout=timeout,
+        )
 
 
 def ensure_image(

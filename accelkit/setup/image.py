@@ -293,7 +293,6 @@ def setup(
     environ: Mapping[str, str] | None = None,
 ) -> SetupResult:
     """Build the test image unless it exists, then verify it (Failed names what is missing)."""
-    from accelkit.containers.build_inputs import INPUTS_URL_ARG, serve_inputs
     from accelkit.containers.images import build_from_base, image_exists
     from accelkit.errors import Unavailable
 
@@ -311,18 +310,16 @@ def setup(
         with tempfile.TemporaryDirectory(prefix="accelkit-setup-") as tmp:
             context, inputs = Path(tmp, "context"), Path(tmp, "inputs")
             write_context(plan, context, inputs, dict(os.environ if environ is None else environ))
-            # The install inputs reach the build's install step over the host's loopback,
-            # never through the build context (accelkit.containers.build_inputs).
-            with serve_inputs(inputs) as url:
-                build_from_base(
-                    client,
-                    plan.base_image,
-                    context,
-                    tag,
-                    dockerfile="Dockerfile",
-                    build_args={**plan.build_args, INPUTS_URL_ARG: url},
-                    on_line=on_line,
-                )
+            build_from_base(
+                client,
+                plan.base_image,
+                context,
+                tag,
+                dockerfile="Dockerfile",
+                build_args=dict(plan.build_args),
+                on_line=on_line,
+                inputs=inputs,  # served over the host's loopback, never in the context
+            )
     built = time.monotonic()
     verified = verify(plan, client, tag)
     return SetupResult(
@@ -428,15 +425,13 @@ def python_problems(doctor: dict[str, Any], wanted: str | None) -> list[str]:
 
 
 def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping[str, str]) -> None:
-    """The build context (the Dockerfile, install-python.sh, fetch_inputs.py: small files
-    a layer may keep) and, apart from it, the install inputs the build downloads from the
-    host while it runs (install.py/json, the wheels, the requirement lists, pip/)."""
-    from accelkit.containers.build_inputs import FETCH_SCRIPT, fetch_script
-
+    """The build context (the Dockerfile, install-python.sh: small files a layer may keep;
+    `build_from_base` adds fetch_inputs.py) and, apart from it, the install inputs the build
+    downloads from the host while it runs (install.py/json, the wheels, the requirement
+    lists, pip/)."""
     context.mkdir(parents=True)
     shutil.copyfile(plan.dockerfile, context / "Dockerfile")
     shutil.copyfile(_python_script(), context / "install-python.sh")
-    shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
     inputs.mkdir(parents=True)
     shutil.copyfile(_install_script(), inputs / "install.py")
     shutil.copyfile(_torch_source_script(), inputs / "torch_source.py")

@@ -89,12 +89,6 @@ def execute(
     smoke_image: str | None = None,
     environ: dict[str, str] | None = None,
 ) -> BuildOutcome:
-    from accelkit.containers.build_inputs import (
-        FETCH_SCRIPT,
-        INPUTS_URL_ARG,
-        fetch_script,
-        serve_inputs,
-    )
     from accelkit.containers.images import build_from_base, image_exists
     from accelkit.containers.run import CopyOut, Mount, RunOptions, run_container
 
@@ -134,19 +128,16 @@ def execute(
             context = Path(tmp, "context")
             context.mkdir()
             shutil.copyfile(resources.dockerfile(plan.builder.dockerfile), context / "Dockerfile")
-            shutil.copyfile(fetch_script(), context / FETCH_SCRIPT)
-            # pip/ reaches the build's one RUN that needs it over the host's loopback,
-            # never through the build context (accelkit.containers.build_inputs).
-            with serve_inputs(pip_dir) as url:
-                build_from_base(
-                    client,
-                    plan.builder.base_image,
-                    context,
-                    image,
-                    dockerfile="Dockerfile",
-                    build_args={**plan.builder.build_args, INPUTS_URL_ARG: url},
-                    on_line=line,
-                )
+            build_from_base(
+                client,
+                plan.builder.base_image,
+                context,
+                image,
+                dockerfile="Dockerfile",
+                build_args=dict(plan.builder.build_args),
+                on_line=line,
+                inputs=pip_dir,  # served over the host's loopback, never in the context
+            )
         durations["builder-image"] = round(time.monotonic() - image_started, 3)
         step_event("builder-image", "cached" if cached else "done")
         image_id = str(client.images.get(image).id)
