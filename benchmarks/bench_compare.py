@@ -356,6 +356,60 @@ def clustered(trials: int, seed: int) -> None:
     _time_compare(seed)
 
 
+PAIRED_SCENARIOS = (
+    (0.0, 0.01),
+    (0.10, 0.01),
+    (0.10, 0.02),
+    (0.30, 0.02),
+    (0.10, 0.03),
+    (0.10, 0.05),
+    (0.10, 0.08),
+)
+"""(drift shared by a pass pair, each pass's own offset), lognormal sigmas."""
+
+
+def paired(trials: int, seed: int, pairs: int) -> None:
+    """Synthetic interleaved runs: `pairs` pass pairs of 20 samples, within-pass noise 2%."""
+    import numpy as np
+
+    from accelkit.results.stats import compare_samples
+
+    def side(rng: Any, drift: Any, factor: float, own: float) -> tuple[Any, Any]:
+        offsets = drift * rng.lognormal(0.0, own, drift.size) * factor
+        samples = (offsets[:, None] * rng.lognormal(0.0, 0.02, (drift.size, 20))).reshape(-1)
+        return samples, np.repeat(np.arange(drift.size), 20)
+
+    print(f"paired: {pairs} pass pairs x 20 samples, within-pass noise 2%, {trials} trials a row")
+    print(
+        f"{'shared':>6} {'own':>4}  {'A/A flagged':>11}  {'half-width median (<=5%)':>24}  "
+        f"{'10% found':>9}  {'grouped mode':>12}"
+    )
+    for index, (shared, own) in enumerate(PAIRED_SCENARIOS):
+        rng = np.random.default_rng(seed + index)
+        flagged = found = grouped = 0
+        widths = []
+        for _ in range(trials):
+            drift = rng.lognormal(0.0, shared, pairs)
+            base, groups = side(rng, drift, 1.0, own)
+            same, _ = side(rng, drift, 1.0, own)
+            slow, _ = side(rng, drift, 1.1, own)
+            kwargs = {"higher_is_better": False, "base_groups": groups, "new_groups": groups}
+            aa = compare_samples(base, same, paired=True, **kwargs)
+            ab = compare_samples(base, slow, paired=True, **kwargs)
+            flagged += aa.verdict in ("regressed", "improved")
+            found += ab.verdict == "regressed"
+            grouped += compare_samples(base, slow, **kwargs).verdict == "regressed"
+            assert aa.ci is not None
+            widths.append((aa.ci[1] - aa.ci[0]) / 2)
+        within = sum(w <= 0.05 for w in widths) / trials
+        print(
+            f"{shared:6.0%} {own:4.0%}  {flagged / trials:11.1%}  "
+            f"{float(np.median(widths)):>15.1%} ({within:4.0%})  {found / trials:9.0%}  "
+            f"{grouped / trials:12.0%}",
+            flush=True,
+        )
+
+
 def _time_compare(seed: int, metrics: int = 50) -> None:
     """`compare` of two results files of `metrics` metrics, 5 passes x 40 samples a side."""
     import numpy as np
@@ -417,6 +471,13 @@ def main() -> None:
         action="store_true",
         help="only the synthetic scenarios with samples in groups (passes), and compare's time",
     )
+    parser.add_argument(
+        "--paired",
+        type=int,
+        default=0,
+        metavar="PAIRS",
+        help="only the synthetic interleaved (paired) scenarios, with this many pass pairs",
+    )
     parser.add_argument("--trials", type=int, default=400, help="trials per clustered scenario")
     parser.add_argument("--seed", type=int, default=1, help="seed of the clustered scenarios")
     parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
@@ -426,6 +487,9 @@ def main() -> None:
         return
     if args.clustered:
         clustered(args.trials, args.seed)
+        return
+    if args.paired:
+        paired(args.trials, args.seed, args.paired)
         return
 
     from accelkit.results.compare import compare

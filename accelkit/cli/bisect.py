@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from accelkit.cli.app import app
+from accelkit.suite.request import AB_DEFAULT_PASSES
 
 if TYPE_CHECKING:
     from accelkit.triage.bisect import Step
@@ -75,9 +76,10 @@ def bisect_command(
         typer.Option(
             "--passes",
             help="perf: interleaved passes per side of each step's run against the good build "
-            "(doubled while the verdict is noisy, up to 4x; then the build is skipped).",
+            "(doubled while the verdict is noisy, up to 4x; then the build is skipped). Compare "
+            "pairs them from 8 on (its sign-flip test at 1%).",
         ),
-    ] = 5,
+    ] = AB_DEFAULT_PASSES,
     threshold: Annotated[
         float,
         typer.Option(

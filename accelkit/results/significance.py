@@ -177,12 +177,45 @@ def t_quantile(confidence: float, df: int) -> float:
     return (low + high) / 2.0
 
 
+EXACT_SIGN_FLIP_MAX = 16
+"""Up to this many pairs the sign-flip test counts all 2^n sign patterns; beyond, it draws
+`SIGN_FLIP_DRAWS` of them (seeded, so the same pairs always give the same p-value)."""
+SIGN_FLIP_DRAWS = 1 << 16
+
+
+def sign_flip_p(differences: Sequence[float] | FloatArray, *, seed: int = 0) -> float:
+    """Two-sided p-value of the paired randomisation (sign-flip) test of mean = 0.
+
+    Under "no change" the two members of a pair are exchangeable, so each difference is as
+    likely with either sign: p is the share of the 2^n sign patterns whose |sum| is at least
+    the observed one. Exact, without assuming any distribution; its smallest value is
+    2 / 2^n (every pair agrees in sign), so it cannot confirm anything with fewer than 6 pairs
+    at the 5% level.
+    """
+    d = np.asarray(differences, dtype=np.float64).reshape(-1)
+    n = d.size
+    if n == 0:
+        raise ValueError("the sign-flip test needs at least one difference")
+    observed = abs(float(d.sum()))
+    slack = 1e-9 * float(np.abs(d).sum())  # equal sums must not differ by rounding
+    if n <= EXACT_SIGN_FLIP_MAX:
+        patterns = np.arange(1 << n, dtype=np.int64)[:, None] >> np.arange(n, dtype=np.int64)
+        signs = 1.0 - 2.0 * (patterns & 1)
+        count = int(np.count_nonzero(np.abs(signs @ d) >= observed - slack))
+        return count / float(1 << n)
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=(SIGN_FLIP_DRAWS, n))
+    count = int(np.count_nonzero(np.abs(signs @ d) >= observed - slack))
+    return (count + 1) / (SIGN_FLIP_DRAWS + 1)
+
+
 def paired_ratio_test(
     base_split: Sequence[FloatArray], new_split: Sequence[FloatArray], confidence: float
 ) -> tuple[tuple[float, float], RankTest]:
     """The paired mode of `accelkit.results.stats`: per pass pair k, the log of
-    median(new_k) / median(base_k); a t interval (exponentiated) of their mean and a
-    one-sample t-test of it against 0 (returned as a `RankTest` whose `z` is t)."""
+    median(new_k) / median(base_k); a t interval (exponentiated) of their mean, and the
+    exact sign-flip test of it (`sign_flip_p`), returned as a `RankTest` whose `z` is the t
+    statistic (its sign is the direction)."""
     if len(base_split) != len(new_split) or len(base_split) < 2:
         raise ValueError("the paired mode needs the same number (>= 2) of groups on each side")
     logs = np.log(
@@ -191,12 +224,12 @@ def paired_ratio_test(
     count = logs.size
     mean = float(logs.mean())
     spread = float(logs.std(ddof=1))
+    p = sign_flip_p(logs)
     if spread == 0.0:
         t = math.copysign(math.inf, mean) if mean else 0.0
-        p = 0.0 if mean else 1.0
         return (math.exp(mean), math.exp(mean)), RankTest(u=math.nan, z=t, p_value=p)
     error = spread / math.sqrt(count)
     t = mean / error
     half = t_quantile(confidence, count - 1) * error
     ci = (math.exp(mean - half), math.exp(mean + half))
-    return ci, RankTest(u=math.nan, z=t, p_value=t_two_sided_p(t, count - 1))
+    return ci, RankTest(u=math.nan, z=t, p_value=p)

@@ -237,8 +237,13 @@ MIN_GROUPS = 4
 """Both sides need at least this many groups (passes) for the grouped mode; otherwise the
 samples are compared as independent. 4 vs 4 is the smallest balanced size at which the
 exact two-sided rank test of group medians can reach p < 0.05 (min p = 2/70)."""
-MIN_PAIRS = 4
-"""Pass pairs the paired mode needs (3 degrees of freedom: t quantile 2.35 at 90%)."""
+PAIRED_ALPHA = 0.01
+"""Level of the paired mode's sign-flip test (at most `alpha`). The test is exact, so this is
+the share of metrics it can confirm in a run where nothing changed, however noisy the
+machine: issue 17's bound for an A/A run is 1%."""
+MIN_PAIRS = 8
+"""Pass pairs the paired mode needs: the fewest with which its sign-flip test can reach
+`PAIRED_ALPHA` at all (2 / 2^8 = 0.0078, when every pair agrees in sign; 7 pairs: 0.016)."""
 
 # Bound the memory of one vectorised bootstrap block (resamples x samples elements). Small
 # enough that a block's arrays stay in cache and are not page-faulted in afresh every time:
@@ -530,7 +535,7 @@ def compare_samples(
         ci, rank_test = paired_ratio_test(
             split_groups(base_array, base_labels), split_groups(new_array, new_labels), confidence
         )
-        mode = f"paired: {group_counts[0]} interleaved pass pairs, t-test of log ratios"
+        mode = f"paired: {group_counts[0]} interleaved pass pairs, sign-flip test"
     elif grouped:
         assert base_labels is not None and new_labels is not None
         base_split = split_groups(base_array, base_labels)
@@ -559,8 +564,9 @@ def compare_samples(
                 f"by sample: {group_counts[0]} vs {group_counts[1]} groups, "
                 f"fewer than {MIN_GROUPS} on a side"
             )
+    level = min(alpha, PAIRED_ALPHA) if pairs else alpha
     verdict, reason = decide(
-        ci, rank_test, higher_is_better=higher_is_better, threshold=threshold, alpha=alpha
+        ci, rank_test, higher_is_better=higher_is_better, threshold=threshold, alpha=level
     )
     return SampleComparison(
         verdict=verdict,

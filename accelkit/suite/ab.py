@@ -30,6 +30,7 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from typing import Any
 import accelkit
 from accelkit.errors import BadInput, ExitCode, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import outcome, run_scoped
+from accelkit.suite import child_process, lockstep, outcome, run_scoped
 from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.interpreters import interpreter
 from accelkit.suite.outcome import NO_TESTS
@@ -157,25 +158,31 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
         headers = [
             _header(common, fingerprints[i], SIDES[i], pythons[i], request) for i in range(2)
         ]
+        emit_lock = threading.Lock()
+
+        def locked_emit(event: Event) -> None:
+            with emit_lock:
+                emit(event)
+
         for number in range(1, request.passes + 1):
             order = (0, 1) if number % 2 else (1, 0)  # A B, B A, A B, ...: drift cancels
+            parts = [Path(tmp) / f"{side}.pass{number}.json" for side in SIDES]
+            for index in range(2):
+                ResultsWriter(parts[index], headers[index]).write()
+            statuses = _run_pair(
+                request,
+                parts,
+                log_path,
+                number,
+                order,
+                [_side_events(SIDES[i], number, request.passes, locked_emit) for i in range(2)],
+                pythons,
+                sides_env,
+            )
             for index in order:
                 side = SIDES[index]
-                part = Path(tmp) / f"{side}.pass{number}.json"
-                ResultsWriter(part, headers[index]).write()
-                status = runner._run_pytest(
-                    request,
-                    part,
-                    log_path,
-                    _side_events(side, number, request.passes, emit),
-                    pass_number=number,
-                    suites=("perf",),
-                    workers=min(request.worker_count, 1),
-                    append_log=True,
-                    python=pythons[index],
-                    env=sides_env[index],
-                    label=f", side {side.upper()} ({pythons[index]})",
-                )
+                part = parts[index]
+                status = statuses[index]
                 exits[index] = runner._combined_exit(exits[index], status)
                 if status not in (0, 1, NO_TESTS):
                     raise _stopped(side, status, log_path)
@@ -210,6 +217,69 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
             exit_code=ExitCode.FAILED if failed else ExitCode.OK,
             log_path=kept_log,
         )
+
+
+def _run_pair(
+    request: RunRequest,
+    parts: list[Path],
+    log_path: Path,
+    number: int,
+    order: tuple[int, int],
+    events: list[EventCallback],
+    pythons: tuple[str, ...],
+    sides_env: list[dict[str, str]],
+) -> list[int]:
+    """Pass `number` of both sides at once, taking turns (`accelkit.suite.lockstep`); each
+    side's pytest output goes to its own log, appended to `log_path` in `order` afterwards.
+    Returns the two pytest statuses (a, b)."""
+    from accelkit.suite import runner
+
+    statuses = [NO_TESTS, NO_TESTS]
+    errors: list[BaseException] = []
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = [log_path.with_name(f"{log_path.name}.{side}") for side in SIDES]
+    with lockstep.baton(first=SIDES[order[0]].upper()) as held:
+
+        def one(index: int) -> None:
+            side = SIDES[index]
+            try:
+                statuses[index] = runner._run_pytest(
+                    request,
+                    parts[index],
+                    logs[index],
+                    events[index],
+                    pass_number=number,
+                    suites=("perf",),
+                    workers=min(request.worker_count, 1),
+                    append_log=True,
+                    python=pythons[index],
+                    env=sides_env[index],
+                    label=f", side {side.upper()} ({pythons[index]})",
+                    lockstep=(str(held.path), side.upper()),
+                    started=procs.append,
+                )
+            except BaseException as exc:
+                errors.append(exc)
+            finally:
+                held.ended(side.upper())
+
+        other = threading.Thread(target=one, args=(order[1],), daemon=True)
+        other.start()
+        try:
+            one(order[0])
+        finally:
+            if errors:  # this side failed or was interrupted: the other stops too
+                for proc in procs:
+                    child_process.stop_group(proc)
+            other.join()
+    with open(log_path, "ab") as log:
+        for index in order:
+            with contextlib.suppress(OSError):
+                log.write(logs[index].read_bytes())
+                logs[index].unlink()
+    if errors:
+        raise errors[0]
+    return statuses
 
 
 def _header(common: Any, env: dict[str, Any], side: str, python: str, request: RunRequest) -> Any:

@@ -21,6 +21,7 @@ import pytest
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend
 
+from accelkit.suite import lockstep
 from accelkit.suite.caseid import case_id, case_seed_of, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
@@ -95,14 +96,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="measurement pass (1-based): passes after the first run only the perf cases "
         "not marked single_pass (accelkit test --passes)",
     )
-    group.addoption(
-        "--accelkit-shard", default=None, help="run shard I/N of the cases (accelkit test --shard)"
-    )
-    group.addoption(
-        "--accelkit-durations",
-        default=None,
-        help="results file whose case durations balance the shards (--durations-from)",
-    )
+    group.addoption("--accelkit-shard", help="run shard I/N of the cases (accelkit test --shard)")
+    group.addoption("--accelkit-lockstep", nargs=2, help="SOCKET SIDE: accelkit.suite.lockstep")
+    group.addoption("--accelkit-durations", help="results file to balance shards by durations")
 
 
 _MARKERS = (
@@ -122,6 +118,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
+    lockstep.from_pytest(config, is_worker)
     results = config.getoption("--accelkit-results", default=None)
     if not is_worker and results:
         events_fd = config.getoption("--accelkit-events-fd")

@@ -5,6 +5,10 @@ starts or is written.
 The CLI builds its command from `RUN_OPTIONS`; the container path (`accelkit.suite.container`)
 runs `accelkit test` inside an image with `request.to_argv()`; the matrix rehearsal parses a
 leg's `test_args` with `RunRequest.from_argv`, which is the same click parser.
+
+Longer than 600 lines because `RUN_OPTIONS` is the one declaration of the command's 29
+options with their help texts (230 lines): keeping it beside the request fields and the
+checks of those fields keeps each option, its field and its validation in one place.
 """
 
 from __future__ import annotations
@@ -44,6 +48,10 @@ samples of all passes are pooled with their pass as the group (`accelkit.results
 Samples taken in one process share its conditions (memory layout, a burst of load from
 another job) and are not independent; five groups are the fewest with which
 `accelkit compare`'s rank test on per-group medians can confirm a change at the 1% level."""
+
+AB_DEFAULT_PASSES = 10
+"""Passes a side of `--ab` without --passes: compare's sign-flip test at 1% (results/stats.py)
+confirms a change from 8 pairs on only when all agree, from 10 when one small pair does not."""
 
 DEFAULT_CPU_THREADS = 1
 """Intra-op threads of the perf cases when the device is the host CPU and `--threads` is not
@@ -109,9 +117,11 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         "passes",
         ("--passes",),
         int,
-        DEFAULT_PASSES,
+        None,
         "perf: measure in this many separate processes and pool their samples, so compare "
-        "sees run-to-run noise (the compile-latency case runs once).",
+        "sees run-to-run noise (the compile-latency case runs once). Default "
+        f"{DEFAULT_PASSES}; with --ab, {AB_DEFAULT_PASSES} a side.",
+        optional=True,
     ),
     Opt(
         "threads",
@@ -299,7 +309,7 @@ class RunRequest:
     """None: `default_workers()` where the suite runs (inside the image for --image)."""
     seed: int = 0
     breadth: Breadth = "quick"
-    passes: int = DEFAULT_PASSES
+    passes: int = DEFAULT_PASSES  # from_params: AB_DEFAULT_PASSES with --ab, unless given
     threads: int | None = None
     """None: `DEFAULT_CPU_THREADS` on the CPU, torch's default elsewhere (`perf_threads`)."""
     measure_ceilings: bool = False
@@ -336,6 +346,8 @@ class RunRequest:
             raise ValueError(f"not options of accelkit test: {', '.join(unknown)}")
         if values.get("ab") is not None:
             values["ab"] = tuple(str(v) for v in values["ab"])
+        if values.get("passes") is None:
+            values["passes"] = DEFAULT_PASSES if values.get("ab") is None else AB_DEFAULT_PASSES
         floats = {key: float(values[key]) for key in ("timeout_s", "join_timeout_s")}
         return cls(**{**values, **floats}, argv=tuple(argv))
 
@@ -348,6 +360,8 @@ class RunRequest:
     def params(self) -> dict[str, Any]:
         values = asdict(self)
         values.pop("argv")
+        if values["passes"] == (DEFAULT_PASSES if self.ab is None else AB_DEFAULT_PASSES):
+            values["passes"] = None  # the default `from_params` gives: left out of argv
         return values
 
     def to_argv(self, *, always: Sequence[str] = ()) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -24,7 +23,7 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import outcome, shard_session
+from accelkit.suite import child_process, outcome, shard_session
 from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
 from accelkit.suite.request import (
@@ -155,9 +154,11 @@ def pytest_argv(
     workers: int | None = None,
     context: RunContext | None = None,
     python: str | None = None,
+    lockstep: tuple[str, str] | None = None,
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
-    workers (default: the request's), run by `python` (default: this interpreter)."""
+    workers (default: the request's), run by `python` (default: this interpreter);
+    `lockstep`: (baton socket, side) of an interleaved A/B pass (`accelkit.suite.lockstep`)."""
     context = context or RunContext()
     root = cases_root(request)
     suites = request.suites if suites is None else suites
@@ -185,6 +186,8 @@ def pytest_argv(
         argv += ["--accelkit-outputs", str(request.record_outputs.resolve())]
     if pass_number > 1:
         argv += ["--accelkit-pass", str(pass_number)]
+    if lockstep is not None:
+        argv += ["--accelkit-lockstep", *lockstep]
     if context.target is not None:
         argv += ["--accelkit-target", context.target]
     if context.required:
@@ -452,46 +455,6 @@ def _pass_events(number: int, passes: int, on_event: EventCallback) -> EventCall
     return forward
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: stop the suite like a Ctrl-C, so nothing is left running."""
-
-
-def _on_sigterm(signum: int, frame: Any) -> None:
-    raise Terminated()
-
-
-def _die_with_parent() -> Callable[[], None] | None:
-    """A pre-exec hook (Linux): the pytest child is killed if accelkit is killed outright.
-
-    Everything is resolved here, in the parent: between fork and exec the hook only makes
-    one system call, taking no lock another thread (rich's refresh thread) could hold.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig, sigkill = 1, int(signal.SIGKILL)
-    return lambda: prctl(pr_set_pdeathsig, sigkill)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGTERM, _on_sigterm)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def _run_pytest(
     request: RunRequest,
     results_path: Path,
@@ -506,10 +469,13 @@ def _run_pytest(
     python: str | None = None,
     env: dict[str, str] | None = None,
     label: str = "",
+    lockstep: tuple[str, str] | None = None,
+    started: Callable[[subprocess.Popen[bytes]], None] | None = None,
 ) -> int:
-    """One pytest process; `python` and `env` (default: this interpreter, `child_env` with
-    the run context's variables and the perf threads) for the interleaved A/B mode, `label`
-    names it in the log."""
+    """One pytest process; `python`, `env` (default: this interpreter, `child_env` with
+    the run context's variables and the perf threads) and `lockstep` (see `pytest_argv`) for
+    the interleaved A/B mode, `label` names it in the log; `started` gets the process once it
+    runs (to stop it from another thread: `child_process.stop_group`)."""
     context = context or RunContext()
     read_fd, write_fd = os.pipe()
     argv = pytest_argv(
@@ -521,6 +487,7 @@ def _run_pytest(
         workers=workers,
         context=context,
         python=python,
+        lockstep=lockstep,
     )
     if env is None:
         env = {
@@ -528,7 +495,7 @@ def _run_pytest(
             **context.environment,
             **perf_env(request.perf_threads),
         }
-    with open(log_path, "ab" if append_log else "wb") as log, _sigterm_as_interrupt():
+    with open(log_path, "ab" if append_log else "wb") as log, child_process.sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
             log.write(f"\n===== accelkit: {what}, pass {pass_number}{label} =====\n".encode())
@@ -542,17 +509,19 @@ def _run_pytest(
                 env=env,
                 pass_fds=(write_fd,),
                 start_new_session=True,  # its own process group: we stop it and its workers
-                preexec_fn=_die_with_parent(),
+                preexec_fn=child_process.die_with_parent(),
                 cwd=str(cases_root(request)),
             )
         finally:
             os.close(write_fd)
+        if started is not None:
+            started(proc)
         try:
             for event in _events(read_fd):
                 on_event(event)
             return proc.wait()
         except BaseException:
-            _stop_group(proc)
+            child_process.stop_group(proc)
             raise
 
 
@@ -563,22 +532,6 @@ def _events(read_fd: int) -> Iterator[Event]:
                 event = json.loads(line)
                 if isinstance(event, dict):
                     yield event
-
-
-def _stop_group(proc: subprocess.Popen[bytes]) -> None:
-    """Stop pytest and all its workers: SIGTERM first (the plugin writes what finished), then
-    SIGKILL. Not SIGINT: a shell's background job inherits it ignored."""
-    for sig, wait_s in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait_s)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    # Workers may linger after the leader exits; the group goes with it.
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
 
 
 def _keep(log_path: Path) -> Path:

@@ -24,6 +24,10 @@ Both the clock and the synchronise function can be swapped (`Timer(clock=..., sy
 Rotating inputs: pass `arg_sets=[(a0, b0), (a1, b1), ...]` and each call takes the next
 set, cycling, so operands that would fit in a cache are not served from it on every call.
 
+In an interleaved A/B pass (`accelkit test --ab`), the two sides take turns: each
+measurement, and each sample, first calls `accelkit.suite.lockstep.turn()`, so the other
+side's sample comes between two of ours (a no-op in any other run).
+
 torch is imported lazily, only for accelerator devices: timing a plain Python callable on
 the CPU needs no torch at all.
 """
@@ -39,6 +43,7 @@ from itertools import repeat
 from typing import Any, Protocol
 
 from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
+from accelkit.suite import lockstep
 
 Clock = Callable[[], float]
 """Returns seconds from an arbitrary origin; only differences are used."""
@@ -474,6 +479,7 @@ class Timer:
             raise ValueError(
                 f"need 1 <= min_samples <= max_samples, got {min_samples} and {max_samples}"
             )
+        lockstep.turn()
         warmed = self.warmup(warmup_calls)
         if number is None:
             number = self.estimate_number(min_block_time)
@@ -482,6 +488,7 @@ class Timer:
         samples: list[float] = []
         total = 0.0
         while len(samples) < max_samples:
+            lockstep.turn()
             elapsed = self.timeit(number)
             samples.append(elapsed / number)
             total += elapsed
@@ -518,6 +525,7 @@ def measure_interleaved(
         raise ValueError("rounds and samples_per_round must be >= 1")
     numbers: dict[str, int] = {}
     warmed: dict[str, int] = {}
+    lockstep.turn()
     for name, timer in timers.items():
         warmed[name] = timer.warmup(warmup_calls)
         numbers[name] = timer.estimate_number(min_block_time)
@@ -525,6 +533,7 @@ def measure_interleaved(
     for _ in range(rounds):
         for name, timer in timers.items():
             for _ in range(samples_per_round):
+                lockstep.turn()
                 samples[name].append(timer.sample(numbers[name]))
     return {
         name: Measurement(

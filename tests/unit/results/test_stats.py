@@ -8,6 +8,7 @@ distribution are flagged in at most 1% of metrics, a 10% slowdown is flagged as 
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -614,7 +615,7 @@ def test_paired_mode_takes_out_a_drift_shared_by_each_pass_pair() -> None:
     trials = 100
     for trial in range(trials):
         rng = np.random.default_rng(trial)
-        drift = rng.lognormal(0.0, 0.10, 5)
+        drift = rng.lognormal(0.0, 0.10, 8)
         base, base_groups = _paired_side(rng, drift, 1.0)
         same, same_groups = _paired_side(rng, drift, 1.0)
         slow, slow_groups = _paired_side(rng, drift, 1.1)
@@ -641,8 +642,8 @@ def test_paired_mode_needs_matching_labels_and_enough_pairs() -> None:
         base, new, higher_is_better=False, base_groups=groups, new_groups=new_groups, paired=True
     )
     assert not few.paired  # 3 pairs < MIN_PAIRS
-    base5, groups5 = _paired_side(rng, np.ones(5), 1.0)
-    new5, new_groups5 = _paired_side(rng, np.ones(5), 1.0)
+    base5, groups5 = _paired_side(rng, np.ones(stats.MIN_PAIRS), 1.0)
+    new5, new_groups5 = _paired_side(rng, np.ones(stats.MIN_PAIRS), 1.0)
     other = stats.compare_samples(
         base5,
         new5,
@@ -652,6 +653,49 @@ def test_paired_mode_needs_matching_labels_and_enough_pairs() -> None:
         paired=True,
     )
     assert not other.paired  # the passes of the two sides do not match
+
+
+def test_sign_flip_p_counts_every_sign_pattern() -> None:
+    rng = np.random.default_rng(3)
+    for n in (1, 2, 5, 7, 10):
+        d = rng.normal(0.02, 0.05, n)
+        observed = abs(d.sum())
+        count = sum(
+            abs(sum(s * x for s, x in zip(signs, d, strict=True))) >= observed - 1e-12
+            for signs in itertools.product((-1.0, 1.0), repeat=n)
+        )
+        assert significance.sign_flip_p(d) == pytest.approx(count / 2**n)
+    # Its floor is 2 / 2^n: every pair agreeing cannot confirm a change with 4 or 5 pairs.
+    assert significance.sign_flip_p([0.3, 0.2, 0.25, 0.4]) == 2 / 16
+    assert significance.sign_flip_p([0.3] * 6) == 2 / 64
+    assert significance.sign_flip_p([0.0, 0.0, 0.0]) == 1.0
+    # Beyond EXACT_SIGN_FLIP_MAX pairs: drawn patterns, seeded, close to the exact count.
+    d = rng.normal(0.01, 0.05, 18)
+    drawn = significance.sign_flip_p(d)
+    assert drawn == significance.sign_flip_p(d)
+    patterns = np.arange(1 << 18)[:, None] >> np.arange(18) & 1
+    exact = float(np.mean(np.abs((1.0 - 2.0 * patterns) @ d) >= abs(d.sum()) - 1e-12))
+    assert drawn == pytest.approx(exact, abs=0.01)
+
+
+def test_paired_mode_cannot_confirm_four_pairs_that_agree() -> None:
+    """The stop-22 A/A: 4 pass pairs with one side 8-34% faster in every pair was read as
+    `improved` by a t-test (p = 0.034); the sign-flip test's floor with 4 pairs is 1/8, and
+    compare no longer pairs fewer than MIN_PAIRS passes."""
+    base = [np.full(10, 1.0) * f for f in (1.0, 1.01, 0.99, 1.02)]
+    new = [part * f for part, f in zip(base, (0.78, 0.92, 0.85, 0.66), strict=True)]
+    _, test = significance.paired_ratio_test(base, new, 0.9)
+    assert test.p_value == 2 / 16 and test.z < 0
+    groups = [g for g in range(4) for _ in range(10)]
+    result = stats.compare_samples(
+        np.concatenate(base),
+        np.concatenate(new),
+        higher_is_better=False,
+        base_groups=groups,
+        new_groups=groups,
+        paired=True,
+    )
+    assert not result.paired
 
 
 def test_t_distribution_against_scipy() -> None:

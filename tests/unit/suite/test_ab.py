@@ -14,7 +14,7 @@ from accelkit.errors import BadInput
 from accelkit.results.compare import compare, interleaved
 from accelkit.results.model import Metric, Results
 from accelkit.suite import ab
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.request import AB_DEFAULT_PASSES, RunRequest, validate
 from tests.factories import case, grouped_metric, results
 from tests.helpers import REPO
 
@@ -69,7 +69,12 @@ def test_ab_round_trips_through_the_command_line(tmp_path: Path) -> None:
 
 def _side(side: str, factor: float, started: str = "2026-01-01T00:00:00+00:00") -> Results:
     cases = [
-        case("perf/gemm", metrics={"latency": grouped_metric(1e-3 * factor, between=0.0)}),
+        case(
+            "perf/gemm",
+            metrics={
+                "latency": grouped_metric(1e-3 * factor, passes=AB_DEFAULT_PASSES, between=0.0)
+            },
+        ),
     ]
     return results(cases, started=started, ab={"side": side, "python": "py", "order": "ABBA"})
 

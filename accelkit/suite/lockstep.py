@@ -1,0 +1,237 @@
+"""Lockstep: the two sides of an interleaved A/B pass take their samples in turn.
+
+Measured on the shared 2-core machine, the speed of one process moves within seconds (a
+128^3 GEMM's median over 15 blocks: 56 to 118 us from one second to the next), so two
+passes run one after the other, a few seconds each, do not see the same machine: in
+`accelkit test --ab` A/A runs, the per-pair log ratios of pass medians had a spread of
+15-30%. Alternating the two sides sample by sample instead halved it in a two-process
+probe (GEMM 15-18% to 7-11%, copy 13-18% to 8-13%; benchmarks/bench_ab_noise.py measures
+the whole suite).
+
+So `accelkit.suite.ab` runs pass k of A and pass k of B at the same time, and this module
+makes them take turns: one token, held by one side at a time. A side holds it to run
+anything from its first measurement on (set-up, warm-up, the samples), and gives it up
+before each sample (`turn()`, called by `accelkit.suite.timing` at the start of each
+measurement and before each sample), so the other side's sample comes next, and no sample
+is taken while the other side runs. The sides never run at once between their first and
+last measurement: nothing of one side's set-up competes with the other side's samples.
+
+- `Baton` (the runner): a Unix socket in a private directory, one thread. A side connects
+  on its first `turn()`, says its name, and asks for the token at every `turn()`. The
+  token goes to the side that asked and did not hold it last; a side alone waits for the
+  other to arrive (a barrier, so one side's start-up does not run beside the other's first
+  samples) until the other side has arrived, ended (`ended()`, or its connection closed:
+  a crash frees the token too), or `BARRIER_S` passed. Once one side is gone the other
+  runs on alone.
+- `configure(path, side)` (the pytest process that runs the cases: the xdist worker, or
+  pytest itself without one): from then on `turn()` takes turns. Nothing else is ever
+  configured, so the processes a case starts (run-scoped workers, rank processes) do not
+  take part; their time counts as their caller's turn.
+
+A side that finds no baton (the runner gone) measures on alone: lockstep is a way to
+share conditions, never a reason for a run to fail.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SIDES = ("A", "B")
+BARRIER_S = 120.0
+"""How long a side that arrived first waits for the other (start-up on a loaded machine is
+seconds; longer means the other side will not measure)."""
+_ASK = b"?"
+_GO = b"!"
+_SOCKET = "baton.sock"
+
+
+class Baton:
+    """The runner's side of lockstep for one pass pair (see the module docstring)."""
+
+    def __init__(self, folder: Path, first: str = "A") -> None:
+        if first not in SIDES:
+            raise ValueError(f"side must be one of {SIDES}, got {first!r}")
+        self.path = folder / _SOCKET
+        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._server.bind(str(self.path))
+        self._server.listen(2)
+        self._lock = threading.Condition()
+        self._connections: dict[str, socket.socket] = {}
+        self._arrived: set[str] = set()
+        self._ended: set[str] = set()
+        self._waiting: set[str] = set()
+        self._holder: str | None = None
+        self._last = "B" if first == "A" else "A"  # so `first` gets the token first
+        self._barrier_over = False
+        self._stop = threading.Event()
+        self.turns = {side: 0 for side in SIDES}
+        """How many times each side was given the token (for tests and the log)."""
+        self._closed = False
+        self._threads = [
+            threading.Thread(target=self._accept, daemon=True),
+            threading.Thread(target=self._barrier_timer, daemon=True),
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def ended(self, side: str) -> None:
+        """`side`'s process has ended: the other side runs on alone."""
+        with self._lock:
+            self._end(side)
+
+    def close(self) -> None:
+        self._stop.set()
+        with self._lock:
+            self._closed = True
+            for side in SIDES:
+                self._end(side)
+        with contextlib.suppress(OSError):
+            self._server.shutdown(socket.SHUT_RDWR)
+        self._server.close()
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+
+    # -- the server ---------------------------------------------------------------------
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _barrier_timer(self) -> None:
+        if not self._stop.wait(BARRIER_S):
+            with self._lock:
+                self._barrier_over = True
+                self._schedule()
+
+    def _serve(self, conn: socket.socket) -> None:
+        side = None
+        try:
+            hello = conn.recv(1)
+            side = hello.decode("ascii", "replace")
+            with self._lock:
+                if side not in SIDES or side in self._connections or self._closed:
+                    conn.close()  # a second client of a side is not taken: it runs alone
+                    return
+                self._connections[side] = conn
+            while True:
+                request = conn.recv(1)
+                if request != _ASK:
+                    break
+                with self._lock:
+                    self._arrived.add(side)  # at its first sample: the barrier counts it
+                    if self._holder == side:
+                        self._holder = None
+                    self._waiting.add(side)
+                    self._schedule()
+        except OSError:
+            pass
+        finally:
+            with self._lock:
+                if side is not None and self._connections.get(side) is conn:
+                    self._end(side)
+            conn.close()
+
+    def _end(self, side: str) -> None:
+        self._ended.add(side)
+        self._waiting.discard(side)
+        if self._holder == side:
+            self._holder = None
+        self._schedule()
+
+    def _schedule(self) -> None:
+        """Give the token away if nobody holds it (called with the lock held)."""
+        if self._holder is not None or not self._waiting:
+            return
+        if len(self._waiting) == 2:
+            side = "B" if self._last == "A" else "A"
+        else:
+            (side,) = self._waiting
+            other = "B" if side == "A" else "A"
+            starting = other not in self._ended and other not in self._arrived
+            if starting and not self._barrier_over:
+                return  # the barrier: the other side is still starting
+            # The other side arrived and is between its turns only when it holds the
+            # token, so here it has ended, or the barrier is over.
+        self._give(side)
+
+    def _give(self, side: str) -> None:
+        self._waiting.discard(side)
+        self._holder = side
+        self._last = side
+        self.turns[side] += 1
+        try:
+            self._connections[side].sendall(_GO)
+        except OSError:
+            self._end(side)
+
+
+@contextlib.contextmanager
+def baton(first: str = "A") -> Iterator[Baton]:
+    """A `Baton` in a private directory, closed on the way out."""
+    with tempfile.TemporaryDirectory(prefix="accelkit-lockstep-") as tmp:
+        os.chmod(tmp, 0o700)
+        held = Baton(Path(tmp), first)
+        try:
+            yield held
+        finally:
+            held.close()
+
+
+# -- the sides ---------------------------------------------------------------------------
+
+_client: socket.socket | None = None
+_config: tuple[str, str] | None = None
+
+
+def configure(path: str, side: str) -> None:
+    """Take turns from the next `turn()` on, on the baton at `path`, as `side`."""
+    global _config
+    if side not in SIDES:
+        raise ValueError(f"side must be one of {SIDES}, got {side!r}")
+    _config = (path, side)
+
+
+def from_pytest(config: Any, is_worker: bool) -> None:
+    """`configure` from pytest's `--accelkit-lockstep SOCKET SIDE`, in the process that runs
+    the cases only: an xdist worker, or pytest itself when it has none."""
+    given = config.getoption("--accelkit-lockstep", default=None)
+    if given and (is_worker or not config.getoption("numprocesses", default=None)):
+        configure(*given)
+
+
+def active() -> bool:
+    return _config is not None
+
+
+def turn() -> None:
+    """Give the other side its turn, and wait for ours; no-op unless configured."""
+    global _client, _config
+    if _config is None:
+        return
+    try:
+        if _client is None:
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(_config[0])
+            client.sendall(_config[1].encode("ascii"))
+            _client = client
+        _client.sendall(_ASK)
+        if _client.recv(1) != _GO:
+            raise OSError("the baton closed")
+    except OSError:
+        _config = None  # the runner is gone or refused us: measure on alone
+        if _client is not None:
+            _client.close()
+            _client = None

@@ -1,0 +1,138 @@
+"""Lockstep (accelkit/suite/lockstep.py): the two sides of an interleaved pass take their
+samples in turns, with real processes on a real Unix socket."""
+
+from __future__ import annotations
+
+import itertools
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from accelkit.suite import lockstep
+from accelkit.suite.timing import Timer
+from tests.helpers import REPO
+
+# A side: connect, then `turns` samples, each logged as "side start end" (monotonic ns);
+# "exit" after `crash_after` turns without closing anything (a crash while holding it).
+SIDE = """
+import os, sys, time
+from accelkit.suite import lockstep
+path, side, turns, log, delay, crash_after = sys.argv[1:7]
+time.sleep(float(delay))
+lockstep.configure(path, side)
+with open(log, "a") as out:
+    for i in range(int(turns)):
+        lockstep.turn()
+        start = time.monotonic_ns()
+        time.sleep(0.01)
+        out.write(f"{side} {start} {time.monotonic_ns()}\\n")
+        out.flush()
+        if i + 1 == int(crash_after):
+            os._exit(3)
+"""
+
+
+def _side(
+    baton: lockstep.Baton,
+    side: str,
+    turns: int,
+    log: Path,
+    delay: float = 0.0,
+    crash_after: int = 0,
+) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, "-c", SIDE, str(baton.path), side, str(turns), str(log)]
+    argv += [str(delay), str(crash_after)]
+    return subprocess.Popen(argv, cwd=REPO)
+
+
+def _samples(log: Path) -> list[tuple[str, int, int]]:
+    rows = [line.split() for line in log.read_text(encoding="utf-8").splitlines()]
+    return sorted(((s, int(a), int(b)) for s, a, b in rows), key=lambda row: row[1])
+
+
+def _run(baton: lockstep.Baton, *procs: subprocess.Popen[bytes]) -> list[int]:
+    codes = []
+    for proc, side in zip(procs, ("A", "B"), strict=False):
+        codes.append(proc.wait(timeout=60))
+        baton.ended(side)
+    return codes
+
+
+def test_two_sides_alternate_sample_by_sample_and_never_overlap(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with lockstep.baton(first="B") as baton:
+        # A arrives first, yet waits for B (the barrier), and B goes first as asked.
+        a = _side(baton, "A", 6, log)
+        b = _side(baton, "B", 6, log, delay=0.5)
+        assert _run(baton, a, b) == [0, 0]
+    rows = _samples(log)
+    assert [side for side, _, _ in rows] == ["B", "A"] * 6
+    for earlier, later in itertools.pairwise(rows):
+        assert earlier[2] <= later[1], "a sample ran while the other side's did"
+
+
+def test_a_side_that_ends_or_crashes_frees_the_other(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with lockstep.baton() as baton:
+        a = _side(baton, "A", 8, log, crash_after=2)  # dies holding the token
+        b = _side(baton, "B", 8, log)
+        codes = [a.wait(timeout=60), b.wait(timeout=60)]
+    assert codes == [3, 0]
+    sides = [side for side, _, _ in _samples(log)]
+    assert sides[:4] == ["A", "B", "A", "B"] and sides[4:] == ["B"] * 6
+
+
+def test_a_side_alone_waits_out_the_barrier_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The other side never comes (its pass found nothing to measure): the first side runs
+    alone once the other has ended, or at the latest after BARRIER_S."""
+    log = tmp_path / "log"
+    with lockstep.baton() as baton:
+        a = _side(baton, "A", 3, log)
+        time.sleep(0.5)
+        assert not log.exists() or not log.read_text(encoding="utf-8")  # still waiting
+        baton.ended("B")
+        assert a.wait(timeout=60) == 0
+    monkeypatch.setattr(lockstep, "BARRIER_S", 0.3)
+    log2 = tmp_path / "log2"
+    with lockstep.baton() as baton:
+        assert _side(baton, "A", 3, log2).wait(timeout=60) == 0
+    assert [side for side, _, _ in _samples(log2)] == ["A"] * 3
+
+
+def test_a_second_client_of_a_side_and_a_missing_baton_measure_alone(tmp_path: Path) -> None:
+    log = tmp_path / "log"
+    with lockstep.baton() as baton:
+        first = _side(baton, "A", 40, log)
+        time.sleep(0.3)
+        second = _side(baton, "A", 2, log)  # refused: runs its two samples at once
+        assert second.wait(timeout=30) == 0
+        baton.ended("B")
+        assert first.wait(timeout=60) == 0
+    lockstep.configure(str(tmp_path / "none.sock"), "A")
+    try:
+        lockstep.turn()  # no baton there: no error, and no waiting from now on
+        assert not lockstep.active()
+    finally:
+        lockstep._config = None
+
+
+def test_timing_takes_a_turn_before_each_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+    turns: list[str] = []
+    monkeypatch.setattr(lockstep, "turn", lambda: turns.append("turn"))
+    measurement = Timer(lambda: None).blocked_autorange(
+        number=1, min_samples=4, max_samples=4, warmup_calls=1
+    )
+    assert len(measurement.samples) == 4
+    assert len(turns) == 1 + 4  # the measurement's set-up, then every sample
+
+
+def test_side_names_are_checked() -> None:
+    with pytest.raises(ValueError, match="side"):
+        lockstep.configure("/x", "C")
+    with pytest.raises(ValueError, match="side"), lockstep.baton(first="C"):
+        pass
