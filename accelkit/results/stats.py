@@ -1,6 +1,7 @@
 """Statistics for comparing two sets of samples of one metric (`base` and `new`).
 
-The rank test and the t-test themselves are in `accelkit.results.significance`.
+The rank test, the t quantiles and the sign-flip test themselves are in
+`accelkit.results.significance`.
 
 What is estimated
 -----------------
@@ -107,40 +108,53 @@ Paired mode: interleaved passes (`accelkit test --ab A B`)
 ---------------------------------------------------------
 When the two sides are one interleaved run (`compare_samples(paired=True)`, set by
 `accelkit.results.compare` for the two files of one `--ab` run), pass g of base and pass g
-of new ran side by side (order A B, B A, ...), so whatever the machine did during that
-pair is shared by both. The unit is then the pair: d_g = log(median(new_g) /
-median(base_g)); the interval is exp(mean(d) +- t(n-1) * sd(d) / sqrt(n)) at the same
-confidence, and the confirming test is the one-sample t-test of mean(d) = 0 (two-sided,
-`alpha`), in place of the bootstrap and the rank test (a sign-flip or signed-rank test
-cannot reach p < 0.05 with 5 pairs: its smallest p is 2/32). The decision rule is the same.
-It needs at least `MIN_PAIRS` pairs with the same labels on both sides. The reported
-`ratio` stays the ratio of pooled medians.
+of new ran at the same time, taking their samples in turns (`accelkit.suite.lockstep`), so
+whatever the machine did during that pair is shared by both. The unit is then the pair:
+d_g = log(median(new_g) / median(base_g)); the interval is exp(mean(d) +- t(n-1) * sd(d) /
+sqrt(n)) at the same confidence, and the confirming test is the exact sign-flip
+(randomisation) test of mean(d) = 0 (`significance.sign_flip_p`): under "no change" the two
+passes of a pair are exchangeable, so every sign of every d_g is equally likely, and p is
+the share of the 2^n sign patterns whose |sum| reaches the observed one. It assumes no
+distribution, so its level `PAIRED_ALPHA` (1%, or `alpha` when lower) is the share of
+metrics it can confirm in an A/A run, however noisy the machine. Its smallest p-value is
+2 / 2^n: the paired mode needs `MIN_PAIRS` = 8 pairs with the same labels on both sides (the
+fewest that can reach 1%), and `--ab` runs 10 by default; with fewer, compare uses the
+grouped mode. The decision rule is the same; the reported `ratio` stays the ratio of pooled
+medians.
 
-Calibration (300 trials per row; tests/unit/results/test_stats.py checks the third row): 5 pass
-pairs of 20 samples, within-pass noise 2% (lognormal sigma), a drift per pair shared by
-both sides ("shared") and each pass's own offset ("own"):
+Why not the t-test it used before: with 4 pairs, a quiet A/A run of the real suite (stop 22)
+read the stream copy as `improved` (1.224, p = 0.034) and the planted GEMM loop as
+`regressed`, both sides the same interpreter: pass-to-pass ratios spread by 15-30% there,
+and a t-test on 4 such pairs is too weak a base. The sign-flip test's floor with 4 pairs
+is 1/8.
+
+Calibration (`python benchmarks/bench_compare.py --paired 10`, 300 trials a row;
+tests/unit/results/test_stats.py checks the third row with 8 pairs): 10 pass pairs of 20
+samples, within-pass noise 2% (lognormal sigma), a drift per pair shared by both sides
+("shared") and each pass's own offset ("own"):
 
     shared  own   A/A flagged  CI half-width median (<= 5%)  10% found  grouped mode
-    0%      1%    0.0%         1.4% (100%)                   100%       100%
-    10%     1%    0.0%         1.4% (100%)                   100%         7%
-    10%     2%    0.0%         2.5% (99%)                    98%          8%
-    30%     2%    0.0%         2.5% (99%)                    98%          1%
-    10%     3%    0.0%         3.7% (82%)                    86%          9%
+    0%      1%    0.0%         0.9% (100%)                   100%       100%
+    10%     1%    0.0%         0.9% (100%)                   100%        23%
+    10%     2%    0.0%         1.6% (100%)                   100%        23%
+    30%     2%    0.0%         1.6% (100%)                   100%         0%
+    10%     3%    0.0%         2.4% (100%)                    99%        23%
+    10%     5%    0.0%         4.0% (85%)                     74%        15%
+    10%     8%    0.7%         6.5% (20%)                     34%        13%
 
 The last column is the unpaired grouped mode on the same data: a drift shared by a pair
-is noise to it. With 6 pairs the 3% row finds 93% (half-width <= 5% in 94%).
+is noise to it. What pairing cannot take out is each pass's own offset (per-process
+effects, and whatever changed between a pair's two turns): with 5% of it a 10% change is
+found in three metrics of four, with 8% in one of three (the verdict is then `noisy`, not
+wrong); more pairs narrow it by the square root of their number.
 
-Pairing pays only where the machine's state outlasts a pair. Measured on the shared 2-core
-machine (5 helpers, load average 9-15; benchmarks/bench_ab_noise.py, 5 interleaved passes
-of 12 metrics, A B A B order): CI half-width median 34% paired against 15% for the same
-two files compared unpaired (quiet A/A), 22% against 15% (A/A with stress-ng from pass 2,
-where one metric read as `improved`, p = 0.044, B faster in every pair: the order effect
-that A B, B A counterbalancing now removes), and a planted 10% GEMM slowdown was `noisy` in
-every mode. There, other jobs changed their load within a pass (~40 s), so a pair shared
-little, and with 5 pairs the paired interval has 4 degrees of freedom (t = 2.13), while the
-grouped interval is known to be slightly narrow (above). Neither resolves 10% on such a
-machine; more, shorter passes would (the half-width falls with the square root of the
-pairs).
+Pairing pays only where the machine's state outlasts the distance between the two sides'
+samples. Measured on the shared 2-core machine, one process's speed moves within seconds
+(a 128^3 GEMM: 56-118 us from one second to the next), so passes of a few seconds run one
+after the other shared little: the per-pair log ratios of a quiet A/A spread by 15-30%,
+and the paired interval was wider than the unpaired one. Taking samples in turns halved the
+spread in a two-process probe (`accelkit.suite.lockstep`); benchmarks/bench_ab_noise.py
+measures the suite's.
 
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------

@@ -3,12 +3,15 @@
 Two runs taken apart see two machines: a shift in between (another job's load, a memory
 system that got slower for a while) reads as a change of the build, and the canaries can
 only turn such a change into `environment-shifted` (`accelkit.results.stats`, "Canaries").
-Measured interleaved, both builds see the same machine: pass k of A and pass k of B side
-by side, for k = 1 .. --passes, in the order A B, B A, A B, ... (alternating as Chromium's
-pinpoint does, and counterbalanced, so a steady drift favours neither side), each pass its
-own pytest process run by that side's interpreter. A shift that lasts part of the run
-lands on both passes of a pair alike, and compare's paired mode (`accelkit.results.stats`,
-"Paired mode": per-pair ratios) takes it out instead of reading it as a change.
+Measured interleaved, both builds see the same machine: pass k of A and pass k of B run at
+the same time, for k = 1 .. --passes, each its own pytest process run by that side's
+interpreter, and take turns sample by sample (`accelkit.suite.lockstep`: one token passed
+between them, so their samples alternate and never overlap); the side that starts
+alternates, A B, B A, ... (counterbalanced, as Chromium's pinpoint alternates its runs).
+The speed of a process on a shared machine moves within seconds, so samples taken
+milliseconds apart share far more of it than passes taken one after the other; what
+remains shared by a pair, compare's paired mode (`accelkit.results.stats`, "Paired
+mode": per-pair ratios) takes out instead of reading it as a change.
 
 A and B are python interpreters, or venv folders (their `bin/python`). Each must import
 torch, numpy, pydantic, pytest, pytest-xdist and pytest-timeout; accelkit itself comes from
@@ -16,9 +19,11 @@ this installation (its folder is put first on the side's PYTHONPATH), so both si
 very same cases and plugin. Each side's results file is an ordinary results file (its `env`
 is that interpreter's fingerprint, `run.ab` names the side), pooled pass by pass as
 `--passes` pools them; `accelkit compare A B` on the two gives the verdict printed, which
-is also written as JSON. The paired comparison needs at least 4 passes
-(`stats.MIN_PAIRS`; the default is 5); with fewer, compare falls back to treating the
-samples as independent, which is only good for a smoke run. Container images (an image per
+is also written as JSON. The paired comparison needs at least 8 passes
+(`stats.MIN_PAIRS`; the default with --ab is 10); with fewer, compare falls back to the
+grouped mode (4-7 passes) or to treating the samples as independent (fewer), which is only
+good for a smoke run. Each side's pytest output goes to its own log during a pair and is
+appended to the run's log, in the pair's order, afterwards. Container images (an image per
 side) are not supported yet. With several passes each side hosts its own run-scoped workers
 (`accelkit.suite.run_scoped`, run by that side's interpreter), as a plain run does.
 """

@@ -216,11 +216,12 @@ def active() -> bool:
     return _config is not None
 
 
-def turn() -> None:
-    """Give the other side its turn, and wait for ours; no-op unless configured."""
+def turn() -> bool:
+    """Give the other side its turn, and wait for ours; no-op unless configured. True when
+    the other side may have run meanwhile (the caller warms up again before timing)."""
     global _client, _config
     if _config is None:
-        return
+        return False
     try:
         if _client is None:
             client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -230,8 +231,10 @@ def turn() -> None:
         _client.sendall(_ASK)
         if _client.recv(1) != _GO:
             raise OSError("the baton closed")
+        return True
     except OSError:
         _config = None  # the runner is gone or refused us: measure on alone
         if _client is not None:
             _client.close()
             _client = None
+        return False

@@ -26,7 +26,9 @@ set, cycling, so operands that would fit in a cache are not served from it on ev
 
 In an interleaved A/B pass (`accelkit test --ab`), the two sides take turns: each
 measurement, and each sample, first calls `accelkit.suite.lockstep.turn()`, so the other
-side's sample comes between two of ours (a no-op in any other run).
+side's sample comes between two of ours (a no-op in any other run). After such a turn one
+untimed block runs before the sample: the other side's turn left caches and TLB cold, and
+a cold 1 ms block measured a 1 MiB copy at 14-25 GB/s where warm blocks give 40-46.
 
 torch is imported lazily, only for accelerator devices: timing a plain Python callable on
 the CPU needs no torch at all.
@@ -488,7 +490,8 @@ class Timer:
         samples: list[float] = []
         total = 0.0
         while len(samples) < max_samples:
-            lockstep.turn()
+            if lockstep.turn():
+                self.timeit(number)  # the other side ran: warm caches and TLB up again
             elapsed = self.timeit(number)
             samples.append(elapsed / number)
             total += elapsed
@@ -533,7 +536,8 @@ def measure_interleaved(
     for _ in range(rounds):
         for name, timer in timers.items():
             for _ in range(samples_per_round):
-                lockstep.turn()
+                if lockstep.turn():
+                    timer.timeit(numbers[name])  # warm up again after the other side's turn
                 samples[name].append(timer.sample(numbers[name]))
     return {
         name: Measurement(

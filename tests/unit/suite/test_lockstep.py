@@ -121,14 +121,26 @@ def test_a_second_client_of_a_side_and_a_missing_baton_measure_alone(tmp_path: P
         lockstep._config = None
 
 
-def test_timing_takes_a_turn_before_each_sample(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("active", [False, True])
+def test_timing_takes_a_turn_before_each_sample(
+    monkeypatch: pytest.MonkeyPatch, active: bool
+) -> None:
+    """Each sample comes after a turn; after a real one (the other side may have run) one
+    untimed block warms up again first."""
     turns: list[str] = []
-    monkeypatch.setattr(lockstep, "turn", lambda: turns.append("turn"))
-    measurement = Timer(lambda: None).blocked_autorange(
-        number=1, min_samples=4, max_samples=4, warmup_calls=1
+    calls: list[int] = []
+
+    def turn() -> bool:
+        turns.append("turn")
+        return active
+
+    monkeypatch.setattr(lockstep, "turn", turn)
+    measurement = Timer(lambda: calls.append(1)).blocked_autorange(
+        number=3, min_samples=4, max_samples=4, warmup_calls=1
     )
     assert len(measurement.samples) == 4
     assert len(turns) == 1 + 4  # the measurement's set-up, then every sample
+    assert len(calls) == 1 + 4 * 3 + (4 * 3 if active else 0)
 
 
 def test_side_names_are_checked() -> None:
