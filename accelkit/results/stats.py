@@ -122,11 +122,8 @@ fewest that can reach 1%), and `--ab` runs 10 by default; with fewer, compare us
 grouped mode. The decision rule is the same; the reported `ratio` stays the ratio of pooled
 medians.
 
-Why not the t-test it used before: with 4 pairs, a quiet A/A run of the real suite (stop 22)
-read the stream copy as `improved` (1.224, p = 0.034) and the planted GEMM loop as
-`regressed`, both sides the same interpreter: pass-to-pass ratios spread by 15-30% there,
-and a t-test on 4 such pairs is too weak a base. The sign-flip test's floor with 4 pairs
-is 1/8.
+It replaced a t-test from 4 pairs, which read a quiet A/A (one interpreter on both sides)
+as a stream copy `improved` 1.22x, p = 0.034: too weak a base on pairs that spread by 15-30%.
 
 Calibration (`python benchmarks/bench_compare.py --paired 10`, 300 trials a row;
 tests/unit/results/test_stats.py checks the third row with 8 pairs): 10 pass pairs of 20
@@ -151,10 +148,14 @@ wrong); more pairs narrow it by the square root of their number.
 Pairing pays only where the machine's state outlasts the distance between the two sides'
 samples. Measured on the shared 2-core machine, one process's speed moves within seconds
 (a 128^3 GEMM: 56-118 us from one second to the next), so passes of a few seconds run one
-after the other shared little: the per-pair log ratios of a quiet A/A spread by 15-30%,
-and the paired interval was wider than the unpaired one. Taking samples in turns halved the
-spread in a two-process probe (`accelkit.suite.lockstep`); benchmarks/bench_ab_noise.py
-measures the suite's.
+after the other shared little: with 4 pairs taken that way, the per-pair log ratios of a
+quiet A/A spread by 15-30%, and the paired interval's half-width was 14% (median of 12
+metrics). Taken in turns, with 10 pairs (benchmarks/bench_ab_noise.py, quiet, at 21bfb9c):
+a median half-width of 3.6% (67% of the metrics at most 5%), no metric flagged, A/A and planted, quiet and under stress-ng. What remains is
+mostly each process's own speed: the planted 64^3 GEMM loop ran at about 210 us in some
+processes and 300 us in others, in both sides alike, and a fresh allocation of its
+operands, the CPU it is pinned to, or turning address randomisation off did not change a
+process's mode; so a 10% slowdown of it was `noisy` quiet (its pair ratios spread by 12%).
 
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------
