@@ -146,16 +146,17 @@ found in three metrics of four, with 8% in one of three (the verdict is then `no
 wrong); more pairs narrow it by the square root of their number.
 
 Pairing pays only where the machine's state outlasts the distance between the two sides'
-samples. Measured on the shared 2-core machine, one process's speed moves within seconds
-(a 128^3 GEMM: 56-118 us from one second to the next), so passes of a few seconds run one
-after the other shared little: with 4 pairs taken that way, the per-pair log ratios of a
-quiet A/A spread by 15-30%, and the paired interval's half-width was 14% (median of 12
-metrics). Taken in turns, with 10 pairs (benchmarks/bench_ab_noise.py, quiet, at 21bfb9c):
-a median half-width of 3.6% (67% of the metrics at most 5%), no metric flagged, A/A and planted, quiet and under stress-ng. What remains is
-mostly each process's own speed: the planted 64^3 GEMM loop ran at about 210 us in some
-processes and 300 us in others, in both sides alike, and a fresh allocation of its
-operands, the CPU it is pinned to, or turning address randomisation off did not change a
-process's mode; so a 10% slowdown of it was `noisy` quiet (its pair ratios spread by 12%).
+samples. Measured on the shared 2-core machine, one process's speed moves within seconds (a
+128^3 GEMM: 56-118 us from one second to the next), so passes of a few seconds run one after
+the other shared little: with 4 pairs taken that way, the per-pair log ratios of a quiet A/A
+spread by 15-30%, and the paired interval's half-width was 14% (median of 12 metrics). Taken
+in turns, with 10 pairs (benchmarks/bench_ab_noise.py, quiet, at 21bfb9c): a median
+half-width of 3.6% (67% of the metrics at most 5%), no metric flagged, A/A and planted,
+quiet and under stress-ng. What remains is mostly each process's own speed: the planted 64^3
+GEMM loop ran at about 210 us in some processes and 300 us in others, in both sides alike,
+and a fresh allocation of its operands, the CPU it is pinned to, or turning address
+randomisation off did not change a process's mode; so a 10% slowdown of it was `noisy` quiet
+(its pair ratios spread by 12%).
 
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------
