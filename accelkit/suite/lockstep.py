@@ -72,7 +72,7 @@ class Baton:
         self._barrier_over = False
         self._stop = threading.Event()
         self.turns = {side: 0 for side in SIDES}
-        """How many times each side was given the token (for tests and the log)."""
+        """How many times each side was given the token."""
         self._closed = False
         self._threads = [
             threading.Thread(target=self._accept, daemon=True),

@@ -196,6 +196,7 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
         modules = [
             *common,
             accelkit_module("accelkit.results.noise"),
+            accelkit_module("accelkit.suite.lockstep"),  # timing's turns: a no-op there
             accelkit_module("accelkit.suite.timing"),
             accelkit_module("accelkit.triage.perf_replay"),
         ]
