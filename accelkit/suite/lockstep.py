@@ -62,7 +62,7 @@ class Baton:
         self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._server.bind(str(self.path))
         self._server.listen(2)
-        self._lock = threading.Condition()
+        self._lock = threading.Lock()
         self._connections: dict[str, socket.socket] = {}
         self._arrived: set[str] = set()
         self._ended: set[str] = set()
@@ -71,8 +71,6 @@ class Baton:
         self._last = "B" if first == "A" else "A"  # so `first` gets the token first
         self._barrier_over = False
         self._stop = threading.Event()
-        self.turns = {side: 0 for side in SIDES}
-        """How many times each side was given the token."""
         self._closed = False
         self._threads = [
             threading.Thread(target=self._accept, daemon=True),
@@ -171,7 +169,6 @@ class Baton:
         self._waiting.discard(side)
         self._holder = side
         self._last = side
-        self.turns[side] += 1
         try:
             self._connections[side].sendall(_GO)
         except OSError:

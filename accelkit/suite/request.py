@@ -53,6 +53,11 @@ AB_DEFAULT_PASSES = 10
 """Passes a side of `--ab` without --passes: compare's sign-flip test at 1% (results/stats.py)
 confirms a change from 8 pairs on only when all agree, from 10 when one small pair does not."""
 
+
+def _default_passes(ab: object) -> int:
+    return DEFAULT_PASSES if ab is None else AB_DEFAULT_PASSES
+
+
 DEFAULT_CPU_THREADS = 1
 """Intra-op threads of the perf cases when the device is the host CPU and `--threads` is not
 given. With more, every OpenMP barrier waits for whichever core another process holds: on
@@ -347,7 +352,7 @@ class RunRequest:
         if values.get("ab") is not None:
             values["ab"] = tuple(str(v) for v in values["ab"])
         if values.get("passes") is None:
-            values["passes"] = DEFAULT_PASSES if values.get("ab") is None else AB_DEFAULT_PASSES
+            values["passes"] = _default_passes(values.get("ab"))
         floats = {key: float(values[key]) for key in ("timeout_s", "join_timeout_s")}
         return cls(**{**values, **floats}, argv=tuple(argv))
 
@@ -360,7 +365,7 @@ class RunRequest:
     def params(self) -> dict[str, Any]:
         values = asdict(self)
         values.pop("argv")
-        if values["passes"] == (DEFAULT_PASSES if self.ab is None else AB_DEFAULT_PASSES):
+        if values["passes"] == _default_passes(self.ab):
             values["passes"] = None  # the default `from_params` gives: left out of argv
         return values
 
