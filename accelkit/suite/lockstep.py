@@ -28,8 +28,28 @@ last measurement: nothing of one side's set-up competes with the other side's sa
   configured, so the processes a case starts (run-scoped workers, rank processes) do not
   take part; their time counts as their caller's turn.
 
+Both sides also take the same number of samples, so their samples are the same window of
+time. Each measurement's own stopping rule (enough samples and run time, a steady spread)
+would stop the two sides at different counts: a side 10% slower, or noisier, stops later,
+and its last samples then meet the other side's next case, not its own. Measured in an
+A/A pass pair, one side stopped after 61 samples and the other took 200, and its median
+moved by a factor of 2. So at each `turn()` a side says whether its rule has enough
+(`enough=True`), and the answer says whether the other side's has: a side stops when both
+have (or the other side is not measuring), within one sample of the other.
+
 A side that finds no baton (the runner gone) measures on alone: lockstep is a way to
 share conditions, never a reason for a run to fail.
+
+Both sides also take their samples on the same CPU (`pinned()`, around each sample, the
+re-warm block included): the highest CPU of the process's affinity mask, the same for both
+sides since the runner starts both. Measured in a two-process probe on the 2-core machine,
+taking turns on one CPU cut the spread of the per-pair log ratios from 5.7-20.5% (turns,
+each side on whichever CPU the scheduler gave it) to 1.7-4.5%: the two CPUs of a shared
+machine do not run at the same speed, and a side's samples should not depend on which one
+it got. The pin is the calling thread's only and only for the sample, so the processes a
+case starts (rank processes, run-scoped workers, which need every CPU) never inherit it,
+and only when the work runs on the calling thread: torch with one intra-op thread (the
+CPU perf default, `--threads 1`) or no torch at all.
 """
 
 from __future__ import annotations
@@ -37,9 +57,11 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
+import sys
 import tempfile
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +69,10 @@ SIDES = ("A", "B")
 BARRIER_S = 120.0
 """How long a side that arrived first waits for the other (start-up on a loaded machine is
 seconds; longer means the other side will not measure)."""
-_ASK = b"?"
-_GO = b"!"
+_MORE = b"?"  # a side asks for the token; its rule wants more samples
+_ENOUGH = b"."  # a side asks for the token; its rule has enough
+_GO = b"!"  # the token; the other side wants more samples
+_GO_OTHER_ENOUGH = b"="  # the token; the other side has enough, or is not measuring
 _SOCKET = "baton.sock"
 
 
@@ -67,6 +91,7 @@ class Baton:
         self._arrived: set[str] = set()
         self._ended: set[str] = set()
         self._waiting: set[str] = set()
+        self._wants_more: set[str] = set()
         self._holder: str | None = None
         self._last = "B" if first == "A" else "A"  # so `first` gets the token first
         self._barrier_over = False
@@ -126,10 +151,14 @@ class Baton:
                 self._connections[side] = conn
             while True:
                 request = conn.recv(1)
-                if request != _ASK:
+                if request not in (_MORE, _ENOUGH):
                     break
                 with self._lock:
                     self._arrived.add(side)  # at its first sample: the barrier counts it
+                    if request == _MORE:
+                        self._wants_more.add(side)
+                    else:
+                        self._wants_more.discard(side)
                     if self._holder == side:
                         self._holder = None
                     self._waiting.add(side)
@@ -145,6 +174,7 @@ class Baton:
     def _end(self, side: str) -> None:
         self._ended.add(side)
         self._waiting.discard(side)
+        self._wants_more.discard(side)
         if self._holder == side:
             self._holder = None
         self._schedule()
@@ -169,8 +199,9 @@ class Baton:
         self._waiting.discard(side)
         self._holder = side
         self._last = side
+        other = "B" if side == "A" else "A"
         try:
-            self._connections[side].sendall(_GO)
+            self._connections[side].sendall(_GO if other in self._wants_more else _GO_OTHER_ENOUGH)
         except OSError:
             self._end(side)
 
@@ -213,25 +244,72 @@ def active() -> bool:
     return _config is not None
 
 
-def turn() -> bool:
-    """Give the other side its turn, and wait for ours; no-op unless configured. True when
-    the other side may have run meanwhile (the caller warms up again before timing)."""
+def pin_cpu() -> int | None:
+    """The CPU both sides take their samples on (see the module docstring), or None: not
+    configured, no affinity on this platform, a single CPU, or the work would not run on
+    the calling thread (torch with more than one intra-op thread)."""
+    if _config is None or not hasattr(os, "sched_getaffinity"):
+        return None
+    allowed = os.sched_getaffinity(0)
+    if len(allowed) < 2:
+        return None
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.get_num_threads() != 1:
+        return None
+    return max(allowed)
+
+
+@contextlib.contextmanager
+def pinned() -> Iterator[int | None]:
+    """Run the block on `pin_cpu()` (the calling thread only), then give the thread its
+    affinity back; a no-op when there is no CPU to pin to."""
+    cpu = pin_cpu()
+    if cpu is None:
+        yield None
+        return
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {cpu})
+    except OSError:
+        yield None
+        return
+    try:
+        yield cpu
+    finally:
+        os.sched_setaffinity(0, before)
+
+
+@dataclass(frozen=True)
+class Turn:
+    taken: bool
+    """The other side may have run meanwhile: warm up again before timing."""
+    other_enough: bool
+    """The other side's stopping rule has enough samples, or it is not measuring."""
+
+
+ALONE = Turn(taken=False, other_enough=True)
+
+
+def turn(enough: bool = False) -> Turn:
+    """Give the other side its turn, and wait for ours; no-op (`ALONE`) unless configured.
+    `enough`: this side's stopping rule has enough samples of the running measurement."""
     global _client, _config
     if _config is None:
-        return False
+        return ALONE
     try:
         if _client is None:
             client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             client.connect(_config[0])
             client.sendall(_config[1].encode("ascii"))
             _client = client
-        _client.sendall(_ASK)
-        if _client.recv(1) != _GO:
+        _client.sendall(_ENOUGH if enough else _MORE)
+        answer = _client.recv(1)
+        if answer not in (_GO, _GO_OTHER_ENOUGH):
             raise OSError("the baton closed")
-        return True
+        return Turn(taken=True, other_enough=answer == _GO_OTHER_ENOUGH)
     except OSError:
         _config = None  # the runner is gone or refused us: measure on alone
         if _client is not None:
             _client.close()
             _client = None
-        return False
+        return ALONE

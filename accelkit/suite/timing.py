@@ -28,7 +28,11 @@ In an interleaved A/B pass (`accelkit test --ab`), the two sides take turns: eac
 measurement, and each sample, first calls `accelkit.suite.lockstep.turn()`, so the other
 side's sample comes between two of ours (a no-op in any other run). After such a turn one
 untimed block runs before the sample: the other side's turn left caches and TLB cold, and
-a cold 1 ms block measured a 1 MiB copy at 14-25 GB/s where warm blocks give 40-46.
+a cold 1 ms block measured a 1 MiB copy at 14-25 GB/s where warm blocks give 40-46. The
+sample and that block run pinned to the CPU both sides share (`lockstep.pinned()`). A side
+stops sampling when both sides' rules have enough (`lockstep.turn(enough)`), so both take
+the same number of samples; the other side can keep it going up to `max_samples` or
+`LOCKSTEP_RUN_TIME_FACTOR` times `max_run_time`.
 
 torch is imported lazily, only for accelerator devices: timing a plain Python callable on
 the CPU needs no torch at all.
@@ -63,6 +67,9 @@ DEFAULT_MIN_SAMPLES = 5
 DEFAULT_MAX_SAMPLES = 100
 DEFAULT_MIN_RUN_TIME = 0.1
 DEFAULT_MAX_RUN_TIME = 2.0
+LOCKSTEP_RUN_TIME_FACTOR = 2.0
+"""In lockstep, a side samples on while the other side's rule wants more, up to this many
+times its own `max_run_time` (or `max_samples`)."""
 
 SECONDS = "s"
 FLOP_PER_SECOND = "FLOP/s"
@@ -489,24 +496,39 @@ class Timer:
             raise ValueError(f"number must be >= 1, got {number}")
         samples: list[float] = []
         total = 0.0
+        enough = False
         while len(samples) < max_samples:
-            if lockstep.turn():
-                self.timeit(number)  # the other side ran: warm caches and TLB up again
-            elapsed = self.timeit(number)
+            step = lockstep.turn(enough)
+            if enough and step.other_enough:
+                break
+            with lockstep.pinned():
+                if step.taken:
+                    self.timeit(number)  # the other side ran: warm caches and TLB up again
+                elapsed = self.timeit(number)
             samples.append(elapsed / number)
             total += elapsed
-            if len(samples) < min_samples:
-                continue
-            if total >= max_run_time:
+            enough = _enough(samples, total, min_samples, min_run_time, max_run_time)
+            if enough and not step.taken:
                 break
-            if total >= min_run_time and _iqr_over_median(samples) < IQR_WARN_THRESHOLD:
-                break
+            if total >= LOCKSTEP_RUN_TIME_FACTOR * max_run_time:
+                break  # in lockstep, the other side's rule keeps us going up to here
         return Measurement(
             samples=tuple(samples),
             number_per_sample=number,
             warmup_calls=warmed,
             timer=self._block_timer.description,
         )
+
+
+def _enough(
+    samples: list[float], total: float, min_samples: int, min_run_time: float, max_run_time: float
+) -> bool:
+    """The stopping rule of `blocked_autorange` (the module docstring's step 3)."""
+    if len(samples) < min_samples:
+        return False
+    if total >= max_run_time:
+        return True
+    return total >= min_run_time and _iqr_over_median(samples) < IQR_WARN_THRESHOLD
 
 
 def measure_interleaved(
@@ -536,9 +558,11 @@ def measure_interleaved(
     for _ in range(rounds):
         for name, timer in timers.items():
             for _ in range(samples_per_round):
-                if lockstep.turn():
-                    timer.timeit(numbers[name])  # warm up again after the other side's turn
-                samples[name].append(timer.sample(numbers[name]))
+                step = lockstep.turn()
+                with lockstep.pinned():
+                    if step.taken:
+                        timer.timeit(numbers[name])  # warm up again after the other side
+                    samples[name].append(timer.sample(numbers[name]))
     return {
         name: Measurement(
             samples=tuple(samples[name]),

@@ -4,10 +4,12 @@ samples in turns, with real processes on a real Unix socket."""
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -130,9 +132,9 @@ def test_timing_takes_a_turn_before_each_sample(
     turns: list[str] = []
     calls: list[int] = []
 
-    def turn() -> bool:
+    def turn(enough: bool = False) -> lockstep.Turn:
         turns.append("turn")
-        return active
+        return lockstep.Turn(taken=active, other_enough=True)
 
     monkeypatch.setattr(lockstep, "turn", turn)
     measurement = Timer(lambda: calls.append(1)).blocked_autorange(
@@ -141,6 +143,85 @@ def test_timing_takes_a_turn_before_each_sample(
     assert len(measurement.samples) == 4
     assert len(turns) == 1 + 4  # the measurement's set-up, then every sample
     assert len(calls) == 1 + 4 * 3 + (4 * 3 if active else 0)
+
+
+# A side's measurement whose own rule has enough after `min_samples` steady samples; prints
+# how many it took.
+COUNTING_SIDE = """
+import sys
+from accelkit.suite import lockstep
+from accelkit.suite.timing import Timer
+path, side, min_samples = sys.argv[1:4]
+lockstep.configure(path, side)
+ticks = iter(range(10**6))
+timer = Timer(lambda: None, clock=lambda: float(next(ticks)))
+m = timer.blocked_autorange(number=1, min_samples=int(min_samples), max_samples=50,
+                            min_run_time=0.0, max_run_time=1e9, warmup_calls=1)
+print(len(m.samples))
+"""
+
+
+def test_both_sides_take_as_many_samples_as_the_side_that_wants_more(tmp_path: Path) -> None:
+    """Side A's rule has enough after 3 samples, B's after 9: both stop together, so their
+    samples cover the same window of time (A took 200 where B took 61 before)."""
+    with lockstep.baton() as baton:
+        procs = {
+            side: subprocess.Popen(
+                [sys.executable, "-c", COUNTING_SIDE, str(baton.path), side, wanted],
+                cwd=REPO,
+                stdout=subprocess.PIPE,
+                text=True,
+            )
+            for side, wanted in (("A", "3"), ("B", "9"))
+        }
+        counts = {}
+        for side, proc in procs.items():
+            out, _ = proc.communicate(timeout=60)
+            assert proc.returncode == 0
+            counts[side] = int(out)
+            baton.ended(side)
+    assert counts["B"] == 9
+    assert counts["A"] in (9, 10)  # within one sample of the other side
+
+
+def test_samples_run_pinned_to_one_cpu_and_the_thread_gets_its_cpus_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both sides sample on the highest CPU of their mask, the calling thread only and only
+    for the sample: a process started after it (a rank process) has every CPU again."""
+    allowed = os.sched_getaffinity(0)
+    seen: list[set[int]] = []
+    monkeypatch.setattr(lockstep, "turn", lambda enough=False: lockstep.Turn(True, True))
+    monkeypatch.setattr(lockstep, "_config", ("/unused.sock", "A"))
+    Timer(lambda: seen.append(os.sched_getaffinity(0))).blocked_autorange(
+        number=2, min_samples=3, max_samples=3, warmup_calls=1
+    )
+    assert os.sched_getaffinity(0) == allowed
+    child = subprocess.run(
+        [sys.executable, "-c", "import os; print(sorted(os.sched_getaffinity(0)))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert child.stdout.strip() == str(sorted(allowed))
+    if len(allowed) < 2:  # nothing to pin to: one CPU
+        assert lockstep.pin_cpu() is None and set(map(len, seen)) == {len(allowed)}
+        return
+    assert seen[0] == allowed  # the warm-up call, before any sample
+    assert seen[-3 * 2 * 2 :] == [{max(allowed)}] * (3 * 2 * 2)  # re-warm + sample, each 2
+    monkeypatch.setattr(lockstep, "_config", None)
+    assert lockstep.pin_cpu() is None  # not in lockstep: never pinned
+
+
+def test_no_pin_when_torch_runs_the_work_on_other_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(lockstep, "_config", ("/unused.sock", "A"))
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(get_num_threads=lambda: 2))
+    assert lockstep.pin_cpu() is None
+    with lockstep.pinned() as cpu:
+        assert cpu is None
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(get_num_threads=lambda: 1))
+    if len(os.sched_getaffinity(0)) >= 2:
+        assert lockstep.pin_cpu() == max(os.sched_getaffinity(0))
 
 
 def test_side_names_are_checked() -> None:
