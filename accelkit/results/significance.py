@@ -211,11 +211,12 @@ def sign_flip_p(differences: Sequence[float] | FloatArray, *, seed: int = 0) -> 
 
 def paired_ratio_test(
     base_split: Sequence[FloatArray], new_split: Sequence[FloatArray], confidence: float
-) -> tuple[tuple[float, float], RankTest]:
+) -> tuple[float, tuple[float, float], RankTest]:
     """The paired mode of `accelkit.results.stats`: per pass pair k, the log of
-    median(new_k) / median(base_k); a t interval (exponentiated) of their mean, and the
-    exact sign-flip test of it (`sign_flip_p`), returned as a `RankTest` whose `z` is the t
-    statistic (its sign is the direction)."""
+    median(new_k) / median(base_k); their mean, exponentiated (the ratio: the geometric mean
+    of the pairs' ratios), a t interval (exponentiated) of it, and the exact sign-flip test
+    of it (`sign_flip_p`), returned as a `RankTest` whose `z` is the t statistic (its sign is
+    the direction)."""
     if len(base_split) != len(new_split) or len(base_split) < 2:
         raise ValueError("the paired mode needs the same number (>= 2) of groups on each side")
     logs = np.log(
@@ -227,9 +228,10 @@ def paired_ratio_test(
     p = sign_flip_p(logs)
     if spread == 0.0:
         t = math.copysign(math.inf, mean) if mean else 0.0
-        return (math.exp(mean), math.exp(mean)), RankTest(u=math.nan, z=t, p_value=p)
+        point = (math.exp(mean), math.exp(mean))
+        return math.exp(mean), point, RankTest(u=math.nan, z=t, p_value=p)
     error = spread / math.sqrt(count)
     t = mean / error
     half = t_quantile(confidence, count - 1) * error
     ci = (math.exp(mean - half), math.exp(mean + half))
-    return ci, RankTest(u=math.nan, z=t, p_value=p)
+    return math.exp(mean), ci, RankTest(u=math.nan, z=t, p_value=p)

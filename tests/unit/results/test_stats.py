@@ -634,6 +634,28 @@ def test_paired_mode_takes_out_a_drift_shared_by_each_pass_pair() -> None:
     assert grouped_found <= 30
 
 
+def test_paired_mode_reports_the_ratio_its_interval_is_about() -> None:
+    """Every pair 10% slower, but the passes' levels differ and the sides took more samples
+    in different passes: the pooled medians say faster, the reported ratio is the pairs'
+    geometric mean, inside the interval."""
+    levels = (1.0, 2.0, 1.1, 2.1, 1.05, 1.95, 1.0, 2.05, 1.02, 1.98)
+    base = [np.full(5 if level < 1.5 else 35, level) for level in levels]
+    new = [np.full(35 if level < 1.5 else 5, level * 1.1) for level in levels]
+    result = stats.compare_samples(
+        np.concatenate(base),
+        np.concatenate(new),
+        higher_is_better=False,
+        base_groups=[g for g, part in enumerate(base) for _ in part],
+        new_groups=[g for g, part in enumerate(new) for _ in part],
+        paired=True,
+    )
+    assert result.paired and result.verdict == "regressed"
+    assert result.ratio == pytest.approx(1.1)
+    assert result.ci is not None and result.ci[0] <= result.ratio <= result.ci[1]
+    assert result.new_median is not None and result.base_median is not None
+    assert result.new_median / result.base_median < 1.0  # pooled: faster
+
+
 def test_paired_mode_needs_matching_labels_and_enough_pairs() -> None:
     rng = np.random.default_rng(0)
     base, groups = _paired_side(rng, np.ones(3), 1.0)
@@ -684,7 +706,7 @@ def test_paired_mode_cannot_confirm_four_pairs_that_agree() -> None:
     compare no longer pairs fewer than MIN_PAIRS passes."""
     base = [np.full(10, 1.0) * f for f in (1.0, 1.01, 0.99, 1.02)]
     new = [part * f for part, f in zip(base, (0.78, 0.92, 0.85, 0.66), strict=True)]
-    _, test = significance.paired_ratio_test(base, new, 0.9)
+    _, _, test = significance.paired_ratio_test(base, new, 0.9)
     assert test.p_value == 2 / 16 and test.z < 0
     groups = [g for g in range(4) for _ in range(10)]
     result = stats.compare_samples(
