@@ -26,8 +26,16 @@ the per-round ratios (the noise floor of this comparison on this machine) and wh
 ratio is within 3%. Nothing is asserted: on a shared machine the numbers are that
 machine's; tests/unit/suite/test_timing_fidelity_bench.py checks the table logic only.
 
-Measured on the shared 2-core machine (2026-12-01, load average 2-5 from other jobs: no
-quiet window came), four runs of 5 rounds: against "same-blocks" 5, 7, 1 and 5 of 13 cases
+Measured on the shared 2-core machine on 2026-12-02, quiet (load average 0.85-0.98), 5
+rounds: within 3% of blocked_autorange 11 of 13 cases, of adaptive_autorange 11, of
+same-blocks 8, of sample-pairs 13 (0.994-1.021). The two outside against the autoranges are
+the 1 MiB copy and the 2^18-float sum, 5% faster in accelkit's 0.1 ms blocks than in torch's
+blocks of 1,000-10,000 calls; beside each other, block for block, the two loops agree within
+1.4% on both. Sequential measurements (same-blocks) missed on 5 cases by 3-6.4%: the machine's
+drift between two measurements, which sample-pairs takes out.
+
+Earlier, on 2026-12-01 (load average 2-5 from other jobs: no quiet window came), four
+runs of 5 rounds: against "same-blocks" 5, 7, 1 and 5 of 13 cases
 were within 3%, most of the rest within 3-12% in either direction (per-round ratios spread
 0.4-1.5: sequential measurements of one op differ that much there). Against torch's
 autoranges accelkit read more than 3% lower in 41 of 52 case-runs against blocked_autorange,
@@ -83,11 +91,21 @@ class Row:
         return all(abs(r - 1.0) <= TOLERANCE for r in self.ratios)
 
 
-def build_row(case: str, accelkit: Sequence[float], references: Sequence[Sequence[float]]) -> Row:
-    """A table row from per-round medians: `accelkit[i]` and `references[m][i]` of round i."""
+def build_row(
+    case: str,
+    accelkit: Sequence[float],
+    references: Sequence[Sequence[float]],
+    own: Sequence[Sequence[float] | None] | None = None,
+) -> Row:
+    """A table row from per-round medians: `accelkit[i]` and `references[m][i]` of round i.
+    `own[m]`, where given, is accelkit's side of reference m measured beside it (the
+    sample-pairs reference): that reference's ratio is median(own[m]) / median(references[m])."""
+    own = list(own) if own is not None else [None] * len(references)
     if not accelkit or not references or any(len(r) != len(accelkit) for r in references):
         raise ValueError("every timer needs one median per round")
-    if min(accelkit) <= 0 or min(min(r) for r in references) <= 0:
+    if len(own) != len(references) or any(o is not None and len(o) != len(accelkit) for o in own):
+        raise ValueError("every timer needs one median per round")
+    if min(accelkit) <= 0 or min(min(r) for r in [*references, *(o for o in own if o)]) <= 0:
         raise ValueError("medians must be positive")
     ours = statistics.median(accelkit)
     theirs = tuple(statistics.median(r) for r in references)
@@ -96,7 +114,9 @@ def build_row(case: str, accelkit: Sequence[float], references: Sequence[Sequenc
         case=case,
         accelkit=ours,
         references=theirs,
-        ratios=tuple(ours / t for t in theirs),
+        ratios=tuple(
+            (statistics.median(o) if o else ours) / t for o, t in zip(own, theirs, strict=True)
+        ),
         spread=(min(per_round), max(per_round)),
     )
 
@@ -187,7 +207,7 @@ def op_cases(device: str, tier: Any) -> list[OpCase]:
 # ---------------------------------------------------------------------------------------
 # The timers
 
-Reference = Callable[[OpCase, Any], float]
+Reference = Callable[[OpCase, Any], float | tuple[float, float]]
 """Median seconds per call of a case; the second argument is accelkit's latest
 `Measurement` of the case (for the reference that reuses its block size)."""
 
@@ -200,9 +220,16 @@ def torch_benchmark_timers(threads: int) -> dict[str, Reference]:
       instead of 10, so a noisy machine cannot stretch the run);
     - "same-blocks": torch's own loop (`Timer.timeit(number)`) at the block size and
       sample count accelkit chose: what differs from accelkit is only the loop and clock
-      code, not how long a block lasts.
+      code, not how long a block lasts;
+    - "sample-pairs": the same, but block by block beside accelkit's own block loop
+      (`accelkit.suite.timing.Timer.timeit`, what `blocked_autorange` times each sample
+      with), alternating which goes first: both read the same seconds of the machine, so
+      the ratio is the timers' difference and not the machine's drift between two
+      measurements. Returns (accelkit's median, torch's median).
     """
     from torch.utils import benchmark
+
+    from accelkit.suite.timing import Timer as AccelkitTimer
 
     def timer(case: OpCase) -> Any:
         return benchmark.Timer(
@@ -214,10 +241,24 @@ def torch_benchmark_timers(threads: int) -> dict[str, Reference]:
         number = ours.number_per_sample
         return statistics.median(t.timeit(number).median for _ in range(len(ours.samples)))
 
+    def sample_pairs(case: OpCase, ours: Any) -> tuple[float, float]:
+        t, mine = timer(case), AccelkitTimer(case.fn, args=case.args)
+        number = ours.number_per_sample
+        a: list[float] = []
+        b: list[float] = []
+        for index in range(len(ours.samples)):
+            if index % 2:
+                b.append(t.timeit(number).median)
+            a.append(mine.timeit(number) / number)
+            if not index % 2:
+                b.append(t.timeit(number).median)
+        return statistics.median(a), statistics.median(b)
+
     return {
         "blocked": lambda case, _: float(timer(case).blocked_autorange().median),
         "adaptive": lambda case, _: float(timer(case).adaptive_autorange(max_run_time=2.0).median),
         "same-blocks": same_blocks,
+        "sample-pairs": sample_pairs,
     }
 
 
@@ -242,15 +283,22 @@ def measure_case(
     same-blocks reference of an odd round takes the block size of the round before)."""
     ours: list[Any] = []
     theirs: dict[str, list[float]] = {name: [] for name in references}
+    own: dict[str, list[float]] = {}
     for index in range(rounds):
         if index % 2 == 0:
             ours.append(accelkit(case))
         for name, reference in references.items():
-            theirs[name].append(reference(case, ours[-1]))
+            value = reference(case, ours[-1])
+            if isinstance(value, tuple):  # (accelkit beside it, the reference)
+                own.setdefault(name, []).append(value[0])
+                value = value[1]
+            theirs[name].append(value)
         if index % 2 == 1:
             ours.append(accelkit(case))
     medians = [m.median for m in ours]
-    return build_row(case.name, medians, list(theirs.values()))
+    return build_row(
+        case.name, medians, list(theirs.values()), [own.get(name) for name in references]
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -37,6 +37,21 @@ def test_row_takes_medians_over_rounds_and_ratios_per_reference(bench: ModuleTyp
     assert not row.within  # 10% off the first reference
 
 
+def test_a_sample_pairs_reference_is_judged_against_accelkit_beside_it(bench: ModuleType) -> None:
+    """Its ratio is accelkit's blocks beside it over its own, not the separate measurement's
+    median over it (the machine moved between the two)."""
+    row = bench.build_row(
+        "sum/float32/262144",
+        [26e-6, 27e-6, 28e-6],
+        [[20e-6, 20e-6, 20e-6], [19.8e-6, 20.0e-6, 20.4e-6]],
+        [None, [20.1e-6, 20.2e-6, 20.5e-6]],
+    )
+    assert row.ratios == pytest.approx((27 / 20, 20.2 / 20.0))
+    assert not row.within
+    with pytest.raises(ValueError, match="median"):
+        bench.build_row("x", [1.0], [[1.0]], [[1.0, 2.0]])
+
+
 def test_within_means_every_reference_within_three_percent(bench: ModuleType) -> None:
     close = bench.build_row("a", [1.0], [[0.975], [1.029]])
     assert close.within
