@@ -40,13 +40,16 @@ have (or the other side is not measuring), within one sample of the other.
 A side that finds no baton (the runner gone) measures on alone: lockstep is a way to
 share conditions, never a reason for a run to fail.
 
-Both sides also take their samples on the same CPU (`pinned()`, around each sample, the
+And both sides take each sample on the same CPU (`pinned()`, around each sample, the
 re-warm block included): the highest CPU of the process's affinity mask, the same for both
 sides since the runner starts both. Measured in a two-process probe on the 2-core machine,
 taking turns on one CPU cut the spread of the per-pair log ratios from 5.7-20.5% (turns,
 each side on whichever CPU the scheduler gave it) to 1.7-4.5%: the two CPUs of a shared
 machine do not run at the same speed, and a side's samples should not depend on which one
-it got. The pin is the calling thread's only and only for the sample, so the processes a
+it got. With both changes, whole-suite A/A runs (`benchmarks/bench_ab_noise.py -k perf`)
+resolved GEMMs, SDPA and the host GEMM canary to +-0.4-1.4%.
+
+The pin is the calling thread's only and only for the sample, so the processes a
 case starts (rank processes, run-scoped workers, which need every CPU) never inherit it,
 and only when the work runs on the calling thread: torch with one intra-op thread (the
 CPU perf default, `--threads 1`) or no torch at all.
