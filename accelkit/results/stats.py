@@ -549,8 +549,6 @@ def compare_samples(
     )
     if pairs:
         assert base_labels is not None and new_labels is not None
-        # The ratio the interval is about: pooled medians can differ from it (measured: a
-        # planted 10% slowdown, every pair ~9% slower, pooled medians 1.4% apart).
         ratio, ci, rank_test = paired_ratio_test(
             split_groups(base_array, base_labels), split_groups(new_array, new_labels), confidence
         )
