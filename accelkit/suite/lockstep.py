@@ -79,6 +79,10 @@ _GO_OTHER_ENOUGH = b"="  # the token; the other side has enough, or is not measu
 _SOCKET = "baton.sock"
 
 
+def _other(side: str) -> str:
+    return SIDES[1] if side == SIDES[0] else SIDES[0]
+
+
 class Baton:
     """The runner's side of lockstep for one pass pair (see the module docstring)."""
 
@@ -96,7 +100,7 @@ class Baton:
         self._waiting: set[str] = set()
         self._wants_more: set[str] = set()
         self._holder: str | None = None
-        self._last = "B" if first == "A" else "A"  # so `first` gets the token first
+        self._last = _other(first)  # so `first` gets the token first
         self._barrier_over = False
         self._stop = threading.Event()
         self._closed = False
@@ -187,10 +191,10 @@ class Baton:
         if self._holder is not None or not self._waiting:
             return
         if len(self._waiting) == 2:
-            side = "B" if self._last == "A" else "A"
+            side = _other(self._last)
         else:
             (side,) = self._waiting
-            other = "B" if side == "A" else "A"
+            other = _other(side)
             starting = other not in self._ended and other not in self._arrived
             if starting and not self._barrier_over:
                 return  # the barrier: the other side is still starting
@@ -202,9 +206,9 @@ class Baton:
         self._waiting.discard(side)
         self._holder = side
         self._last = side
-        other = "B" if side == "A" else "A"
+        answer = _GO if _other(side) in self._wants_more else _GO_OTHER_ENOUGH
         try:
-            self._connections[side].sendall(_GO if other in self._wants_more else _GO_OTHER_ENOUGH)
+            self._connections[side].sendall(answer)
         except OSError:
             self._end(side)
 
@@ -247,13 +251,15 @@ def active() -> bool:
     return _config is not None
 
 
-def pin_cpu() -> int | None:
+def pin_cpu(allowed: set[int] | None = None) -> int | None:
     """The CPU both sides take their samples on (see the module docstring), or None: not
     configured, no affinity on this platform, a single CPU, or the work would not run on
-    the calling thread (torch with more than one intra-op thread)."""
+    the calling thread (torch with more than one intra-op thread). `allowed`: the calling
+    thread's affinity, when the caller has read it already."""
     if _config is None or not hasattr(os, "sched_getaffinity"):
         return None
-    allowed = os.sched_getaffinity(0)
+    if allowed is None:
+        allowed = os.sched_getaffinity(0)
     if len(allowed) < 2:
         return None
     torch = sys.modules.get("torch")
@@ -266,11 +272,14 @@ def pin_cpu() -> int | None:
 def pinned() -> Iterator[int | None]:
     """Run the block on `pin_cpu()` (the calling thread only), then give the thread its
     affinity back; a no-op when there is no CPU to pin to."""
-    cpu = pin_cpu()
+    if _config is None or not hasattr(os, "sched_getaffinity"):
+        yield None  # not in lockstep: no system call on the timing path
+        return
+    before = os.sched_getaffinity(0)
+    cpu = pin_cpu(before)
     if cpu is None:
         yield None
         return
-    before = os.sched_getaffinity(0)
     try:
         os.sched_setaffinity(0, {cpu})
     except OSError:
