@@ -16,10 +16,12 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # headers, and what Inductor compiles its CPU kernels with (a C++ compiler and Python's
 # headers): the suite's compiled cases need them. install-python.sh checks the interpreter.
 ARG PYTHON_VERSION=""
+# 1 with `accelkit setup --torch-from-base`: the venv sees the base image's torch.
+ARG SYSTEM_SITE_PACKAGES=""
 COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
 RUN apt-get update \
-    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv "${SYSTEM_SITE_PACKAGES}" \
     && apt-get install -y --no-install-recommends g++ ca-certificates \
     && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 

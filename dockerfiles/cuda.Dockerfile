@@ -13,11 +13,13 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # The leg's Python comes from install-python.sh (see cpu.Dockerfile); on the Ubuntu-based
 # nvidia/cuda images, Pythons other than 3.12 come from the deadsnakes PPA.
 ARG PYTHON_VERSION=""
+# 1 with `accelkit setup --torch-from-base`: the venv sees the base image's torch.
+ARG SYSTEM_SITE_PACKAGES=""
 COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends ca-certificates \
-    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv "${SYSTEM_SITE_PACKAGES}" \
     && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
 # The install step (see cpu.Dockerfile): download the inputs accelkit serves for this build,

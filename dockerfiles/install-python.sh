@@ -2,7 +2,7 @@
 # Makes the venv VENV with CPython VERSION in a test image's system stage
 # (dockerfiles/{cpu,cuda,xpu}.Dockerfile), then checks what it made:
 #
-#     sh install-python.sh VERSION VENV
+#     sh install-python.sh VERSION VENV [SYSTEM_SITE]
 #
 # VERSION is a matrix leg's Python as accelkit spells it (`accelkit setup --python`): 3.13,
 # or 3.13t for the free-threaded build. Empty means the base image's python3, with its
@@ -18,12 +18,16 @@
 # A base image made for the leg's Python (Debian bookworm: 3.11, trixie: 3.13) takes the
 # first way without any extra source. Runs after `apt-get update`; needs network for apt.
 #
+# SYSTEM_SITE 1 makes the venv with --system-site-packages (`accelkit setup --torch-from-base`:
+# the torch under test is the base image's, in the interpreter's own site-packages).
+#
 # The venv's interpreter must then report VERSION: its major.minor, and for a `t` a build
 # with Py_GIL_DISABLED and the GIL off. Anything else fails the image build with one line.
 set -eu
 
 version="${1-}"
-venv="${2:?usage: install-python.sh VERSION VENV}"
+venv="${2:?usage: install-python.sh VERSION VENV [SYSTEM_SITE]}"
+system_site="${3-}"
 
 fail() {
     printf 'install-python.sh: %s\n' "$*" >&2
@@ -71,7 +75,11 @@ if ! command -v "$exe" >/dev/null 2>&1; then
     fail "Python ${version:-3} is neither in this base image nor in its package sources ($first); use a base image that has it (Debian trixie: 3.13, bookworm: 3.11, Ubuntu 24.04: 3.12)"
 fi
 
-"$exe" -m venv "$venv"
+case "$system_site" in
+    "" | 0) "$exe" -m venv "$venv" ;;
+    1) "$exe" -m venv --system-site-packages "$venv" ;;
+    *) fail "SYSTEM_SITE must be 1, 0 or empty, not '$system_site'" ;;
+esac
 
 "$venv/bin/python" - "$version" <<'PY'
 import sys

@@ -12,13 +12,15 @@ SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 # (repositories.intel.com/gpu) has newer ones: point BASE_IMAGE at an image with it.
 # The leg's Python comes from install-python.sh (see cpu.Dockerfile).
 ARG PYTHON_VERSION=""
+# 1 with `accelkit setup --torch-from-base`: the venv sees the base image's torch.
+ARG SYSTEM_SITE_PACKAGES=""
 COPY install-python.sh /tmp/install-python.sh
 # hadolint ignore=DL3008
 RUN apt-get update \
     && apt-get install -y --no-install-recommends \
         ca-certificates \
         libze1 libze-intel-gpu1 intel-opencl-icd ocl-icd-libopencl1 \
-    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv \
+    && sh /tmp/install-python.sh "${PYTHON_VERSION}" /opt/venv "${SYSTEM_SITE_PACKAGES}" \
     && rm -rf /var/lib/apt/lists/* /tmp/install-python.sh
 
 # The install step (see cpu.Dockerfile): download the inputs accelkit serves for this build,

@@ -227,9 +227,10 @@ def cpu_test_image(
             docker_client.images.remove(outcomes[0]["image"], force=True, noprune=True)
 
 
-#: Set where a torch for CPython 3.13 is reachable (PyTorch's CPU index, or a mirror with a
-#: build with its libraries): the cpu-py3.13 leg then runs. PyTorch publishes no CPU wheel
-#: for cp313 that this machine can reach, so CI rehearses the 3.13 leg up to its setup plan.
+#: Set where an index with a torch for CPython 3.13 is reachable (PyTorch's CPU index, or
+#: PyPI with its CUDA build: a 6.4 GB image): the cpu-py3.13 leg installs that torch on the
+#: trixie base. Unset (CI), the leg tests Debian trixie's own python3-torch, in the
+#: trixie-torch base image (`--torch-from-base 3.13`).
 TORCH_INDEX_ENV = "ACCELKIT_TEST_TORCH_INDEX"
 TORCH_SPEC_ENV = "ACCELKIT_TEST_TORCH_SPEC"
 
@@ -239,6 +240,7 @@ def cpu_leg_rehearsal(
     cpu_test_image: CpuTestImage,
     base_image: str,
     trixie_image: str,
+    trixie_torch_image: str,
     docker_client: Any,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> LegRehearsal:
@@ -255,11 +257,14 @@ def cpu_leg_rehearsal(
     torch = ["--torch-wheel", str(cpu_test_image.wheel)]
     if index:
         torch += ["--torch-index", index, "--torch-spec", os.environ.get(TORCH_SPEC_ENV, "torch")]
+        torch += ["--base-image", f"3.13={trixie_image}"]
+    else:
+        torch += ["--base-image", f"3.13={trixie_torch_image}", "--torch-from-base", "3.13"]
     # The marked copy on PYTHONPATH, run outside the checkout: accelkit's source tree is
     # the copy, so the cpu-py3.11 leg's setup finds the image cpu_test_image built.
     args = ["matrix", "run", str(REPO / "matrices" / "nightly.yaml")]
     args += ["--filter", "name=cpu-py3.11,cpu-py3.13"]
-    args += ["--base-image", f"3.11={base_image}", "--base-image", f"3.13={trixie_image}"]
+    args += ["--base-image", f"3.11={base_image}"]
     args += [*torch, "-k", "while_loop", "--output", str(out), "--baseline", str(baseline)]
     args += ["--json"]
     env = {"PYTHONPATH": str(cpu_test_image.source)}
@@ -273,7 +278,7 @@ def cpu_leg_rehearsal(
         cpu_test_image.image,
         leftover,
         cpu_test_image.wheel,
-        bool(index),
+        "index" if index else "base",
     )
 
 
@@ -286,6 +291,20 @@ DEFAULT_TRIXIE_IMAGE = "accelkit-base:trixie"
 def trixie_image(docker_client: Any) -> str:
     """The local Debian trixie base image: a second real Python (3.13) beside bookworm's 3.11."""
     name = os.environ.get(TRIXIE_IMAGE_ENV) or DEFAULT_TRIXIE_IMAGE
+    if not image_exists(docker_client, name):
+        _docker_missing(f"base image {name} is missing (.ci/run builds it)")
+    return name
+
+
+#: trixie with Debian's python3-torch (.ci/trixie-torch.Dockerfile, built by .ci/run).
+TRIXIE_TORCH_IMAGE_ENV = "ACCELKIT_BASE_IMAGE_TRIXIE_TORCH"
+DEFAULT_TRIXIE_TORCH_IMAGE = "accelkit-base:trixie-torch"
+
+
+@pytest.fixture(scope="session")
+def trixie_torch_image(docker_client: Any) -> str:
+    """Debian trixie with its own torch for CPython 3.13: the cpu-py3.13 leg's torch here."""
+    name = os.environ.get(TRIXIE_TORCH_IMAGE_ENV) or DEFAULT_TRIXIE_TORCH_IMAGE
     if not image_exists(docker_client, name):
         _docker_missing(f"base image {name} is missing (.ci/run builds it)")
     return name

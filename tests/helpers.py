@@ -157,8 +157,9 @@ class LegRehearsal:
     image: str
     leftover_containers: set[str]
     wheel: Path
-    #: whether a torch for CPython 3.13 was reachable (the cpu-py3.13 leg ran)
-    torch_for_313: bool
+    #: where the cpu-py3.13 leg's torch came from: "base" (Debian trixie's python3-torch in
+    #: the base image) or "index" (ACCELKIT_TEST_TORCH_INDEX)
+    torch_313: str
 
 
 # --------------------------------------------------------------------------------------

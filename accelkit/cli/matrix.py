@@ -174,6 +174,17 @@ def run_command(
         str | None,
         typer.Option("--torch-spec", help="The requirement installed from --torch-index."),
     ] = None,
+    torch_from_base: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--torch-from-base",
+            metavar="PYTHON",
+            help="Legs of this Python test the torch their base image already has (setup "
+            "--torch-from-base), e.g. --base-image 3.13=accelkit-base:trixie-torch "
+            "--torch-from-base 3.13 (Debian trixie's python3-torch); repeatable.",
+            show_default=False,
+        ),
+    ] = None,
     baseline: Annotated[
         Path | None,
         typer.Option(
@@ -213,6 +224,7 @@ def run_command(
     from rich.console import Console
 
     from accelkit.errors import ExitCode
+    from accelkit.inputs import check_python
     from accelkit.matrix import DockerHost, RehearsalOptions, plan_rehearsal, rehearse
 
     legs = _legs(file, filters, allow_empty=False)
@@ -227,6 +239,9 @@ def run_command(
         torch_wheels=tuple(torch_wheels or ()),
         torch_index=torch_index,
         torch_spec=torch_spec,
+        torch_from_base=tuple(
+            check_python(python, flag="--torch-from-base") for python in torch_from_base or ()
+        ),
         skip_build=skip_build,
         test_args=tuple(extra),
     )

@@ -8,7 +8,14 @@ Reads CONTEXT/install.json:
                   by CONTEXT/torch-requirements.txt (their requirements, GPU runtimes a CPU
                   image does not need left out), or else
   torch_index:    an index URL and torch_spec, installed with their dependencies, with
-                  pip's --pre when torch_pre is true (nightly and test channels);
+                  pip's --pre when torch_pre is true (nightly and test channels), or else
+  torch_from_base: true: the base image's own torch, which this venv (made with
+                  --system-site-packages) must import; nothing installs torch, only
+                  its declared requirements that nothing here provides (Debian's
+                  python3-torch declares setuptools, which Inductor imports, and
+                  the package does not depend on it), minus torch_skip (GPU
+                  runtimes a CPU image does not need); those present at another
+                  version than torch asks for are listed and left as the base has them;
   torch_source:   where torch comes from (kind, channel, index, wheel), recorded in the venv
                   with the version pip installed (torch_source.py);
   accelkit:       accelkit's wheel (CONTEXT/accelkit/), installed with --no-deps after its
@@ -23,8 +30,11 @@ Commands are argument lists; nothing goes through a shell.
 
 from __future__ import annotations
 
+import fnmatch
+import importlib.metadata
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 import sysconfig
@@ -62,6 +72,63 @@ def link_files(links: dict[str, str]) -> None:
         print(f"+ ln -s {found[-1]} {path}", flush=True)
 
 
+def check_base_torch() -> None:
+    """Exits with one line unless this venv's interpreter imports the base image's torch."""
+    argv = [sys.executable, "-c", "import torch; print(torch.__version__, torch.__file__)"]
+    print("+ " + " ".join(argv), flush=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        lines = [line for line in proc.stderr.splitlines() if line.strip()]
+        why = lines[-1] if lines else f"exit code {proc.returncode}"
+        raise SystemExit(
+            f"install.py: --torch-from-base: the base image's Python {sys.version.split()[0]} "
+            f"imports no torch ({why})"
+        )
+    print(proc.stdout.strip(), flush=True)
+
+
+#: `pip check`'s lines about torch: a requirement nothing installed provides, and one
+#: installed at another version (pip evaluates the markers for this interpreter).
+_PIP_CHECK_MISSING = re.compile(r"^torch \S+ requires (\S+), which is not installed\.$")
+_PIP_CHECK_OTHER = re.compile(r"^torch \S+ has requirement (.+), but you have (\S+) (\S+)\.$")
+_REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _normal(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def base_torch_requirements(skip: list[str]) -> tuple[list[str], list[str]]:
+    """The installed torch's own requirements that nothing installed provides, as pip
+    requirements, and those installed at a version torch does not ask for, as notes, from
+    `pip check` (which evaluates the markers). `skip`: fnmatch patterns of names to leave out."""
+    argv = [sys.executable, "-m", "pip", "check"]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    return read_pip_check(proc.stdout, importlib.metadata.requires("torch") or [], skip)
+
+
+def read_pip_check(
+    output: str, declared: list[str], skip: list[str]
+) -> tuple[list[str], list[str]]:
+    """`base_torch_requirements` from `pip check`'s output and torch's Requires-Dist lines."""
+    wanted: dict[str, str] = {}
+    for line in declared:
+        match = _REQUIREMENT_NAME.match(line)
+        if match is not None:
+            wanted.setdefault(_normal(match.group(1)), line.split(";")[0].strip())
+    missing: list[str] = []
+    others: list[str] = []
+    for line in output.splitlines():
+        line = line.strip()
+        if found := _PIP_CHECK_MISSING.match(line):
+            name = _normal(found.group(1))
+            if not any(fnmatch.fnmatch(name, pattern) for pattern in skip):
+                missing.append(wanted.get(name, found.group(1)))
+        elif found := _PIP_CHECK_OTHER.match(line):
+            others.append(f"{found.group(2)} {found.group(3)} (torch asks for {found.group(1)})")
+    return missing, others
+
+
 def load_torch_source(context: Path) -> ModuleType:
     """torch_source.py from the build context (this script runs alone, not as a package)."""
     spec = importlib.util.spec_from_file_location(
@@ -77,7 +144,14 @@ def load_torch_source(context: Path) -> ModuleType:
 def main(context: Path) -> int:
     spec = json.loads((context / "install.json").read_text(encoding="utf-8"))
     wheels = [str(context / "torch" / name) for name in spec.get("torch_wheels", [])]
-    if wheels:
+    if spec.get("torch_from_base"):
+        check_base_torch()
+        missing, others = base_torch_requirements(list(spec.get("torch_skip") or []))
+        for note in others:
+            print(f"install.py: the base image has {note}: left as it is", flush=True)
+        if missing:
+            pip(*missing)
+    elif wheels:
         pip("--no-deps", *wheels)
         if has_requirements(context / "torch-requirements.txt"):
             pip("-r", str(context / "torch-requirements.txt"))

@@ -7,6 +7,9 @@ After installing torch, the installer writes `<venv>/accelkit-torch-source.json`
      "spec": "torch", "pre": true, "version": "2.15.0.dev20261201+cpu"}
     {"kind": "wheel", "wheel": "torch-2.14.0+rocm7.14.0-cp313-cp313-linux_x86_64.whl",
      "sha256": "...", "version": "2.14.0+rocm7.14.0"}
+    {"kind": "base", "base_image": "accelkit-base:trixie-torch", "version": "2.6.0+debian"}
+
+(`base`: the torch the base image already had, `accelkit setup --torch-from-base`.)
 
 `version` is what pip resolved and installed, read from the installed distribution, so a
 channel becomes an exact version. `accelkit doctor` and every results file carry the record
@@ -29,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 RECORD_NAME = "accelkit-torch-source.json"
-KINDS = ("index", "wheel")
+KINDS = ("index", "wheel", "base")
 
 
 def record_path(prefix: str | None = None) -> Path:
@@ -76,6 +79,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--index", default=None)
     parser.add_argument("--spec", default=None)
     parser.add_argument("--wheel", default=None)
+    parser.add_argument("--base-image", default=None)
     args = parser.parse_args(argv)
     source = {key: value for key, value in vars(args).items() if value}
     record = write_record(source)

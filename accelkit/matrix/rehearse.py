@@ -13,7 +13,9 @@ Where the rehearsal departs from the workflow, on purpose:
   source, which a rehearsal does not reach: it is not runnable unless `skip_build` is set,
   and then its setup installs the `--torch-wheel` given instead of the built wheel.
 - Setup installs torch from a local wheel for the leg's Python (`torch_wheels`: the one whose
-  tags fit, cp311 for a 3.11 leg), or from `torch_index` when one is given; a setup that
+  tags fit, cp311 for a 3.11 leg), or takes the torch its base image already has
+  (`torch_from_base`: the Pythons whose legs do; Debian trixie's python3-torch for 3.13
+  here), or installs from `torch_index` when one is given; a setup that
   would install from the leg's own index (PyTorch's, unreachable here) is reported instead
   of attempted, and so is a leg for whose Python no wheel fits. Images (base images and
   prebuilt leg images) are never pulled: they must already be on the engine, and
@@ -78,6 +80,9 @@ class RehearsalOptions:
     """An index to install torch from where no wheel fits the leg's Python (it must be
     reachable from here), with `torch_spec`."""
     torch_spec: str | None = None
+    torch_from_base: tuple[str, ...] = ()
+    """Pythons whose legs test the torch their base image already has (`setup
+    --torch-from-base`) instead of a wheel or an index."""
     skip_build: bool = False
     """Rehearse build legs without their build step (their setup installs `torch_wheel`)."""
     test_args: tuple[str, ...] = ()
@@ -276,6 +281,12 @@ def plan_rehearsal(
     for wheel in options.torch_wheels:
         if not wheel.is_file():
             raise BadInput(f"--torch-wheel {wheel}: no such file")
+    for python in options.torch_from_base:
+        if options.base_image is None and python not in dict(options.base_images):
+            raise BadInput(
+                f"--torch-from-base {python} needs --base-image {python}=IMAGE: an image "
+                "whose python3 has torch"
+            )
     return RehearsalPlan(tuple(_plan_leg(leg, options, host) for leg in legs))
 
 
@@ -358,7 +369,16 @@ def _plan_setup(
     request = parsed
     reasons: list[str] = []
     wheel, misfits = wheel_for_python(leg.python, options.torch_wheels)
-    if wheel is not None:
+    if leg.python in options.torch_from_base:
+        request = dataclasses.replace(
+            request,
+            torch_from_base=True,
+            torch_wheel=None,
+            torch_index=None,
+            torch_channel=None,
+            torch_spec="torch",
+        )
+    elif wheel is not None:
         request = dataclasses.replace(
             request, torch_wheel=wheel, torch_index=None, torch_channel=None
         )
@@ -373,7 +393,8 @@ def _plan_setup(
     elif options.torch_wheels:
         reasons.append(
             f"no --torch-wheel fits Python {leg.python} ({'; '.join(misfits)}): pass a torch "
-            "wheel built for it, or --torch-index"
+            "wheel built for it, --torch-index, or --torch-from-base with a base image that "
+            "has torch"
         )
     base = dict(options.base_images).get(leg.python) or options.base_image
     if base is not None:
@@ -385,7 +406,7 @@ def _plan_setup(
         plan = plan_setup(request)
     except BadInput as exc:
         return SetupStep(tuple(argv)), [f"setup: {exc}"]
-    if plan.torch_wheel is None and options.torch_index is None:
+    if plan.torch_wheel is None and options.torch_index is None and not plan.torch_from_base:
         reasons.append(
             f"setup would install torch from {plan.torch_index}, which a rehearsal does not "
             "reach: pass --torch-wheel (or --torch-index)"

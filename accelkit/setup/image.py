@@ -16,6 +16,13 @@ The Python: `--python 3.13` makes the image's venv with CPython 3.13 from the ba
 package sources (`dockerfiles/install-python.sh`, which also checks it); a base image made
 for that Python (Debian trixie for 3.13) needs nothing else. A `--torch-wheel` built for
 another Python is refused before anything is built.
+
+The torch: a wheel (`--torch-wheel`, installed without the GPU runtimes a CPU image does not
+need), an index (`--torch-index`, `--torch-channel`), or the base image's own
+(`--torch-from-base`: NGC's PyTorch images, a distribution's python3-torch such as Debian
+trixie's). For the last, the venv is made with `--system-site-packages`, nothing installs
+torch, and the install step fails when the venv's interpreter cannot import one; the
+base image's id, hashed into the tag, stands for its torch.
 """
 
 from __future__ import annotations
@@ -83,6 +90,8 @@ class SetupPlan:
     """The image's Python (3.13, 3.13t); None: whatever python3 the base image has."""
     torch_channel: str | None = None
     """PyTorch's channel the index install comes from (pre-releases for nightly, test)."""
+    torch_from_base: bool = False
+    """The torch under test is the base image's own (no wheel, no index)."""
 
     @property
     def torch_pre(self) -> bool:
@@ -90,6 +99,8 @@ class SetupPlan:
 
     def torch_source(self) -> dict[str, Any]:
         """What the image records about its torch (accelkit.incontainer.torch_source)."""
+        if self.torch_from_base:
+            return {"kind": "base", "base_image": self.base_image}
         if self.torch_wheel is not None:
             return {"kind": "wheel", "wheel": self.torch_wheel.name}
         source: dict[str, Any] = {"kind": "index", "index": self.torch_index}
@@ -117,6 +128,7 @@ class SetupPlan:
                 "spec": None if self.torch_wheel else self.torch_spec,
                 "channel": self.torch_channel,
                 "pre": self.torch_pre,
+                "from_base": self.torch_from_base,
                 "skip_requirements": list(self.skip_requirements),
             },
             "accelkit_source": str(self.accelkit_source),
@@ -129,11 +141,12 @@ class SetupPlan:
         }
 
     def render(self) -> list[str]:
-        torch = (
-            str(self.torch_wheel)
-            if self.torch_wheel
-            else f"{self.torch_spec} from {self.torch_index}"
-        )
+        if self.torch_from_base:
+            torch = f"the base image's own (in {self.base_image}; nothing installed)"
+        elif self.torch_wheel:
+            torch = str(self.torch_wheel)
+        else:
+            torch = f"{self.torch_spec} from {self.torch_index}"
         if self.torch_channel is not None:
             torch += f" (channel {self.torch_channel}{', pre-releases' if self.torch_pre else ''})"
         lines = [
@@ -188,6 +201,8 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
     python = check_python(request.python) if request.python is not None else None
     if request.torch_wheel is not None and request.torch_index is not None:
         raise BadInput("--torch-wheel and --torch-index are alternatives: give one")
+    if request.torch_from_base:
+        _check_torch_from_base(request)
     channel = None
     if request.torch_channel is not None:
         channel = check_torch_channel(request.torch_channel)
@@ -218,16 +233,18 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
             )
     if request.torch_index is not None:
         index = check_url("--torch-index", request.torch_index)
-    if wheel is None and index is None:
+    if wheel is None and index is None and not request.torch_from_base:
         raise BadInput(
             f"accelkit setup {backend.name} needs --torch-wheel PATH, --torch-channel "
-            "CHANNEL or --torch-index URL"
+            "CHANNEL, --torch-index URL or --torch-from-base"
         )
     check_safe("--torch-spec", request.torch_spec)
     base = check_image("--base-image", request.base_image or spec.default_base_image)
     args = {k: v for k, v in spec.build_args.items() if k != "TORCH_INDEX_URL"}
     if python is not None:
         args["PYTHON_VERSION"] = python  # the Dockerfiles' default (empty): the base's python3
+    if request.torch_from_base:
+        args["SYSTEM_SITE_PACKAGES"] = "1"  # the venv sees the base's torch (install-python.sh)
     return SetupPlan(
         backend=backend.name,
         repository=f"accelkit-test-{backend.name}",
@@ -235,7 +252,7 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
         base_image=base,
         build_args=args,
         torch_wheel=wheel,
-        torch_index=None if wheel else index,
+        torch_index=None if wheel or request.torch_from_base else index,
         torch_spec=request.torch_spec,
         skip_requirements=spec.skip_requirements,
         probes=spec.probes,
@@ -244,7 +261,34 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
         spec=spec,
         python=python,
         torch_channel=channel if wheel is None else None,
+        torch_from_base=request.torch_from_base,
     )
+
+
+def _check_torch_from_base(request: SetupRequest) -> None:
+    """--torch-from-base installs no torch: no other torch source goes with it, and the base
+    image must be named (no backend's default base image carries torch)."""
+    given = [
+        flag
+        for flag, value in (
+            ("--torch-wheel", request.torch_wheel),
+            ("--torch-index", request.torch_index),
+            ("--torch-channel", request.torch_channel),
+        )
+        if value is not None
+    ]
+    if request.torch_spec != "torch":
+        given.append("--torch-spec")
+    if given:
+        raise BadInput(
+            f"--torch-from-base tests the base image's torch and installs none: drop "
+            f"{', '.join(given)}"
+        )
+    if request.base_image is None:
+        raise BadInput(
+            "--torch-from-base needs --base-image: an image whose python3 has torch (no "
+            "backend's default base image has it)"
+        )
 
 
 def wheel_python_problem(python_tag: str, abi_tag: str, python: str) -> str | None:
@@ -278,7 +322,9 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
     hashed["accelkit:skip"] = ",".join(plan.skip_requirements)
     hashed["accelkit:requirements"] = ",".join(plan.spec.requirements)
     hashed["accelkit:links"] = json.dumps(dict(plan.spec.links), sort_keys=True)
-    if plan.torch_wheel is not None:
+    if plan.torch_from_base:
+        hashed["accelkit:torch"] = "from the base image"  # its id is hashed above
+    elif plan.torch_wheel is not None:
         hashed["accelkit:torch"] = f"{plan.torch_wheel.name}:{sha256(plan.torch_wheel)}"
     else:
         hashed["accelkit:torch"] = f"{plan.torch_spec} from {plan.torch_index}"
@@ -443,6 +489,10 @@ def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping
         torch_reqs = runtime_requirements(
             requires_dist(plan.torch_wheel), skip=plan.skip_requirements
         )
+    elif plan.torch_from_base:
+        install["torch_from_base"] = True
+        install["torch_skip"] = list(plan.skip_requirements)
+        torch_reqs = []
     else:
         install["torch_index"] = plan.torch_index
         install["torch_spec"] = plan.torch_spec

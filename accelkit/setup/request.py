@@ -59,6 +59,15 @@ SETUP_OPTIONS: tuple[Opt, ...] = (
         "The requirement installed from --torch-index (torch==2.14.1, torch>=2.15.0.dev0).",
     ),
     Opt(
+        "torch_from_base",
+        ("--torch-from-base",),
+        bool,
+        False,
+        "Test the torch the --base-image already has (NGC's PyTorch images, a "
+        "distribution's python3-torch): the venv sees the base's site-packages and no "
+        "torch is installed.",
+    ),
+    Opt(
         "base_image",
         ("--base-image",),
         str,
@@ -88,6 +97,7 @@ class SetupRequest:
     torch_index: str | None = None
     torch_channel: str | None = None
     torch_spec: str = "torch"
+    torch_from_base: bool = False
     base_image: str | None = None
     accelkit_source: Path | None = None
 

@@ -33,6 +33,11 @@ WHEEL = f"torch-2.14.1+rocm{EXACT}-cp311-cp311-linux_x86_64.whl"
 #: rocm_sdk's version-mismatch warning (and any other of its warnings) fails an import.
 SDK_WARNINGS_ARE_ERRORS = f"error::UserWarning:{backend.SDK_MODULE}"
 
+# Each test checks that its build left no builder container behind, by listing the engine's
+# ROCm builder containers before and after: two of these builds at once (one per xdist
+# worker) would see each other's. One worker runs them, one after the other.
+pytestmark = pytest.mark.xdist_group("rocm-build")
+
 
 @pytest.fixture(scope="module")
 def standin_libraries(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 from pathlib import Path
@@ -15,6 +16,7 @@ from accelkit.cli import main
 from accelkit.errors import BadInput
 from accelkit.matrix import RehearsalOptions, load_legs, plan_rehearsal
 from accelkit.results.io import load_results
+from accelkit.setup.request import SetupRequest
 from accelkit.suite.request import RunRequest
 from tests.helpers import (
     IMAGE_TESTS_TIMEOUT_S,
@@ -108,6 +110,37 @@ def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
     json.dumps(data)  # serialisable
 
 
+def test_a_leg_can_take_the_torch_of_its_base_image(tmp_path: Path, wheel: Path) -> None:
+    # No cp313 wheel: the 3.13 leg tests the torch its base image has (Debian trixie's).
+    options = RehearsalOptions(
+        output=tmp_path,
+        torch_wheels=(wheel,),
+        base_images=(("3.11", "bookworm:1"), ("3.13", "trixie-torch:1")),
+        torch_from_base=("3.13",),
+    )
+    plan = plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.11,cpu-py3.13"]), options, FakeHost())
+    by_name = {leg.leg.name: leg for leg in plan.legs}
+    assert all(leg.runnable for leg in plan.legs), [leg.reason for leg in plan.legs]
+    py313 = by_name["cpu-py3.13"].setup
+    assert py313 is not None and py313.plan is not None
+    assert "--torch-from-base" in py313.argv and "--torch-wheel" not in py313.argv
+    assert _pairs(py313.argv)["--base-image"] == "trixie-torch:1"
+    assert py313.plan.torch_source() == {"kind": "base", "base_image": "trixie-torch:1"}
+    # The argv shown is the one `accelkit setup` parses back into the same request.
+    assert SetupRequest.from_argv(py313.argv[2:-1]).torch_from_base
+    assert _pairs(by_name["cpu-py3.11"].setup.argv)["--torch-wheel"] == str(wheel)  # type: ignore[union-attr]
+    # Without a base image for that Python there is nothing to take torch from.
+    bare = dataclasses.replace(options, base_images=(("3.11", "bookworm:1"),))
+    with pytest.raises(BadInput, match=r"--torch-from-base 3\.13 needs --base-image 3\.13="):
+        plan_rehearsal(load_legs(NIGHTLY, ["name=cpu-py3.13"]), bare, FakeHost())
+
+
+def test_torch_from_base_takes_a_python(capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["matrix", "run", NIGHTLY, "--torch-from-base", "py3.13", "--dry-run"]
+    code, out, err = _run(args, capsys)
+    assert code == 2 and "--torch-from-base: malformed value 'py3.13'" in err, (out, err)
+
+
 def test_skip_build_keeps_the_build_step_listed(tmp_path: Path, wheel: Path) -> None:
     options = RehearsalOptions(output=tmp_path, torch_wheels=(wheel,), skip_build=True)
     plan = plan_rehearsal(load_legs(NIGHTLY, ["backend=rocm"]), options, FakeHost())
@@ -193,17 +226,16 @@ def test_rehearse_one_cpu_leg_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> Non
 @pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
 def test_rehearse_two_cpu_legs_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> None:
     """cpu-py3.11 and cpu-py3.13 as the nightly runs them: each leg's image on a base made
-    for its Python (bookworm, trixie), with the torch wheel built for it, then compared
-    with last night's results into the nightly's summary."""
+    for its Python (bookworm, trixie), with a torch for that Python (the cp311 wheel;
+    Debian trixie's own python3-torch, or an index's), then compared with last night's
+    results into the nightly's summary."""
     rehearsal = cpu_leg_rehearsal
     assert rehearsal.returncode == 0, (rehearsal.stdout[-3000:], rehearsal.stderr[-3000:])
     data = json.loads(rehearsal.stdout)
     legs = {leg["name"]: leg for leg in data["outcome"]["legs"]}
-    assert legs["cpu-py3.11"]["status"] == "passed" and legs["cpu-py3.11"]["counts"]["passed"]
-    pythons = {}
+    pythons, sources = {}, {}
     for name in ("cpu-py3.11", "cpu-py3.13"):
-        if legs[name]["status"] == "skipped":
-            continue
+        assert legs[name]["status"] == "passed" and legs[name]["counts"]["passed"], legs[name]
         leg_dir = rehearsal.output / name
         assert {p.name for p in leg_dir.iterdir()} == {"results.json", "junit.xml", "setup.json"}
         results = load_results(leg_dir / "results.json")
@@ -211,18 +243,23 @@ def test_rehearse_two_cpu_legs_end_to_end(cpu_leg_rehearsal: LegRehearsal) -> No
         env: dict[str, Any] = results.env
         pythons[name] = env["python"]["version"]
         # The channel or wheel the leg got, with the exact version pip installed.
-        source = env["torch"]["source"]
+        source = sources[name] = env["torch"]["source"]
         assert env["torch"]["version"].startswith(source["version"])  # + a local tag: +cu130
         setup = json.loads((leg_dir / "setup.json").read_text())
         assert setup["verified"]["python"]["version"] == pythons[name]
     assert pythons["cpu-py3.11"].startswith("3.11.")
-    if rehearsal.torch_for_313:
-        assert pythons["cpu-py3.13"].startswith("3.13.")
-    else:
-        # No torch for CPython 3.13 here: the leg says exactly that, and runs nothing.
-        assert legs["cpu-py3.13"]["status"] == "skipped"
-        assert "no --torch-wheel fits Python 3.13" in legs["cpu-py3.13"]["message"]
-        assert f"{rehearsal.wheel.name}: built for cp311" in legs["cpu-py3.13"]["message"]
+    assert pythons["cpu-py3.13"].startswith("3.13.")
+    assert sources["cpu-py3.11"] == {
+        "kind": "wheel",
+        "wheel": rehearsal.wheel.name,
+        "version": sources["cpu-py3.11"]["version"],
+    }
+    assert sources["cpu-py3.13"]["kind"] == rehearsal.torch_313
+    if rehearsal.torch_313 == "base":
+        # Debian's build, seen through the venv's system site-packages: the base image's
+        # own torch, named with the image it came from.
+        assert sources["cpu-py3.13"]["base_image"].endswith("trixie-torch")
+        assert "debian" in sources["cpu-py3.13"]["version"]
     # The nightly's compare step, rehearsed: the same summary, for the legs that ran.
     verdict = data["verdict"]
     assert [leg["name"] for leg in verdict["legs"]] == sorted(pythons)

@@ -168,6 +168,14 @@ def test_setup_bad_input(tmp_path: Path) -> None:
     assert_one_line_error(
         run_cli("setup", "mps", "--torch-index", "https://e.org/x"), 2, "without a container"
     )
+    assert_one_line_error(
+        run_cli("setup", "cpu", "--torch-from-base"), 2, "--torch-from-base needs --base-image"
+    )
+    assert_one_line_error(
+        run_cli("setup", "cpu", "--torch-from-base", "--torch-channel", "nightly"),
+        2,
+        "installs none: drop --torch-channel",
+    )
 
 
 def test_setup_dry_run_plans_without_docker(tmp_path: Path) -> None:

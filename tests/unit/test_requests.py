@@ -110,6 +110,9 @@ def test_setup_request_round_trip(tmp_path: Path) -> None:
             accelkit_source=tmp_path,
         ),
         SetupRequest(backend="rocm", arch="gfx942", torch_wheel=tmp_path / "torch.whl"),
+        SetupRequest(
+            backend="cuda", torch_from_base=True, base_image="nvcr.io/nvidia/pytorch:26.11-py3"
+        ),
     ]
     for request in requests:
         assert SetupRequest.from_argv(request.to_argv()) == request

@@ -67,6 +67,72 @@ def test_plan_takes_the_python_and_the_channel(tmp_path: Path) -> None:
         plan_setup(SetupRequest(backend="cpu", torch_channel="nightly", python="3.9t"))
 
 
+def test_plan_takes_the_torch_of_the_base_image(tmp_path: Path) -> None:
+    base = "nvcr.io/nvidia/pytorch:26.11-py3"
+    plan = plan_setup(SetupRequest(backend="cuda", torch_from_base=True, base_image=base))
+    assert plan.build_args["SYSTEM_SITE_PACKAGES"] == "1"  # the venv sees the base's torch
+    assert plan.torch_index is None and plan.torch_wheel is None and not plan.torch_pre
+    assert plan.torch_source() == {"kind": "base", "base_image": base}
+    assert plan.to_dict()["torch"]["from_base"] is True
+    assert f"  torch: the base image's own (in {base}; nothing installed)" in plan.render()
+    assert (
+        "SYSTEM_SITE_PACKAGES"
+        not in plan_setup(SetupRequest(backend="cuda", torch_channel="nightly")).build_args
+    )
+    with pytest.raises(BadInput, match="--torch-from-base needs --base-image"):
+        plan_setup(SetupRequest(backend="cpu", torch_from_base=True))
+    wheel = tmp_path / CP311
+    wheel.write_bytes(b"")
+    for other, flags in (
+        ({"torch_wheel": wheel}, "--torch-wheel"),
+        ({"torch_index": "https://e.org/simple", "torch_spec": "torch<3"}, "--torch-index, "),
+        ({"torch_channel": "nightly"}, "--torch-channel"),
+    ):
+        with pytest.raises(BadInput, match=f"installs none: drop {flags}"):
+            plan_setup(SetupRequest(backend="cpu", torch_from_base=True, base_image=base, **other))
+
+
+def test_install_step_needs_a_torch_in_the_base(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from accelkit.incontainer import image_install
+
+    image_install.check_base_torch()  # this interpreter imports torch
+    bare = tmp_path / "bare"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(bare)], check=True)
+    monkeypatch.setattr(sys, "executable", str(bare / "bin" / "python"))
+    with pytest.raises(SystemExit, match=r"imports no torch \(ModuleNotFoundError: No module"):
+        image_install.check_base_torch()
+
+
+def test_install_step_adds_what_the_base_torch_declares_and_lacks() -> None:
+    from accelkit.incontainer import image_install
+
+    # What Debian trixie's python3-torch declares, and `pip check` in its venv says.
+    declared = [
+        "filelock",
+        "setuptools; python_version >= '3.12'",
+        "sympy==1.13.1; python_version >= '3.9'",
+        "nvidia-cublas-cu12==12.4.5.8; platform_system == 'Linux'",
+        "opt-einsum>=3.3; extra == 'opt-einsum'",
+    ]
+    output = (
+        "torch 2.6.0+debian requires setuptools, which is not installed.\n"
+        "torch 2.6.0+debian requires nvidia-cublas-cu12, which is not installed.\n"
+        "torch 2.6.0+debian has requirement sympy==1.13.1, but you have sympy 1.13.3.\n"
+        "sphinx 8.1.3 requires babel, which is not installed.\n"
+    )
+    missing, others = image_install.read_pip_check(output, declared, ["nvidia-*"])
+    assert missing == ["setuptools"]  # the GPU runtime skipped, another package's need too
+    assert others == ["sympy 1.13.3 (torch asks for sympy==1.13.1)"]
+    assert image_install.read_pip_check("No broken requirements found.\n", declared, []) == (
+        [],
+        [],
+    )
+    # This interpreter's torch (installed by pip with its requirements) lacks nothing.
+    assert image_install.base_torch_requirements(["nvidia-*", "triton", "cuda-*"])[0] == []
+
+
 def _doctor(version: str, free_threaded: bool = False) -> dict[str, Any]:
     return {"env": {"python": {"version": version, "free_threaded": free_threaded}}}
 
@@ -101,6 +167,8 @@ def test_torch_source_record(tmp_path: Path) -> None:
     assert torch_source.read_record(str(tmp_path / "none")) is None
     with pytest.raises(ValueError, match="kind"):
         torch_source.write_record({"kind": "ftp"}, str(tmp_path))
+    base = torch_source.write_record({"kind": "base", "base_image": "b:1"}, str(tmp_path))
+    assert base == {"kind": "base", "base_image": "b:1", "version": record["version"]}
 
 
 def test_install_python_script_is_clean_posix_sh() -> None:
