@@ -555,10 +555,14 @@ def measure_interleaved(
         warmed[name] = timer.warmup(warmup_calls)
         numbers[name] = timer.estimate_number(min_block_time)
     samples: dict[str, list[float]] = {name: [] for name in timers}
+    # A fixed count: this side has enough once it takes its last sample (the other side's
+    # stopping rule may wait for that word; see lockstep.turn).
+    left = rounds * len(timers) * samples_per_round
     for _ in range(rounds):
         for name, timer in timers.items():
             for _ in range(samples_per_round):
-                step = lockstep.turn()
+                left -= 1
+                step = lockstep.turn(enough=left == 0)
                 with lockstep.pinned():
                     if step.taken:
                         timer.timeit(numbers[name])  # warm up again after the other side

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from accelkit.suite import lockstep
-from accelkit.suite.timing import Timer
+from accelkit.suite.timing import Timer, measure_interleaved
 from tests.helpers import REPO
 
 # A side: connect, then `turns` samples, each logged as "side start end" (monotonic ns);
@@ -143,6 +143,23 @@ def test_timing_takes_a_turn_before_each_sample(
     assert len(measurement.samples) == 4
     assert len(turns) == 1 + 4  # the measurement's set-up, then every sample
     assert len(calls) == 1 + 4 * 3 + (4 * 3 if active else 0)
+
+
+def test_a_fixed_count_measurement_says_enough_at_its_last_sample(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """measure_interleaved takes a fixed number of samples: it tells the baton it wants more
+    until its last one, so the other side's rule does not wait on it afterwards."""
+    said: list[bool] = []
+
+    def turn(enough: bool = False) -> lockstep.Turn:
+        said.append(enough)
+        return lockstep.Turn(taken=False, other_enough=True)
+
+    monkeypatch.setattr(lockstep, "turn", turn)
+    timers = {"a": Timer(lambda: None), "b": Timer(lambda: None)}
+    measure_interleaved(timers, rounds=2, samples_per_round=2, warmup_calls=1, min_block_time=0)
+    assert said == [False] * (1 + 2 * 2 * 2 - 1) + [True]  # set-up, then 8 samples
 
 
 # A side's measurement whose own rule has enough after `min_samples` steady samples; prints
