@@ -240,10 +240,43 @@ def _inductor() -> Availability:
         except (OSError, subprocess.SubprocessError):
             continue
         if proc.returncode == 0:
-            return Availability(True, "")
+            return _inductor_headers(path, torch)
     tried = ", ".join(candidates) or "nothing"
     return Availability(
         False, f"no C++ compiler for Inductor's CPU backend (tried {tried}; set CXX)"
+    )
+
+
+#: A header that Inductor's generated C++ for the CPU includes (its cpp_prefix.h does).
+INDUCTOR_HEADER = "ATen/NumericUtils.h"
+
+
+def _inductor_headers(compiler: str, torch: ModuleType) -> Availability:
+    """Whether `compiler` finds torch's C++ headers the way Inductor compiles: with torch's
+    include folder, then its own paths (a distribution may keep them apart, as Debian's
+    libtorch-dev does, or leave them out, as its python3-torch alone does)."""
+    if sys.platform == "win32":
+        return Availability(True, "")  # cl takes other flags; not checked there
+    include = os.path.join(os.path.dirname(str(torch.__file__)), "include")
+    argv = [compiler, "-E", "-x", "c++", "-std=c++17", f"-I{include}", "-o", os.devnull, "-"]
+    try:
+        proc = subprocess.run(
+            argv,
+            input=f"#include <{INDUCTOR_HEADER}>\n".encode(),
+            capture_output=True,
+            timeout=60,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return Availability(False, f"{compiler} could not preprocess torch's headers: {exc}")
+    if proc.returncode == 0:
+        return Availability(True, "")
+    errors = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if "error" in ln]
+    why = errors[0].strip() if errors else f"exit code {proc.returncode}"
+    return Availability(
+        False,
+        f"{compiler} does not find torch's C++ headers, which Inductor's CPU kernels include "
+        f"({why}); install them (Debian: libtorch-dev)",
     )
 
 

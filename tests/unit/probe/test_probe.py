@@ -224,6 +224,27 @@ def test_cpu_only_features_are_available_here(fresh):
 
 
 @needs_torch
+@needs_torch
+def test_inductor_needs_torchs_headers_where_its_compiler_finds_them(tmp_path):
+    """Debian's python3-torch without libtorch-dev: a compiler, but no ATen headers, so every
+    compiled case would fail to build its kernel; the capability says so first."""
+    import shutil
+    import types
+
+    compiler = shutil.which("g++") or shutil.which("c++")
+    if compiler is None:
+        pytest.skip("no C++ compiler on this machine")
+    import torch
+
+    assert caps._inductor_headers(compiler, torch) == Availability(True, "")
+    headerless = types.ModuleType("torch")
+    headerless.__file__ = str(tmp_path / "torch" / "__init__.py")
+    found = caps._inductor_headers(compiler, headerless)
+    assert not found.available
+    assert "ATen/NumericUtils.h: No such file" in found.reason
+    assert found.reason.endswith("install them (Debian: libtorch-dev)")
+
+
 def test_xpu_graph_without_xpu_says_why(fresh):
     import torch
 
