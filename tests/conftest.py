@@ -162,7 +162,12 @@ def docker_client() -> Iterator[Any]:
 @pytest.fixture(scope="session")
 def base_image(docker_client: Any) -> str:
     """The local base image Dockerfiles build FROM (made by .ci/run with mmdebstrap)."""
-    name = os.environ.get(BASE_IMAGE_ENV) or DEFAULT_BASE_IMAGE
+    return _local_image(docker_client, BASE_IMAGE_ENV, DEFAULT_BASE_IMAGE)
+
+
+def _local_image(docker_client: Any, env: str, default: str) -> str:
+    """The base image `$env` names (or `default`), which .ci/run builds: never pulled."""
+    name = os.environ.get(env) or default
     if not image_exists(docker_client, name):
         _docker_missing(f"base image {name} is missing (.ci/run builds it)")
     return name
@@ -290,10 +295,7 @@ DEFAULT_TRIXIE_IMAGE = "accelkit-base:trixie"
 @pytest.fixture(scope="session")
 def trixie_image(docker_client: Any) -> str:
     """The local Debian trixie base image: a second real Python (3.13) beside bookworm's 3.11."""
-    name = os.environ.get(TRIXIE_IMAGE_ENV) or DEFAULT_TRIXIE_IMAGE
-    if not image_exists(docker_client, name):
-        _docker_missing(f"base image {name} is missing (.ci/run builds it)")
-    return name
+    return _local_image(docker_client, TRIXIE_IMAGE_ENV, DEFAULT_TRIXIE_IMAGE)
 
 
 #: trixie with Debian's python3-torch (.ci/trixie-torch.Dockerfile, built by .ci/run).
@@ -304,7 +306,4 @@ DEFAULT_TRIXIE_TORCH_IMAGE = "accelkit-base:trixie-torch"
 @pytest.fixture(scope="session")
 def trixie_torch_image(docker_client: Any) -> str:
     """Debian trixie with its own torch for CPython 3.13: the cpu-py3.13 leg's torch here."""
-    name = os.environ.get(TRIXIE_TORCH_IMAGE_ENV) or DEFAULT_TRIXIE_TORCH_IMAGE
-    if not image_exists(docker_client, name):
-        _docker_missing(f"base image {name} is missing (.ci/run builds it)")
-    return name
+    return _local_image(docker_client, TRIXIE_TORCH_IMAGE_ENV, DEFAULT_TRIXIE_TORCH_IMAGE)

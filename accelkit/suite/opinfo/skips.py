@@ -16,6 +16,20 @@ from accelkit.suite.opinfo.records import DeviceOnly, KnownSkip, skips_by_key
 # Ops whose outputs are random draws or uninitialised memory: a value comparison is
 # meaningless. (`has_nondeterministic_output` in OpInfo covers the `empty*` family; the
 # sampling ops do not set it.)
+#: The ops OpInfo marks `has_nondeterministic_output` (torch 2.14's op_db): what a torch whose
+#: OpInfo predates that attribute (Debian trixie's 2.6) gets instead.
+NONDETERMINISTIC_OUTPUT_OPS: frozenset[str] = frozenset(
+    {
+        "empty",
+        "empty_like",
+        "empty_permuted",
+        "empty_strided",
+        "new_empty",
+        "new_empty_strided",
+        "torch.ops.aten._efficient_attention_forward",
+        "torch.ops.aten._flash_attention_forward",
+    }
+)
 RANDOM_OPS: frozenset[str] = frozenset(
     {
         "bernoulli",
