@@ -247,26 +247,19 @@ def _inductor() -> Availability:
     )
 
 
-#: A header that Inductor's generated C++ for the CPU includes (its cpp_prefix.h does).
-INDUCTOR_HEADER = "ATen/NumericUtils.h"
+INDUCTOR_HEADER = "ATen/NumericUtils.h"  # included by Inductor's CPU kernels (cpp_prefix.h)
 
 
 def _inductor_headers(compiler: str, torch: ModuleType) -> Availability:
-    """Whether `compiler` finds torch's C++ headers the way Inductor compiles: with torch's
-    include folder, then its own paths (a distribution may keep them apart, as Debian's
-    libtorch-dev does, or leave them out, as its python3-torch alone does)."""
+    """Whether `compiler` finds torch's C++ headers as Inductor compiles: torch's include
+    folder, then its own paths (Debian keeps them in libtorch-dev, apart from python3-torch)."""
     if sys.platform == "win32":
         return Availability(True, "")  # cl takes other flags; not checked there
     include = os.path.join(os.path.dirname(str(torch.__file__)), "include")
     argv = [compiler, "-E", "-x", "c++", "-std=c++17", f"-I{include}", "-o", os.devnull, "-"]
+    source = f"#include <{INDUCTOR_HEADER}>\n".encode()
     try:
-        proc = subprocess.run(
-            argv,
-            input=f"#include <{INDUCTOR_HEADER}>\n".encode(),
-            capture_output=True,
-            timeout=60,
-            check=False,
-        )
+        proc = subprocess.run(argv, input=source, capture_output=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
         return Availability(False, f"{compiler} could not preprocess torch's headers: {exc}")
     if proc.returncode == 0:
