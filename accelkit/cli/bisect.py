@@ -65,9 +65,9 @@ def bisect_command(
         bool,
         typer.Option(
             "--images",
-            help="conformance, with --wheels: make each build a test image with `accelkit setup "
-            "DEVICE --torch-wheel` (cached by content: a build set up before is reused) and run "
-            "the case in it.",
+            help="With --wheels: make each build a test image with `accelkit setup DEVICE "
+            "--torch-wheel` (cached by content: a build set up before is reused) and run the "
+            "case in it (a perf case: --ab image:GOOD image:STEP).",
         ),
     ] = False,
     device: Annotated[str, typer.Option("--device", "-d", help="Backend to test on.")] = "cpu",
@@ -140,11 +140,6 @@ def bisect_command(
         raise BadInput(f"--case {case}: a case id starts with conformance/ or perf/")
     if images and wheels is None:
         raise BadInput("--images: makes test images of wheels; add --wheels DIR")
-    if images and case.startswith("perf/"):
-        raise BadInput(
-            "--images: perf steps run interleaved (accelkit test --ab), which takes no images "
-            "yet; bisect perf cases with --wheels or --envs alone"
-        )
     if index is not None:
         from accelkit.inputs import check_url
 

@@ -199,8 +199,9 @@ class RunInfo(_Model):
     # Intra-op CPU threads of the perf cases (`accelkit test --threads`; 1 on the CPU by
     # default); None: torch's own choice, or a file written before the option existed.
     threads: int | None = None
-    # `accelkit test --ab A B`: which side this file is ("A" or "B"), its interpreter, and the
-    # order of passes ("ABAB"); None for an ordinary run.
+    # `accelkit test --ab A B`: which side this file is ("A" or "B"), its interpreter (and
+    # image), the order of passes ("ABBA") and the lockstep turns it took over all passes
+    # ("turns"; "0": it measured alone); None for an ordinary run.
     ab: dict[str, str] | None = None
     # The folder where the cases' outputs were recorded (`accelkit test --record-outputs`),
     # for differential runs (`accelkit diff`); None when they were not.

@@ -13,19 +13,20 @@ milliseconds apart share far more of it than passes taken one after the other; w
 remains shared by a pair, compare's paired mode (`accelkit.results.stats`, "Paired
 mode": per-pair ratios) takes out instead of reading it as a change.
 
-A and B are python interpreters, or venv folders (their `bin/python`). Each must import
-torch, numpy, pydantic, pytest, pytest-xdist and pytest-timeout; accelkit itself comes from
-this installation (its folder is put first on the side's PYTHONPATH), so both sides run the
-very same cases and plugin. Each side's results file is an ordinary results file (its `env`
-is that interpreter's fingerprint, `run.ab` names the side), pooled pass by pass as
-`--passes` pools them; `accelkit compare A B` on the two gives the verdict printed, which
-is also written as JSON. The paired comparison needs at least 8 passes
+A and B are python interpreters, venv folders (their `bin/python`), or test images
+(`image:REF`: each pass in a fresh container, `accelkit.suite.ab_sides`). Each must import
+torch, numpy, pydantic, pytest, pytest-xdist and pytest-timeout; accelkit itself is this
+installation's, copied for the run (`ab_sides.copy_accelkit`), so both sides run the very
+same cases and plugin. Each side's results file is an ordinary results file (its `env`
+is that side's fingerprint, `run.ab` names the side, and `run.image` its image), pooled
+pass by pass as `--passes` pools them; `accelkit compare A B` on the two gives the verdict
+printed, which is also written as JSON. The paired comparison needs at least 8 passes
 (`stats.MIN_PAIRS`; the default with --ab is 10); with fewer, compare falls back to the
 grouped mode (4-7 passes) or to treating the samples as independent (fewer), which is only
 good for a smoke run. Each side's pytest output goes to its own log during a pair and is
-appended to the run's log, in the pair's order, afterwards. Container images (an image per
-side) are not supported yet. With several passes each side hosts its own run-scoped workers
-(`accelkit.suite.run_scoped`, run by that side's interpreter), as a plain run does.
+appended to the run's log, in the pair's order, afterwards. With several passes each host
+side hosts its own run-scoped workers (`accelkit.suite.run_scoped`, run by that side's
+interpreter), as a plain run does.
 """
 
 from __future__ import annotations
@@ -33,19 +34,24 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import accelkit
 from accelkit.errors import BadInput, ExitCode, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import child_process, lockstep, outcome, run_scoped
+from accelkit.suite import lockstep, outcome, run_scoped
+from accelkit.suite.ab_sides import (
+    HostSide,
+    ImageSide,
+    Side,
+    copy_accelkit,
+    side_request,
+)
 from accelkit.suite.environment import child_env, perf_env
-from accelkit.suite.interpreters import interpreter
+from accelkit.suite.interpreters import image_of, interpreter
 from accelkit.suite.outcome import NO_TESTS
 from accelkit.suite.request import RunRequest, validate
 
@@ -77,35 +83,46 @@ def side_paths(json_path: Path) -> tuple[Path, Path, Path]:
     return tuple(json_path.with_name(f"{stem}.{part}.json") for part in (*SIDES, "compare"))  # type: ignore[return-value]
 
 
-def side_env(request: RunRequest) -> dict[str, str]:
-    """A side's pytest environment: the suite's, with this accelkit first on PYTHONPATH."""
+def side_env(request: RunRequest, source: Path) -> dict[str, str]:
+    """A host side's pytest environment: the suite's, with the copy of accelkit in `source`
+    first on PYTHONPATH (`accelkit.suite.ab_sides`)."""
     env = {**child_env(request.device), **perf_env(request.perf_threads)}
-    source = str(Path(accelkit.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (source, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
     return env
 
 
-def probe(python: str, label: str, env: dict[str, str]) -> dict[str, Any]:
+def image_env(request: RunRequest, source: Path) -> dict[str, str]:
+    """What an image side's container gets on top of `container_env`: the copy of accelkit
+    first on its PYTHONPATH, the perf threads, only the plugins accelkit names."""
+    return {
+        **perf_env(request.perf_threads),
+        "PYTHONPATH": str(source),
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def make_side(spec: str, request: RunRequest, folder: Path, source: Path) -> Side:
+    """The side `spec` names, run from `folder` (the run's private folder, holding the copy
+    of accelkit in `source`)."""
+    image = image_of(spec)
+    if image is None:
+        return HostSide(spec, interpreter(spec), side_env(request, source))
+    named = [request.cases_dir, request.expectations, request.durations_from]
+    extra = tuple(p.resolve() for p in named if p is not None)
+    return ImageSide(spec, image, image_env(request, source), (folder, *extra), (folder,), source)
+
+
+def probe(side: Side, request: RunRequest) -> dict[str, Any]:
     """The side's environment fingerprint; Unavailable (exit 3) when it cannot run the suite."""
+    code, stdout, stderr = side.probe(request, _PROBE, PROBE_TIMEOUT_S)
+    if code != 0:
+        lines = (stderr or stdout).strip().splitlines() or ["no output"]
+        raise Unavailable(f"--ab {side.spec}: cannot run the suite: {lines[-1][:300]}")
     try:
-        proc = subprocess.run(
-            [python, "-c", _PROBE],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=PROBE_TIMEOUT_S,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unavailable(f"--ab {label} ({python}): cannot start it: {exc}") from None
-    if proc.returncode != 0:
-        lines = (proc.stderr or proc.stdout).strip().splitlines() or ["no output"]
-        raise Unavailable(f"--ab {label} ({python}): cannot run the suite: {lines[-1][:300]}")
-    try:
-        data: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+        data: dict[str, Any] = json.loads(stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        raise Unavailable(f"--ab {label} ({python}): no fingerprint printed") from None
+        raise Unavailable(f"--ab {side.spec}: no fingerprint printed") from None
     return data
 
 
@@ -141,28 +158,31 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
     if request.ab is None:
         raise ValueError("not an --ab request")
     runner.check_device(request)
-    pythons = tuple(interpreter(spec) for spec in request.ab)
-    env = side_env(request)
-    fingerprints = [probe(p, spec, env) for p, spec in zip(pythons, request.ab, strict=True)]
     emit = on_event or (lambda e: None)
     pooled: list[Any] = [None, None]
     exits = [NO_TESTS, NO_TESTS]
+    turns = [0, 0]  # the lockstep turns each side took, all passes together
     with (
         tempfile.TemporaryDirectory(prefix="accelkit-ab-") as tmp,
         contextlib.ExitStack() as stack,
     ):
-        # Each side its own run-scoped workers (its interpreter runs them), kept across passes.
-        env.pop(run_scoped.ENV, None)
-        sides_env = [dict(env), dict(env)]
-        if request.passes > 1:
-            for own in sides_env:
-                own[run_scoped.ENV] = str(stack.enter_context(run_scoped.hosting(export=False)))
+        folder = Path(tmp).resolve()
+        source = copy_accelkit(folder / "src")
+        sides = [make_side(spec, request, folder, source) for spec in request.ab]
+        inner = side_request(request, source)
+        fingerprints = [probe(side, inner) for side in sides]
+        # Each host side its own run-scoped workers (its interpreter runs them), kept
+        # across passes; an image side's would end with its pass's container.
+        for each in sides:
+            each.env.pop(run_scoped.ENV, None)
+            if request.passes > 1 and isinstance(each, HostSide):
+                each.env[run_scoped.ENV] = str(
+                    stack.enter_context(run_scoped.hosting(export=False))
+                )
         log_path = (request.log_path or Path(tmp) / "pytest.log").resolve()
         log_path.write_bytes(b"")
         common = runner.header(request)
-        headers = [
-            _header(common, fingerprints[i], SIDES[i], pythons[i], request) for i in range(2)
-        ]
+        headers = [_header(common, fingerprints[i], SIDES[i], sides[i], request) for i in range(2)]
         emit_lock = threading.Lock()
 
         def locked_emit(event: Event) -> None:
@@ -174,16 +194,18 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
             parts = [Path(tmp) / f"{side}.pass{number}.json" for side in SIDES]
             for index in range(2):
                 ResultsWriter(parts[index], headers[index]).write()
-            statuses = _run_pair(
-                request,
+            statuses, pair_turns = _run_pair(
+                inner,
                 parts,
                 log_path,
                 number,
                 order,
                 [_side_events(SIDES[i], number, request.passes, locked_emit) for i in range(2)],
-                pythons,
-                sides_env,
+                sides,
+                folder,
             )
+            for index in range(2):
+                turns[index] += pair_turns[SIDES[index].upper()]
             for index in order:
                 side = SIDES[index]
                 part = parts[index]
@@ -204,6 +226,9 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
                     else pool([pooled[index], part_results], labels)
                 )
                 pooled[index].run.passes = number
+        for index in range(2):  # in its results file: proof that the sides took turns
+            record = {**(pooled[index].run.ab or {}), "turns": str(turns[index])}
+            pooled[index].run.ab = record
         comparison = compare(pooled[0], pooled[1])
         paths = side_paths(request.json_path) if request.json_path is not None else None
         if paths is not None:
@@ -231,37 +256,29 @@ def _run_pair(
     number: int,
     order: tuple[int, int],
     events: list[EventCallback],
-    pythons: tuple[str, ...],
-    sides_env: list[dict[str, str]],
-) -> list[int]:
-    """Pass `number` of both sides at once, taking turns (`accelkit.suite.lockstep`); each
-    side's pytest output goes to its own log, appended to `log_path` in `order` afterwards.
-    Returns the two pytest statuses (a, b)."""
-    from accelkit.suite import runner
-
+    sides: list[Side],
+    folder: Path,
+) -> tuple[list[int], dict[str, int]]:
+    """Pass `number` of both sides at once, taking turns (`accelkit.suite.lockstep`, its
+    baton in the run's `folder`, which an image side's container sees); each side's pytest
+    output goes to its own log, appended to `log_path` in `order` afterwards. Returns the
+    two pytest statuses (a, b) and the turns each side took ("A", "B")."""
     statuses = [NO_TESTS, NO_TESTS]
     errors: list[BaseException] = []
-    procs: list[subprocess.Popen[bytes]] = []
     logs = [log_path.with_name(f"{log_path.name}.{side}") for side in SIDES]
-    with lockstep.baton(first=SIDES[order[0]].upper()) as held:
+    with lockstep.baton(first=SIDES[order[0]].upper(), parent=folder) as held:
 
         def one(index: int) -> None:
             side = SIDES[index]
             try:
-                statuses[index] = runner._run_pytest(
+                statuses[index] = sides[index].run_pass(
                     request,
                     parts[index],
                     logs[index],
                     events[index],
-                    pass_number=number,
-                    suites=("perf",),
-                    workers=min(request.worker_count, 1),
-                    append_log=True,
-                    python=pythons[index],
-                    env=sides_env[index],
-                    label=f", side {side.upper()} ({pythons[index]})",
+                    number=number,
+                    label=f", side {side.upper()} ({sides[index].spec})",
                     lockstep=(str(held.path), side.upper()),
-                    started=procs.append,
                 )
             except BaseException as exc:
                 errors.append(exc)
@@ -274,9 +291,10 @@ def _run_pair(
             one(order[0])
         finally:
             if errors:  # this side failed or was interrupted: the other stops too
-                for proc in procs:
-                    child_process.stop_group(proc)
+                for running in sides:
+                    running.stop()
             other.join()
+        turns = dict(held.turns)
     with open(log_path, "ab") as log:
         for index in order:
             with contextlib.suppress(OSError):
@@ -284,18 +302,19 @@ def _run_pair(
                 logs[index].unlink()
     if errors:
         raise errors[0]
-    return statuses
+    return statuses, turns
 
 
-def _header(common: Any, env: dict[str, Any], side: str, python: str, request: RunRequest) -> Any:
-    """A side's results header: the run's, with that interpreter's fingerprint."""
-    run = common.run.model_copy(
-        update={
-            "passes": 1,
-            "threads": request.perf_threads,
-            "ab": {"side": side.upper(), "python": python, "order": "ABBA"},
-        }
-    )
+def _header(common: Any, env: dict[str, Any], side: str, runs: Side, request: RunRequest) -> Any:
+    """A side's results header: the run's, with that side's fingerprint (and its image)."""
+    update: dict[str, Any] = {
+        "passes": 1,
+        "threads": request.perf_threads,
+        "ab": {"side": side.upper(), **runs.record, "order": "ABBA"},
+    }
+    if isinstance(runs, ImageSide):
+        update["image"] = runs.image
+    run = common.run.model_copy(update=update)
     return common.model_copy(update={"run": run, "env": env})
 
 

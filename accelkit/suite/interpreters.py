@@ -1,5 +1,6 @@
-"""The python interpreters of `accelkit test --ab A B` (`accelkit.suite.ab`), checked where
-the request is validated (`accelkit.suite.request.validate`) as where it runs."""
+"""The sides of `accelkit test --ab A B` (`accelkit.suite.ab`): python interpreters, venv
+folders and test images, checked where the request is validated
+(`accelkit.suite.request.validate`) as where they run."""
 
 from __future__ import annotations
 
@@ -24,3 +25,26 @@ def interpreter(spec: str) -> str:
     if not path.is_file() or not os.access(path, os.X_OK):
         raise BadInput(f"--ab {spec}: not an executable python interpreter or venv folder")
     return str(path.absolute())
+
+
+#: The prefix of an image side: `--ab image:accelkit-test-cpu:abc image:...`.
+IMAGE_PREFIX = "image:"
+
+
+def image_of(spec: str) -> str | None:
+    """The image an `--ab` side names (`image:REF`), or None for an interpreter or venv."""
+    return spec.removeprefix(IMAGE_PREFIX) if spec.startswith(IMAGE_PREFIX) else None
+
+
+def check_side(spec: str) -> None:
+    """BadInput unless `spec` names an interpreter, a venv folder or a well-formed image
+    reference (whether the image is there is found when the run starts: exit 3)."""
+    image = image_of(spec)
+    if image is None:
+        interpreter(spec)
+        return
+    from accelkit.inputs import check_image
+
+    if not image:
+        raise BadInput(f"--ab {spec}: no image after {IMAGE_PREFIX!r}")
+    check_image(f"--ab {spec}", image)

@@ -102,6 +102,8 @@ class Baton:
         self._holder: str | None = None
         self._last = _other(first)  # so `first` gets the token first
         self._barrier_over = False
+        self.turns = dict.fromkeys(SIDES, 0)
+        """How many times each side was given the token (a side that ran alone: none)."""
         self._stop = threading.Event()
         self._closed = False
         self._threads = [
@@ -206,6 +208,7 @@ class Baton:
         self._waiting.discard(side)
         self._holder = side
         self._last = side
+        self.turns[side] += 1
         answer = _GO if _other(side) in self._wants_more else _GO_OTHER_ENOUGH
         try:
             self._connections[side].sendall(answer)
@@ -214,9 +217,9 @@ class Baton:
 
 
 @contextlib.contextmanager
-def baton(first: str = "A") -> Iterator[Baton]:
-    """A `Baton` in a private directory, closed on the way out."""
-    with tempfile.TemporaryDirectory(prefix="accelkit-lockstep-") as tmp:
+def baton(first: str = "A", parent: Path | None = None) -> Iterator[Baton]:
+    """A `Baton` in a private directory (made in `parent`, if given), closed on the way out."""
+    with tempfile.TemporaryDirectory(prefix="accelkit-lockstep-", dir=parent) as tmp:
         os.chmod(tmp, 0o700)
         held = Baton(Path(tmp), first)
         try:

@@ -42,6 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--accelkit-results", default=None, help="results file to fill (controller only)"
     )
     group.addoption("--accelkit-events-fd", type=int, default=None, help="fd for JSON events")
+    group.addoption("--accelkit-events-file", default=None, help="file to append them to")
     group.addoption(
         "--accelkit-timeout", type=float, default=0.0, help="per-case timeout, for reporting"
     )
@@ -122,14 +123,13 @@ def pytest_configure(config: pytest.Config) -> None:
     results = config.getoption("--accelkit-results", default=None)
     if not is_worker and results:
         events_fd = config.getoption("--accelkit-events-fd")
-        config.pluginmanager.register(
-            ResultsRecorder(
-                Path(results),
-                events=os.fdopen(events_fd, "w", buffering=1) if events_fd is not None else None,
-                timeout_s=float(config.getoption("--accelkit-timeout")),
-            ),
-            "accelkit-recorder",
-        )
+        events_file = config.getoption("--accelkit-events-file")
+        events = os.fdopen(events_fd, "w", buffering=1) if events_fd is not None else None
+        if events_file is not None:
+            events = open(events_file, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        timeout_s = float(config.getoption("--accelkit-timeout"))
+        recorder = ResultsRecorder(Path(results), events=events, timeout_s=timeout_s)
+        config.pluginmanager.register(recorder, "accelkit-recorder")
 
 
 def _apply_inductor_target() -> None:

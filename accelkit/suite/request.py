@@ -207,9 +207,9 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         str,
         None,
         "perf: interleaved A/B: measure two torch builds in alternating passes (A B, B A, ...) "
-        "and compare them pair by pair; A and B are python interpreters or venv folders "
-        "whose environment has torch, pytest, pytest-xdist, pytest-timeout, numpy and "
-        "pydantic. Writes both results files "
+        "and compare them pair by pair; A and B are python interpreters, venv folders or "
+        "test images (image:REF, a fresh container a pass) whose python has torch, pytest, "
+        "pytest-xdist, pytest-timeout, numpy and pydantic. Writes both results files "
         "(--json R.json: R.a.json, R.b.json, and compare's JSON in R.compare.json) and prints "
         "compare's verdict of B against A; exits 1 when B regressed. With --suite perf only, "
         "not with --image.",
@@ -489,10 +489,10 @@ def validate(request: RunRequest) -> None:
             raise BadInput("--ab: compares two interpreters on this host, not with --image")
         if request.junit_path is not None:
             raise BadInput("--ab: writes two results files; --junit is not supported with it")
-        from accelkit.suite.interpreters import interpreter
+        from accelkit.suite.interpreters import check_side
 
         for spec in request.ab:
-            interpreter(spec)  # BadInput when it names no interpreter
+            check_side(spec)  # BadInput when it names no interpreter, venv or image
     if request.case is not None and not request.case.strip("/ "):
         raise BadInput("--case: empty case id")
     if request.case is not None and request.case.split("/", 1)[0] not in request.suites:

@@ -147,7 +147,7 @@ def header(request: RunRequest, context: RunContext | None = None) -> Any:
 def pytest_argv(
     request: RunRequest,
     results_path: Path,
-    events_fd: int,
+    events_fd: int | None,
     pass_number: int = 1,
     *,
     suites: tuple[str, ...] | None = None,
@@ -155,22 +155,31 @@ def pytest_argv(
     context: RunContext | None = None,
     python: str | None = None,
     lockstep: tuple[str, str] | None = None,
+    events_file: Path | None = None,
+    ini: Path = SUITE_ROOT / "pytest.ini",
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
     workers (default: the request's), run by `python` (default: this interpreter);
-    `lockstep`: (baton socket, side) of an interleaved A/B pass (`accelkit.suite.lockstep`)."""
+    `lockstep`: (baton socket, side) of an interleaved A/B pass (`accelkit.suite.lockstep`);
+    its events go to the pipe `events_fd`, or are appended to `events_file` (a run in a
+    container, which is given no descriptor of ours, nor this package: `ini` is the suite's
+    pytest.ini where it sees it)."""
     context = context or RunContext()
     root = cases_root(request)
     suites = request.suites if suites is None else suites
     workers = request.worker_count if workers is None else workers
-    argv = [python or sys.executable, "-m", "pytest", "-c", str(SUITE_ROOT / "pytest.ini")]
+    argv = [python or sys.executable, "-m", "pytest", "-c", str(ini)]
     argv += ["--rootdir", str(root)]
     argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
     # pytest's unraisable-exception plugin collects garbage 5 times at the end of every
     # session and worker: 1 s with torch loaded, for each of a run's ~10 processes.
     argv += ["-p", "no:unraisableexception"]
     argv += ["--accelkit-device", request.device, "--accelkit-seed", str(request.seed)]
-    argv += ["--accelkit-results", str(results_path), "--accelkit-events-fd", str(events_fd)]
+    argv += ["--accelkit-results", str(results_path)]
+    if events_fd is not None:
+        argv += ["--accelkit-events-fd", str(events_fd)]
+    if events_file is not None:
+        argv += ["--accelkit-events-file", str(events_file)]
     argv += ["--accelkit-timeout", str(request.timeout_s)]
     argv += ["--accelkit-breadth", request.breadth, "--timeout", str(request.timeout_s)]
     # The thread method ends the worker process: it also stops a hang in native code.

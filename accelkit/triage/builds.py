@@ -12,8 +12,8 @@ With a cache folder, installed builds are kept there by version and wheel, and r
 `ImageInstaller` makes each wheel a test image with `accelkit setup BACKEND --torch-wheel W`
 (`accelkit bisect --images`): the image is tagged by its content, so a build already set up
 once is reused (the bisection's cache is setup's), and the case runs in it with `accelkit
-test --image TAG`. A setup that fails marks the build unusable. Conformance cases only:
-perf steps are interleaved runs (`--ab`), which take no images yet.
+test --image TAG`. A setup that fails marks the build unusable. A perf step's interleaved
+run (`--ab image:GOOD image:STEP`) measures both builds in their images.
 
 `EnvInstaller` takes prepared environments (`accelkit bisect --envs DIR`): a venv runs
 with its own Python, a site folder goes first on PYTHONPATH; nothing is installed or
@@ -35,7 +35,9 @@ step): `accelkit bisect` keeps installed builds for the whole bisection.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -49,9 +51,24 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from accelkit.suite.interpreters import IMAGE_PREFIX
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, Verdict
 
 ACCELKIT_PARENT = Path(__file__).resolve().parent.parent.parent
+
+
+@functools.cache
+def accelkit_alone() -> str:
+    """A folder holding a copy of this accelkit package and nothing else, for the PYTHONPATH
+    of a build's own Python (a venv): ACCELKIT_PARENT of an installed accelkit is
+    site-packages, whose torch would shadow the venv's. Made once a process, removed at exit."""
+    from accelkit.suite.ab_sides import copy_accelkit
+
+    folder = Path(tempfile.mkdtemp(prefix="accelkit-alone-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return str(copy_accelkit(folder))
+
+
 """The folder holding the `accelkit` package (put on PYTHONPATH of every step)."""
 MARKER = ".accelkit-build.json"
 _VERSION_LINE = re.compile(r"""^(__version__|git_version)\s*(?::\s*str\s*)?=\s*['"]([^'"]*)['"]""")
@@ -276,7 +293,7 @@ class EnvInstaller:
         python: tuple[str, ...]
         path: tuple[str, ...]
         if venv.is_file():
-            python, path = (str(venv),), (str(ACCELKIT_PARENT),)
+            python, path = (str(venv),), (accelkit_alone(),)
         else:
             python, path = self.python, (str(folder), str(ACCELKIT_PARENT))
         version, git = probe(python, path)
@@ -295,7 +312,10 @@ os.execvpe(python[0], [*python, *sys.argv[1:]], env)
 
 def launcher(environment: Environment, target: Path) -> Path:
     """An executable at `target` that runs the environment's Python with its folders first
-    on PYTHONPATH: what `accelkit test --ab` takes as a side. The values are written as
+    on PYTHONPATH: what `accelkit test --ab` takes as a side. Its accelkit folder is left out:
+    the side imports the run's copy of accelkit (`accelkit.suite.ab_sides`), and a second
+    accelkit before it would collect the cases from one and import them from the other. The
+    values are written as
     Python literals (JSON), never through a shell."""
     shebang = sys.executable
     if any(c.isspace() for c in shebang) or len(shebang) > 120:
@@ -304,11 +324,16 @@ def launcher(environment: Environment, target: Path) -> Path:
         shebang=shebang,
         note=re.sub(r"\s+", " ", f"torch {environment.torch_version} {environment.note}"),
         python=json.dumps(list(environment.python)),
-        path=json.dumps(list(environment.path)),
+        path=json.dumps([p for p in environment.path if p not in _accelkit_folders()]),
     )
     target.write_text(text, encoding="utf-8")
     target.chmod(0o755)
     return target
+
+
+def _accelkit_folders() -> set[str]:
+    made = {accelkit_alone()} if accelkit_alone.cache_info().currsize else set()
+    return {str(ACCELKIT_PARENT), *made}
 
 
 def perf_verdict(found: Sequence[Any]) -> tuple[Verdict | None, str]:
@@ -421,15 +446,18 @@ class CaseJudge:
     def _run_ab(
         self, good: Environment, step: Environment, build: Build, passes: int
     ) -> tuple[Any, Any]:
-        """`accelkit test --suite perf --case ID --ab GOOD STEP`, run by this Python."""
+        """`accelkit test --suite perf --case ID --ab GOOD STEP`, run by this Python; a build
+        in a test image is its side as `image:TAG`."""
         out = self._out(build, "-ab")
         stem = out.name.removesuffix(".json")
         sides = [
-            launcher(env, self.work / f"{stem}.python-{side}")
+            f"{IMAGE_PREFIX}{env.image}"
+            if env.image is not None
+            else str(launcher(env, self.work / f"{stem}.python-{side}"))
             for env, side in ((good, "a"), (step, "b"))
         ]
         argv = ["test", "--device", self.device, "--suite", "perf", "--case", self.case_id]
-        argv += ["--ab", str(sides[0]), str(sides[1]), "--json", str(out)]
+        argv += ["--ab", sides[0], sides[1], "--json", str(out)]
         argv += ["--workers", "0", "--passes", str(passes)]
         self._accelkit((sys.executable,), (str(ACCELKIT_PARENT),), argv)
         from accelkit.suite.ab import side_paths
@@ -459,8 +487,6 @@ class CaseJudge:
         from accelkit.results import stats
         from accelkit.results.compare import compare
 
-        if environment.image is not None:
-            raise BuildUnusable("perf steps run interleaved (--ab), which takes no images")
         if self.good is None:
             self.good = environment
             return "good", "the reference: side A of every later step's interleaved run"

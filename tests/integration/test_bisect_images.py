@@ -14,7 +14,7 @@ from tests.helpers import assert_one_line_error, run_cli
     ("args", "needle"),
     [
         (["--case", "conformance/x", "--envs", "{d}", "--images"], "add --wheels DIR"),
-        (["--case", "perf/gemm/x", "--wheels", "{d}", "--images"], "takes no images yet"),
+        (["--case", "perf/gemm/x", "--index", "{d}", "--images"], "add --wheels DIR"),
     ],
 )
 def test_bad_input_is_one_line(tmp_path: Path, args: list[str], needle: str) -> None:

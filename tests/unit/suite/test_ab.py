@@ -140,5 +140,75 @@ def test_an_interpreter_that_cannot_run_the_suite_is_unavailable(tmp_path: Path)
         encoding="utf-8",
     )
     broken.chmod(0o755)
+    side = ab.HostSide(str(broken), str(broken), dict(os.environ))
     with pytest.raises(Unavailable, match="cannot run the suite: ModuleNotFoundError"):
-        ab.probe(str(broken), "A", dict(os.environ))
+        ab.probe(side, RunRequest(suite="perf"))
+
+
+def test_an_image_side_is_checked_as_an_image_reference(tmp_path: Path) -> None:
+    python = str(_executable(tmp_path / "py"))
+    with pytest.raises(BadInput, match="no image after 'image:'"):
+        validate(RunRequest(suite="perf", ab=(python, "image:")))
+    with pytest.raises(BadInput, match="malformed value"):
+        validate(RunRequest(suite="perf", ab=("image:UPPER/Case..x", python)))
+    # A host interpreter against an image, and two images: whether they exist is found
+    # when the run starts (exit 3), as for --image.
+    validate(RunRequest(suite="perf", ab=(python, "image:accelkit-test-cpu:1")))
+    request = RunRequest(suite="perf", ab=("image:a:1", "image:registry.example/b:2"))
+    validate(request)
+    assert RunRequest.from_argv(request.to_argv()) == request
+
+
+def test_the_sides_import_a_copy_that_holds_accelkit_alone(tmp_path: Path) -> None:
+    """The folder of an installed accelkit is site-packages: first on a side's PYTHONPATH,
+    it would hand the side this host's torch. The copy's folder holds accelkit only."""
+    source = ab.copy_accelkit(tmp_path / "src")
+    assert [p.name for p in source.iterdir()] == ["accelkit"]
+    assert (source / "accelkit" / "suite" / "pytest.ini").is_file()
+    assert not list(source.rglob("__pycache__"))
+    request = RunRequest(suite="perf", ab=("a", "b"))
+    assert ab.side_request(request, source).cases_dir == source / "accelkit" / "suite"
+    own = RunRequest(suite="perf", ab=("a", "b"), cases_dir=tmp_path)
+    assert ab.side_request(own, source).cases_dir == tmp_path
+    host = ab.side_env(request, source)["PYTHONPATH"].split(os.pathsep)
+    assert host[0] == str(source)
+    python = str(_executable(tmp_path / "py"))
+    assert isinstance(ab.make_side(python, request, tmp_path, source), ab.HostSide)
+
+
+def test_an_image_side_mounts_the_run_folder_and_the_named_files_at_their_paths(
+    tmp_path: Path,
+) -> None:
+    expectations = tmp_path / "exp.yaml"
+    expectations.write_text("{}", encoding="utf-8")
+    folder, source = tmp_path / "run", tmp_path / "run" / "src"
+    source.mkdir(parents=True)
+    request = RunRequest(suite="perf", ab=("image:a:1", "image:a:1"), expectations=expectations)
+    side = ab.make_side("image:a:1", request, folder, source)
+    assert isinstance(side, ab.ImageSide) and side.image == "a:1"
+    options = side._options(request, source)
+    mounts = {m.target: m.read_only for m in options.mounts}
+    assert mounts == {str(folder): False, str(expectations.resolve()): True}
+    assert options.network_mode == "none"
+    assert options.user == f"{os.getuid()}:{os.getgid()}"
+    assert options.env["PYTHONPATH"] == str(source)
+    assert options.env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
+    assert side.record == {"image": "a:1", "python": "python"}
+
+
+def test_an_events_file_is_read_line_by_line_as_it_grows(tmp_path: Path) -> None:
+    from accelkit.suite.ab_sides import _EventsTail
+
+    path = tmp_path / "events"
+    path.write_bytes(b"")
+    seen: list[dict[str, object]] = []
+    tail = _EventsTail(path, seen.append)
+    with open(path, "ab") as out:
+        out.write(b'{"event": "collected", "total": 1}\n{"event": "ca')
+        out.flush()
+        tail._read()
+        assert seen == [{"event": "collected", "total": 1}]
+        out.write(b'se", "case": {}}\nnot json\n')
+    tail.start()
+    tail.stop()
+    assert seen == [{"event": "collected", "total": 1}, {"event": "case", "case": {}}]

@@ -130,11 +130,26 @@ def test_the_case_runs_in_the_image(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     ((python, argv),) = seen
     assert python == ("python",) and argv[-2:] == ["--image", "img:1"]
     assert argv[argv.index("--case") + 1] == "conformance/ops/exp/float32"
+    # A perf case: the good build's image is side A of every later step's interleaved run.
     perf = CaseJudge("perf/gemm/float32/128x128x128", device="cpu", work=tmp_path, passes=2)
-    assert perf(env, Build("x")) == (
-        "unusable",
-        "perf steps run interleaved (--ab), which takes no images",
-    )
+    seen.clear()
+
+    def interleaved(python: tuple[str, ...], path: tuple[str, ...], argv: list[str]) -> int:
+        seen.append((python, argv))
+        from accelkit.results.io import write_results
+        from accelkit.suite.ab import side_paths
+
+        a, b, _ = side_paths(Path(argv[argv.index("--json") + 1]))
+        for out in (a, b):
+            write_results(results([case("perf/gemm/float32/128x128x128", "passed")]), out)
+        return 0
+
+    monkeypatch.setattr(perf, "_accelkit", interleaved)
+    assert perf(env, Build("2.13.0+cpu"))[0] == "good"  # the reference: nothing runs
+    step = Environment(("python",), ("/accelkit",), "2.14.0+cpu", "h", image="img:2")
+    perf(step, Build("2.14.0+cpu"))
+    ((_, argv),) = seen
+    assert argv[argv.index("--ab") + 1 : argv.index("--ab") + 3] == ["image:img:1", "image:img:2"]
 
 
 def test_bisect_sets_up_each_build_it_tests_once(tmp_path: Path) -> None:

@@ -193,6 +193,21 @@ def test_a_venv_runs_with_its_own_python(tmp_path: Path) -> None:
         assert env.python == (str(fake_python),)
         assert (env.torch_version, env.git_version) == ("2.15.0+fake", "abc")
         assert str(venv) not in env.path
+        # accelkit from a folder that holds it alone: the folder of an installed accelkit
+        # is site-packages, whose torch would shadow the venv's own.
+        (alone,) = env.path
+        assert [p.name for p in Path(alone).iterdir()] == ["accelkit"]
+
+
+def test_the_launcher_leaves_accelkit_to_the_ab_run(tmp_path: Path) -> None:
+    """An --ab side imports the run's copy of accelkit; the launcher adds no other."""
+    from accelkit.triage.builds import ACCELKIT_PARENT, accelkit_alone
+
+    env = Environment(
+        (sys.executable,), ("/site", str(ACCELKIT_PARENT), accelkit_alone()), "2.15.0", "g"
+    )
+    text = launcher(env, tmp_path / "python-a").read_text(encoding="utf-8")
+    assert '["/site"]' in text and str(ACCELKIT_PARENT) not in text
 
 
 def test_the_launcher_puts_the_environment_first_and_passes_arguments(tmp_path: Path) -> None:
