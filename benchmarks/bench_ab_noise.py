@@ -2,6 +2,7 @@
 
     python benchmarks/bench_ab_noise.py [--passes 4] [-k EXPR] [--slowdown 0.10]
         [--load-s 900] [--modes separate,interleaved] [--keep DIR] [--table-only DIR]
+        [--image IMAGE]
 
 Cases: the perf suite's plus the planted GEMM of `benchmarks/fixtures_perf` (its work grows
 by ACCELKIT_PLANT_SLOWDOWN), by default a small selection (-k) so a row takes minutes.
@@ -15,6 +16,8 @@ by ACCELKIT_PLANT_SLOWDOWN), by default a small selection (-k) so a row takes mi
 - interleaved: `accelkit test --ab A B` (passes A B A B ...). A/A: the same interpreter
   twice; planted: B is a wrapper that sets ACCELKIT_PLANT_SLOWDOWN and execs the same
   interpreter. Loaded: stress-ng starts once the first pass pair has ended (between passes).
+  With --image IMAGE, the A/A rows' two sides are that test image (`--ab image:IMAGE
+  image:IMAGE`: each pass in a fresh container), to compare with this interpreter's rows.
 
 Printed per row: metrics compared, flagged (regressed or improved, the planted case's
 excluded), environment-shifted, noisy, whether the planted metrics are `regressed`
@@ -120,10 +123,10 @@ def _planted_python(work: Path, slowdown: float) -> Path:
 
 
 def _interleaved_run(
-    out: Path, b_python: str, passes: int, keyword: str, loaded: bool, load_s: float
+    out: Path, sides: tuple[str, str], passes: int, keyword: str, loaded: bool, load_s: float
 ) -> None:
-    """`accelkit test --ab`; with `loaded`, stress-ng from the start of pass 2 on."""
-    argv = _accelkit_argv(*_test_args(out, passes, keyword), "--ab", sys.executable, b_python)
+    """`accelkit test --ab A B`; with `loaded`, stress-ng from the start of pass 2 on."""
+    argv = _accelkit_argv(*_test_args(out, passes, keyword), "--ab", *sides)
     env = {**os.environ, PLANT_ENV: ""}
     proc = subprocess.Popen(
         argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
@@ -247,11 +250,20 @@ def main() -> None:
     )
     parser.add_argument("--keep", type=Path, default=None, help="keep every file here")
     parser.add_argument(
+        "--image",
+        default=None,
+        help="interleaved A/A rows with this test image as both sides (--ab image:IMAGE "
+        "image:IMAGE) instead of this interpreter; no planted rows",
+    )
+    parser.add_argument(
         "--table-only", type=Path, default=None, help="only recompute the table from a --keep DIR"
     )
     options = parser.parse_args()
     modes = [m.strip() for m in options.modes.split(",") if m.strip()]
     wanted = {r.strip() for r in options.rows.split(",")}
+    if options.image and (modes != ["interleaved"] or wanted - {"aa", "aa-loaded"}):
+        parser.error("--image: only --modes interleaved with --rows aa and aa-loaded")
+    side = f"image:{options.image}" if options.image else sys.executable
     if options.table_only is not None:
         _print_table(_table(options.table_only, modes))
         return
@@ -272,18 +284,19 @@ def main() -> None:
                     _separate_run(work / f"{name}.json", *common, slowdown)
                 print(f"separate {name}: {time.monotonic() - t0:.0f} s", flush=True)
         if "interleaved" in modes:
-            planted = str(_planted_python(work, options.slowdown))
+            planted = "" if options.image else str(_planted_python(work, options.slowdown))
             plan2 = [
-                ("ab-aa", sys.executable, False, "aa"),
-                ("ab-aa-loaded", sys.executable, True, "aa-loaded"),
+                ("ab-aa", side, False, "aa"),
+                ("ab-aa-loaded", side, True, "aa-loaded"),
                 ("ab-planted", planted, False, "planted"),
                 ("ab-planted-loaded", planted, True, "planted-loaded"),
             ]
-            for name, b_python, loaded, key in plan2:
+            for name, b_side, loaded, key in plan2:
                 if key not in wanted:
                     continue
                 t0 = time.monotonic()
-                _interleaved_run(work / f"{name}.json", b_python, *common, loaded, options.load_s)
+                sides = (side, b_side)
+                _interleaved_run(work / f"{name}.json", sides, *common, loaded, options.load_s)
                 print(f"interleaved {name}: {time.monotonic() - t0:.0f} s", flush=True)
         print(
             f"all runs: {time.monotonic() - started:.0f} s; passes={options.passes}, "

@@ -29,7 +29,6 @@ import json
 import os
 import shutil
 import subprocess
-import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from typing import Any
 import accelkit
 from accelkit.errors import Unavailable
 from accelkit.events import EventCallback
+from accelkit.suite.container import Poller
 from accelkit.suite.request import RunRequest, cases_root
 
 #: The label (its value: the side's own id) on an image side's containers, to stop them.
@@ -247,30 +247,19 @@ class ImageSide:
                 client.close()
 
 
-class _EventsTail:
+class _EventsTail(Poller):
     """Reads an events file as the plugin appends to it; each complete JSON line is an event."""
 
+    interval = EVENTS_POLL_S
+
     def __init__(self, path: Path, on_event: EventCallback) -> None:
+        super().__init__()
         self.path = path
         self.on_event = on_event
         self.offset = 0
         self.partial = b""
-        self.stopped = threading.Event()
-        self.thread = threading.Thread(target=self._loop, daemon=True)
 
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.stopped.set()
-        self.thread.join()
-        self._read()  # what landed last
-
-    def _loop(self) -> None:
-        while not self.stopped.wait(EVENTS_POLL_S):
-            self._read()
-
-    def _read(self) -> None:
+    def poll(self) -> None:
         try:
             with open(self.path, "rb") as stream:
                 stream.seek(self.offset)

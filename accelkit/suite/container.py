@@ -156,13 +156,13 @@ def _error_line(lines: tuple[str, ...]) -> str:
     return lines[-1] if lines else "no output"
 
 
-class _CaseWatcher:
-    """Reads the growing results file and reports each new case as a `case` event."""
+class Poller:
+    """Calls `poll()` every `interval` seconds on its own thread from `start()` to `stop()`,
+    and once more in `stop()`: what landed last."""
 
-    def __init__(self, path: Path, emit: Callable[[Event], None]) -> None:
-        self.path = path
-        self.emit = emit
-        self.seen = 0
+    interval = POLL_S
+
+    def __init__(self) -> None:
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._loop, daemon=True)
 
@@ -172,13 +172,26 @@ class _CaseWatcher:
     def stop(self) -> None:
         self.stopped.set()
         self.thread.join()
-        self._poll()  # the cases that landed last
+        self.poll()
 
     def _loop(self) -> None:
-        while not self.stopped.wait(POLL_S):
-            self._poll()
+        while not self.stopped.wait(self.interval):
+            self.poll()
 
-    def _poll(self) -> None:
+    def poll(self) -> None:
+        raise NotImplementedError
+
+
+class _CaseWatcher(Poller):
+    """Reads the growing results file and reports each new case as a `case` event."""
+
+    def __init__(self, path: Path, emit: Callable[[Event], None]) -> None:
+        super().__init__()
+        self.path = path
+        self.emit = emit
+        self.seen = 0
+
+    def poll(self) -> None:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):

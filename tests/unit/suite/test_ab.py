@@ -206,7 +206,7 @@ def test_an_events_file_is_read_line_by_line_as_it_grows(tmp_path: Path) -> None
     with open(path, "ab") as out:
         out.write(b'{"event": "collected", "total": 1}\n{"event": "ca')
         out.flush()
-        tail._read()
+        tail.poll()
         assert seen == [{"event": "collected", "total": 1}]
         out.write(b'se", "case": {}}\nnot json\n')
     tail.start()
