@@ -108,9 +108,12 @@ def make_side(spec: str, request: RunRequest, folder: Path, source: Path) -> Sid
     image = image_of(spec)
     if image is None:
         return HostSide(spec, interpreter(spec), side_env(request, source))
-    named = [request.cases_dir, request.expectations, request.durations_from]
-    extra = tuple(p.resolve() for p in named if p is not None)
-    return ImageSide(spec, image, image_env(request, source), (folder, *extra), (folder,), source)
+    # The run's folder read-write (results, events, the baton), and in it the copy of
+    # accelkit that both sides import read-only: one side's container cannot change the
+    # other's code.
+    named = [source, request.cases_dir, request.expectations, request.durations_from]
+    mounts = (folder, *(p.resolve() for p in named if p is not None))
+    return ImageSide(spec, image, image_env(request, source), mounts, (folder,), source)
 
 
 def probe(side: Side, request: RunRequest) -> dict[str, Any]:

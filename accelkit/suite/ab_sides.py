@@ -13,10 +13,11 @@ side's PYTHONPATH would hand the side this host's torch instead of its own.
 An image side runs each pass in a fresh container of its image (`accelkit.containers.run`:
 labelled, removed afterwards, never pulled), as the host's user, with the network off, the
 backend's device options (`Backend.container_options`, as `accelkit test --image` has them)
-and bind mounts at the same paths as on the host: the run's folder (the copy, the pass's
-results file, its events file), the baton's folder (a Unix socket, so the two sides take
-turns across the container's boundary as two host processes do, `accelkit.suite.lockstep`)
-and, read-only, the files a run may name (--cases, --expectations, --durations-from).
+and bind mounts at the same paths as on the host: the run's folder, read-write (the pass's
+results file, its events file, and the baton's folder: a Unix socket, so the two sides take
+turns across the container's boundary as two host processes do, `accelkit.suite.lockstep`),
+and read-only the copy of accelkit in it (one side cannot change the other's code) and the
+files a run may name (--cases, --expectations, --durations-from).
 Its events reach the run through a file that the plugin appends to and the run reads as it
 grows (`--accelkit-events-file`), not a pipe. Run-scoped workers (`accelkit.suite.run_scoped`)
 would die with a pass's container, so an image side does its set-up in every pass.

@@ -188,7 +188,7 @@ def test_an_image_side_mounts_the_run_folder_and_the_named_files_at_their_paths(
     assert isinstance(side, ab.ImageSide) and side.image == "a:1"
     options = side._options(request, source)
     mounts = {m.target: m.read_only for m in options.mounts}
-    assert mounts == {str(folder): False, str(expectations.resolve()): True}
+    assert mounts == {str(folder): False, str(source): True, str(expectations.resolve()): True}
     assert options.network_mode == "none"
     assert options.user == f"{os.getuid()}:{os.getgid()}"
     assert options.env["PYTHONPATH"] == str(source)
