@@ -221,6 +221,16 @@ def _ab_summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None
         bad = [c for c in results.cases if c.status not in ("passed", "skipped")]
         for case in bad[:20]:
             console.print(f"  {side}: {case.status.upper():8} {case.id}", markup=False)
+    for side, results in zip(("A", "B"), outcome.results, strict=True):
+        # A side that never reached the baton measured alone: its samples were not taken
+        # in turns with the other side's, and the comparison is only as good as two runs'.
+        if (results.run.ab or {}).get("turns") == "0":
+            console.print(
+                f"warning: side {side} measured alone (0 lockstep turns): its samples were "
+                "not taken in turns with the other side's; see the pytest log",
+                markup=False,
+                highlight=False,
+            )
     verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
     a, b = request.ab
     console.print(

@@ -322,8 +322,11 @@ def turn(enough: bool = False) -> Turn:
         if answer not in (_GO, _GO_OTHER_ENOUGH):
             raise OSError("the baton closed")
         return Turn(taken=True, other_enough=answer == _GO_OTHER_ENOUGH)
-    except OSError:
-        _config = None  # the runner is gone or refused us: measure on alone
+    except OSError as exc:
+        # The runner is gone or refused us: measure on alone, and say so in the log (the
+        # results file counts this side's turns: `run.ab.turns`).
+        print(f"accelkit lockstep: {exc}; this side measures alone", file=sys.stderr)
+        _config = None
         if _client is not None:
             _client.close()
             _client = None

@@ -212,3 +212,21 @@ def test_an_events_file_is_read_line_by_line_as_it_grows(tmp_path: Path) -> None
     tail.start()
     tail.stop()
     assert seen == [{"event": "collected", "total": 1}, {"event": "case", "case": {}}]
+
+
+def test_a_side_that_measured_alone_is_called_out(capsys: pytest.CaptureFixture[str]) -> None:
+    from rich.console import Console
+
+    from accelkit.cli.test import _ab_summary
+    from accelkit.errors import ExitCode
+
+    a, b = _side("A", 1.0), _side("B", 1.0)
+    a.run.ab = {**(a.run.ab or {}), "turns": "120"}
+    b.run.ab = {**(b.run.ab or {}), "turns": "0"}
+    outcome = ab.AbOutcome((a, b), compare(a, b), None, ExitCode.OK, None)
+    console = Console(record=True, width=200)
+    request = RunRequest(suite="perf", ab=("/py/a", "/py/b"))
+    _ab_summary(console, outcome, 1.0, request)
+    text = console.export_text()
+    assert "warning: side B measured alone (0 lockstep turns)" in text
+    assert "side A measured alone" not in text

@@ -106,7 +106,9 @@ def test_a_side_alone_waits_out_the_barrier_only(
     assert [side for side, _, _ in _samples(log2)] == ["A"] * 3
 
 
-def test_a_second_client_of_a_side_and_a_missing_baton_measure_alone(tmp_path: Path) -> None:
+def test_a_second_client_of_a_side_and_a_missing_baton_measure_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     log = tmp_path / "log"
     with lockstep.baton() as baton:
         first = _side(baton, "A", 40, log)
@@ -119,6 +121,9 @@ def test_a_second_client_of_a_side_and_a_missing_baton_measure_alone(tmp_path: P
     try:
         lockstep.turn()  # no baton there: no error, and no waiting from now on
         assert not lockstep.active()
+        # ... but the log says so (and the results file's run.ab.turns).
+        assert "this side measures alone" in capsys.readouterr().err
+        assert baton.turns["A"] > 0 and baton.turns["B"] == 0
     finally:
         lockstep._config = None
 
