@@ -186,7 +186,12 @@ class ImageSide:
             client.close()
 
     def probe(self, request: RunRequest, code: str, timeout: float) -> tuple[int, str, str]:
-        result = self._run(request, ["python", "-c", code], Path("/tmp"), timeout=timeout)
+        from accelkit.errors import Failed
+
+        try:
+            result = self._run(request, ["python", "-c", code], Path("/tmp"), timeout=timeout)
+        except Failed as exc:  # no `python` in the image, for one: it cannot run the suite
+            raise Unavailable(f"--ab {self.spec}: cannot run the suite: {exc}") from None
         if result.timed_out:
             raise Unavailable(f"--ab {self.spec}: the probe timed out after {timeout:.0f} s")
         out = "\n".join(result.output_tail)

@@ -56,3 +56,16 @@ def test_an_image_side_that_is_not_there_is_unavailable(tmp_path: Path) -> None:
     assert proc.returncode == 3, proc.stdout + proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert lines == ["accelkit: error: image accelkit-absent:1 is not present on the Docker engine"]
+
+
+@pytest.mark.timeout(300)
+def test_an_image_without_the_suite_s_python_is_unavailable(base_image: str) -> None:
+    """A base image has python3 but no `python` (and no pytest): exit 3, one line."""
+    proc = run_cli(
+        *("test", "--device", "cpu", "--suite", "perf", "--ab", f"image:{base_image}"),
+        *(f"image:{base_image}", "-k", "canary and copy", "--passes", "2"),
+    )
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    (line,) = proc.stderr.strip().splitlines()
+    assert line.startswith(f"accelkit: error: --ab image:{base_image}: cannot run the suite: ")
+    assert "executable file not found" in line
