@@ -46,6 +46,7 @@ from accelkit.suite import lockstep, outcome, run_scoped
 from accelkit.suite.ab_sides import (
     HostSide,
     ImageSide,
+    Pass,
     Side,
     copy_accelkit,
     side_request,
@@ -108,12 +109,9 @@ def make_side(spec: str, request: RunRequest, folder: Path, source: Path) -> Sid
     image = image_of(spec)
     if image is None:
         return HostSide(spec, interpreter(spec), side_env(request, source))
-    # The run's folder read-write (results, events, the baton), and in it the copy of
-    # accelkit that both sides import read-only: one side's container cannot change the
-    # other's code.
-    named = [source, request.cases_dir, request.expectations, request.durations_from]
-    mounts = (folder, *(p.resolve() for p in named if p is not None))
-    return ImageSide(spec, image, image_env(request, source), mounts, (folder,), source)
+    named = [request.cases_dir, request.expectations, request.durations_from]
+    resolved = tuple(p.resolve() for p in named if p is not None)
+    return ImageSide(spec, image, image_env(request, source), folder, source, resolved)
 
 
 def probe(side: Side, request: RunRequest) -> dict[str, Any]:
@@ -274,15 +272,10 @@ def _run_pair(
         def one(index: int) -> None:
             side = SIDES[index]
             try:
-                statuses[index] = sides[index].run_pass(
-                    request,
-                    parts[index],
-                    logs[index],
-                    events[index],
-                    number=number,
-                    label=f", side {side.upper()} ({sides[index].spec})",
-                    lockstep=(str(held.path), side.upper()),
-                )
+                label = f", side {side.upper()} ({sides[index].spec})"
+                lockstep_of = (str(held.path), side.upper())
+                run = Pass(parts[index], logs[index], events[index], number, label, lockstep_of)
+                statuses[index] = sides[index].run_pass(request, run)
             except BaseException as exc:
                 errors.append(exc)
             finally:

@@ -57,6 +57,19 @@ def copy_accelkit(folder: Path) -> Path:
     return folder
 
 
+@dataclass(frozen=True)
+class Pass:
+    """One side's pass of a pair: its results file, log, events, number, log label and
+    (baton socket, side letter) for `--accelkit-lockstep`."""
+
+    part: Path
+    log: Path
+    on_event: EventCallback
+    number: int
+    label: str
+    lockstep: tuple[str, str]
+
+
 def side_request(request: RunRequest, source: Path) -> RunRequest:
     """The request a side runs: the built-in cases of the copy in `source` unless --cases."""
     if request.cases_dir is not None:
@@ -94,32 +107,22 @@ class HostSide:
             raise Unavailable(f"--ab {self.spec} ({self.python}): cannot start it: {exc}") from None
         return proc.returncode, proc.stdout, proc.stderr
 
-    def run_pass(
-        self,
-        request: RunRequest,
-        part: Path,
-        log: Path,
-        on_event: EventCallback,
-        *,
-        number: int,
-        label: str,
-        lockstep: tuple[str, str],
-    ) -> int:
+    def run_pass(self, request: RunRequest, run: Pass) -> int:
         from accelkit.suite import runner
 
         return runner._run_pytest(
             request,
-            part,
-            log,
-            on_event,
-            pass_number=number,
+            run.part,
+            run.log,
+            run.on_event,
+            pass_number=run.number,
             suites=("perf",),
             workers=min(request.worker_count, 1),
             append_log=True,
             python=self.python,
             env=self.env,
-            label=label,
-            lockstep=lockstep,
+            label=run.label,
+            lockstep=run.lockstep,
             started=self._procs.append,
         )
 
@@ -137,12 +140,13 @@ class ImageSide:
     spec: str
     image: str
     env: dict[str, str]
-    mounts: tuple[Path, ...]
-    """Host folders and files mounted at their own paths (read-write: the run's folder and
-    the baton's; the others read-only)."""
-    writable: tuple[Path, ...]
+    folder: Path
+    """The run's folder, mounted read-write (results, events, the baton)."""
     source: Path
-    """The folder holding the run's copy of accelkit (inside a mounted folder)."""
+    """The folder in it holding the run's copy of accelkit, mounted read-only."""
+    named: tuple[Path, ...] = ()
+    """The files and folders the run names (--cases, --expectations, --durations-from),
+    mounted read-only."""
     _id: str = field(default_factory=lambda: uuid.uuid4().hex[:16])
 
     @property
@@ -155,7 +159,8 @@ class ImageSide:
         from accelkit.suite.environment import container_env
 
         device = backends.get(request.device).container_options(dict(os.environ))
-        mounts = [Mount(p, str(p), read_only=p not in self.writable) for p in self.mounts]
+        mounts = [Mount(self.folder, str(self.folder), read_only=False)]
+        mounts += [Mount(p, str(p)) for p in (self.source, *self.named)]
         return replace(
             device,
             mounts=(*device.mounts, *mounts),
@@ -197,36 +202,26 @@ class ImageSide:
         out = "\n".join(result.output_tail)
         return result.exit_code, out, out
 
-    def run_pass(
-        self,
-        request: RunRequest,
-        part: Path,
-        log: Path,
-        on_event: EventCallback,
-        *,
-        number: int,
-        label: str,
-        lockstep: tuple[str, str],
-    ) -> int:
+    def run_pass(self, request: RunRequest, run: Pass) -> int:
         from accelkit.suite import runner
 
-        events_path = part.with_name(part.name + ".events")
+        events_path = run.part.with_name(run.part.name + ".events")
         events_path.write_bytes(b"")
         argv = runner.pytest_argv(
             request,
-            part,
+            run.part,
             None,
-            number,
+            run.number,
             suites=("perf",),
             workers=min(request.worker_count, 1),
             python="python",
-            lockstep=lockstep,
+            lockstep=run.lockstep,
             events_file=events_path,
             ini=self.source / "accelkit" / "suite" / "pytest.ini",
         )
-        tail = _EventsTail(events_path, on_event)
-        with open(log, "ab") as out:
-            out.write(f"\n===== accelkit: perf, pass {number}{label} =====\n".encode())
+        tail = _EventsTail(events_path, run.on_event)
+        with open(run.log, "ab") as out:
+            out.write(runner.pass_header("perf", run.number, run.label))
             out.flush()
 
             def line(text: str) -> None:

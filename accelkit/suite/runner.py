@@ -464,6 +464,11 @@ def _pass_events(number: int, passes: int, on_event: EventCallback) -> EventCall
     return forward
 
 
+def pass_header(what: str, number: int, label: str = "") -> bytes:
+    """The line that opens a pass's output in the run's pytest log."""
+    return f"\n===== accelkit: {what}, pass {number}{label} =====\n".encode()
+
+
 def _run_pytest(
     request: RunRequest,
     results_path: Path,
@@ -507,7 +512,7 @@ def _run_pytest(
     with open(log_path, "ab" if append_log else "wb") as log, child_process.sigterm_as_interrupt():
         if append_log:
             what = " ".join(suites or request.suites)
-            log.write(f"\n===== accelkit: {what}, pass {pass_number}{label} =====\n".encode())
+            log.write(pass_header(what, pass_number, label))
             log.flush()
         try:
             proc = subprocess.Popen(

@@ -55,6 +55,13 @@ from accelkit.suite.interpreters import IMAGE_PREFIX
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, Verdict
 
 ACCELKIT_PARENT = Path(__file__).resolve().parent.parent.parent
+"""The folder holding the `accelkit` package (put on PYTHONPATH of every step)."""
+MARKER = ".accelkit-build.json"
+_VERSION_LINE = re.compile(r"""^(__version__|git_version)\s*(?::\s*str\s*)?=\s*['"]([^'"]*)['"]""")
+_PROBE = "import json, torch; print(json.dumps([torch.__version__, torch.version.git_version]))"
+#: The PYTHONPATH entries that give a step accelkit (ACCELKIT_PARENT, accelkit_alone's copy):
+#: a launcher for `--ab` leaves them out.
+_ACCELKIT_PATHS = {str(ACCELKIT_PARENT)}
 
 
 @functools.cache
@@ -66,13 +73,9 @@ def accelkit_alone() -> str:
 
     folder = Path(tempfile.mkdtemp(prefix="accelkit-alone-"))
     atexit.register(shutil.rmtree, folder, True)
-    return str(copy_accelkit(folder))
-
-
-"""The folder holding the `accelkit` package (put on PYTHONPATH of every step)."""
-MARKER = ".accelkit-build.json"
-_VERSION_LINE = re.compile(r"""^(__version__|git_version)\s*(?::\s*str\s*)?=\s*['"]([^'"]*)['"]""")
-_PROBE = "import json, torch; print(json.dumps([torch.__version__, torch.version.git_version]))"
+    path = str(copy_accelkit(folder))
+    _ACCELKIT_PATHS.add(path)
+    return path
 
 
 def wheel_identity(wheel: Path) -> tuple[str | None, str | None]:
@@ -324,16 +327,11 @@ def launcher(environment: Environment, target: Path) -> Path:
         shebang=shebang,
         note=re.sub(r"\s+", " ", f"torch {environment.torch_version} {environment.note}"),
         python=json.dumps(list(environment.python)),
-        path=json.dumps([p for p in environment.path if p not in _accelkit_folders()]),
+        path=json.dumps([p for p in environment.path if p not in _ACCELKIT_PATHS]),
     )
     target.write_text(text, encoding="utf-8")
     target.chmod(0o755)
     return target
-
-
-def _accelkit_folders() -> set[str]:
-    made = {accelkit_alone()} if accelkit_alone.cache_info().currsize else set()
-    return {str(ACCELKIT_PARENT), *made}
 
 
 def perf_verdict(found: Sequence[Any]) -> tuple[Verdict | None, str]:
