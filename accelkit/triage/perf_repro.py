@@ -101,7 +101,8 @@ def perf_spec(results: Results, case: Case) -> dict[str, Any]:
 
 def _perf_spec(results: Results, case: Case) -> dict[str, Any]:
     from accelkit.suite.params import decode_param
-    from accelkit.suite.perf.harness import SIZE_TIERS, element_size, rotation_count
+    from accelkit.suite.perf.harness import SIZE_TIERS, element_size
+    from accelkit.suite.perf.rotation import memory_rotation_count, rotation_count
 
     record = case.repro
     assert record is not None
@@ -123,18 +124,18 @@ def _perf_spec(results: Results, case: Case) -> dict[str, Any]:
     elif function == "test_gemv":
         dtype = _dtype_from_id(case.id, tier.activation_dtype)
         _, n, k = (int(v) for v in shape)
-        sets = rotation_count(n * k * element_size(dtype), tier, cap=16)
+        sets = memory_rotation_count(n * k * element_size(dtype), tier, cap=16)
         out = {"family": "gemv", "dtype": dtype, "shape": [1, n, k], "sets": sets}
     elif function == "test_stream":
         n = int(_tag(case, "elements"))
         kernel = str(params["stream_case"])
-        sets = rotation_count(2 * 4 * n, tier)
+        sets = memory_rotation_count(2 * 4 * n, tier)
         out = {"family": "stream", "kernel": kernel, "dtype": "float32", "elements": n}
         out["sets"] = sets
     elif function == "test_rows":
         dtype = _dtype_from_id(case.id, tier.activation_dtype)
         rows, cols = (int(v) for v in shape)
-        sets = rotation_count(2 * rows * cols * element_size(dtype), tier)
+        sets = memory_rotation_count(2 * rows * cols * element_size(dtype), tier)
         kernel = str(params["row_case"])
         out = {"family": "rows", "kernel": kernel, "dtype": dtype, "shape": [rows, cols]}
         out["sets"] = sets

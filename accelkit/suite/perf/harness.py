@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -87,6 +86,9 @@ class SizeTier:
     rotate_bytes: int
     """Rotate input sets until their total reaches this (caches cannot serve them)."""
     timing: TimingOptions
+    rotate_past_llc: bool = False
+    """Memory-bound cases rotate through at least 4x the host's last-level cache instead
+    (`accelkit.suite.perf.rotation.memory_working_set`): the host tier."""
 
 
 SIZE_TIERS: dict[str, SizeTier] = {
@@ -95,8 +97,8 @@ SIZE_TIERS: dict[str, SizeTier] = {
     # longer than the scheduler's time slice is nearly always stretched by other
     # processes, so long blocks make the median follow the machine's load; short ones keep
     # most samples clean (measured here: 128^3 GEMM IQR/median 1-2% with 0.1 ms blocks,
-    # 7-12% with 1 ms blocks). The price: the memory cases' operands (1-8 MiB) sit partly
-    # in the last-level cache, so they measure the cache/DRAM mix, not DRAM alone.
+    # 7-12% with 1 ms blocks). Each call of a memory case moves 1-8 MiB, but its sets
+    # rotate through 4x the last-level cache (`memory_working_set`), so it reads memory.
     "host": SizeTier(
         name="host",
         gemm_square=(128,),
@@ -116,6 +118,7 @@ SIZE_TIERS: dict[str, SizeTier] = {
         ceiling_gemm=768,
         ceiling_copy_elements=1 << 24,
         rotate_bytes=8 * MIB,
+        rotate_past_llc=True,
         timing=TimingOptions(
             min_samples=20,
             max_samples=200,
@@ -233,13 +236,6 @@ def configure_threads(tier: SizeTier) -> int | None:
 
     torch.set_num_threads(threads)
     return threads
-
-
-def rotation_count(bytes_per_set: int, tier: SizeTier, *, cap: int = 8) -> int:
-    """How many distinct input sets to rotate through so caches cannot serve them."""
-    if bytes_per_set <= 0:
-        return 1
-    return max(1, min(cap, math.ceil(tier.rotate_bytes / bytes_per_set)))
 
 
 def metric_fields(metric: dict[str, Any]) -> tuple[float, str, bool, list[float], dict[str, Any]]:

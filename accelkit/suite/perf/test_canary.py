@@ -5,8 +5,9 @@ against them (`accelkit.results.canary`; the method and its calibration are in
 `accelkit.results.stats`'s docstring), so a machine that got slower between two runs is not
 reported as a build that got slower.
 
-- `host/copy`: a 1 MiB float32 copy (numpy `copyto`, 8 rotating buffers, as the memory
-  cases rotate theirs), B/s: the host's memory system;
+- `host/copy`: a 1 MiB float32 copy (numpy `copyto`), B/s: the host's memory system; its
+  buffers rotate through 4x the last-level cache, as the memory cases' do
+  (`accelkit.suite.perf.rotation`), so it reads memory, not a cache;
 - `host/gemm`: a 128^3 float32 matrix product (numpy `matmul` into a preallocated output),
   FLOP/s: the host's cores;
 - on a device outside host memory (the backend's `host_memory` fact), `device/copy` and
@@ -32,9 +33,9 @@ import pytest
 
 from accelkit.suite.perf.fixtures import backend_of
 from accelkit.suite.perf.harness import SIZE_TIERS, PerfContext
+from accelkit.suite.perf.rotation import memory_rotation_count, rotating_sets
 
 HOST_COPY_ELEMENTS = 1 << 18
-HOST_COPY_SETS = 8
 HOST_GEMM_N = 128
 DEVICE_GEMM_MAX_N = 4096
 HOST_CANARIES = ("host/copy", "host/gemm")
@@ -77,10 +78,8 @@ def test_canary(canary: str, perf: PerfContext, record_metric: Callable[..., Non
         rng = np.random.default_rng(0)
         if kind == "copy":
             n = HOST_COPY_ELEMENTS
-            sets = [
-                (np.empty(n, np.float32), rng.standard_normal(n, dtype=np.float32))
-                for _ in range(HOST_COPY_SETS)
-            ]
+            first = (np.empty(n, np.float32), rng.standard_normal(n, dtype=np.float32))
+            sets = rotating_sets(first, memory_rotation_count(2 * 4 * n, SIZE_TIERS["host"]))
             measurement = perf.measure(np.copyto, arg_sets=sets, on_host=True, **_host_timing())
             bytes_moved = 2 * 4 * n
         else:

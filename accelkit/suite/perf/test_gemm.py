@@ -20,9 +20,9 @@ from accelkit.suite.perf.harness import (
     gemm_function,
     gemm_operands,
     gemm_unsupported,
-    rotation_count,
     tf32_mode,
 )
+from accelkit.suite.perf.rotation import rotation_count
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -13,7 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from accelkit.suite.perf.fixtures import tier_of
-from accelkit.suite.perf.harness import PerfContext, element_size, rotation_count, torch_dtype
+from accelkit.suite.perf.harness import PerfContext, element_size, torch_dtype
+from accelkit.suite.perf.rotation import memory_rotation_count, rotating_sets
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -35,14 +36,12 @@ def test_gemv(
     dtype = torch_dtype(perf.tier.activation_dtype)
     size = element_size(perf.tier.activation_dtype)
     weight_bytes = n * k * size
-    sets = rotation_count(weight_bytes, perf.tier, cap=16)
-    arg_sets = [
-        (
-            torch.randn(1, k, device=perf.device_type, dtype=dtype),
-            torch.randn(n, k, device=perf.device_type, dtype=dtype),
-        )
-        for _ in range(sets)
-    ]
+    sets = memory_rotation_count(weight_bytes, perf.tier, cap=16)
+    first = (
+        torch.randn(1, k, device=perf.device_type, dtype=dtype),
+        torch.randn(n, k, device=perf.device_type, dtype=dtype),
+    )
+    arg_sets = rotating_sets(first, sets)
     measurement = perf.measure(F.linear, arg_sets=arg_sets)
     moved = weight_bytes + (k + n) * size
     perf.record_bandwidth(record_metric, "bandwidth", measurement, moved, shape=[1, n, k])

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from accelkit.suite.perf.fixtures import tier_of
-from accelkit.suite.perf.harness import PerfContext, element_size, rotation_count, torch_dtype
+from accelkit.suite.perf.harness import PerfContext, element_size, torch_dtype
+from accelkit.suite.perf.rotation import memory_rotation_count, rotating_sets
 
 STREAM_KERNELS = ("copy", "triad", "sum")
 ROW_KERNELS = ("softmax", "layer_norm")
@@ -40,27 +41,18 @@ def test_stream(stream_case: str, perf: PerfContext, record_metric: Callable[...
 
     n = perf.tier.stream_elements
     device = perf.device_type
-    sets = rotation_count(2 * 4 * n, perf.tier)
+    sets = memory_rotation_count(2 * 4 * n, perf.tier)
     fn: Callable[..., object]
-    arg_sets: list[tuple[Any, ...]]
     if stream_case == "copy":
-        arg_sets = [
-            (torch.empty(n, device=device), torch.randn(n, device=device)) for _ in range(sets)
-        ]
+        first: tuple[Any, ...] = (torch.empty(n, device=device), torch.randn(n, device=device))
         fn, moved = (lambda dst, src: dst.copy_(src)), 2 * 4 * n
     elif stream_case == "triad":
-        arg_sets = [
-            (
-                torch.empty(n, device=device),
-                torch.randn(n, device=device),
-                torch.randn(n, device=device),
-            )
-            for _ in range(sets)
-        ]
+        first = tuple(torch.randn(n, device=device) for _ in range(3))
         fn, moved = (lambda a, b, c: torch.add(b, c, alpha=3.0, out=a)), 3 * 4 * n
     else:
-        arg_sets = [(torch.randn(n, device=device),) for _ in range(sets)]
+        first = (torch.randn(n, device=device),)
         fn, moved = torch.sum, 4 * n
+    arg_sets = rotating_sets(first, sets)
     measurement = perf.measure(fn, arg_sets=arg_sets)
     perf.record_bandwidth(record_metric, "bandwidth", measurement, moved, elements=n)
     perf.record_latency(record_metric, "latency", measurement, elements=n)
@@ -74,8 +66,8 @@ def test_rows(row_case: str, perf: PerfContext, record_metric: Callable[..., Non
     dtype_name = perf.tier.activation_dtype
     dtype, size = torch_dtype(dtype_name), element_size(dtype_name)
     device = perf.device_type
-    sets = rotation_count(2 * rows * cols * size, perf.tier)
-    inputs = [(torch.randn(rows, cols, device=device, dtype=dtype),) for _ in range(sets)]
+    sets = memory_rotation_count(2 * rows * cols * size, perf.tier)
+    inputs = rotating_sets((torch.randn(rows, cols, device=device, dtype=dtype),), sets)
     if row_case == "softmax":
         fn: Callable[..., object] = lambda x: torch.softmax(x, dim=-1)  # noqa: E731
     else:
