@@ -1,7 +1,8 @@
 """Statistics for comparing two sets of samples of one metric (`base` and `new`).
 
 The rank test, the t quantiles and the sign-flip test themselves are in
-`accelkit.results.significance`.
+`accelkit.results.significance`. Longer than 600 lines because this docstring is where the
+method and its calibration are documented (230 lines); the code is under 400.
 
 What is estimated
 -----------------
@@ -158,6 +159,20 @@ GEMM loop ran at about 210 us in some processes and 300 us in others, in both si
 and a fresh allocation of its operands, the CPU it is pinned to, or turning address
 randomisation off did not change a process's mode; so a 10% slowdown of it was `noisy` quiet
 (its pair ratios spread by 12%).
+
+The memory-bound cases had a cause of their own, found later: their input sets (8 MiB)
+sat partly in the 32 MiB last-level cache, which the two sides, taking turns on one CPU,
+shared; which side kept its sets there depended on where each process's pages fell, so in
+one pass pair a gemv read 13 GB/s on one side and 48 on the other for all 200 samples
+(alone, one process read 70 GB/s from any of six fresh allocations). Since they rotate
+through 4x the last-level cache (`accelkit.suite.perf.rotation`), so each call reads
+memory, their half-widths in whole-suite runs (A/A and planted, quiet and loaded) went from
+19-44% (gemv) and 30% (1 MiB copy) to 0.2-4.7% (one triad at 6.8%) in five runs, and the
+suite's share of metrics within 5% from 37% to 67-76%. What
+stays wide there is noise within each pass, not between the sides: the all_reduce over
+loopback (IQR/median 50-70% within a pass, 20 samples), layer_norm rows (whose level
+follows each allocation of its inputs even in one process alone: 13-24 GB/s), the
+compile-latency samples (3 a side, one process) and the eager/compiled block timings.
 
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------
