@@ -167,7 +167,7 @@ one pass pair a gemv read 13 GB/s on one side and 48 on the other for all 200 sa
 (alone, one process read 70 GB/s from any of six fresh allocations). Since they rotate
 through 4x the last-level cache (`accelkit.suite.perf.rotation`), so each call reads
 memory, their half-widths in whole-suite runs (A/A and planted, quiet and loaded) went from
-19-44% (gemv) and 30% (1 MiB copy) to 0.2-4.7% (one triad at 6.8%) in five runs, and the
+19-44% (gemv) and 30% (1 MiB copy) to 0.5-4.6% (one triad at 6.8%) in five runs, and the
 suite's share of metrics within 5% from 37% to 67-76%. What
 stays wide there is noise within each pass, not between the sides: the all_reduce over
 loopback (IQR/median 50-70% within a pass, 20 samples), layer_norm rows (whose level
