@@ -142,6 +142,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group(groups.pop()))
 
 
+@pytest.fixture
+def llc_32mib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
+    """`accelkit.suite.perf.rotation` sees one 32 MiB last-level cache, whatever this
+    machine has (the memory-bound cases' set counts follow it)."""
+    from accelkit.suite.perf import rotation
+
+    index = tmp_path / "cpu0-cache" / "index0"
+    index.mkdir(parents=True)
+    (index / "type").write_text("Unified\n")
+    (index / "size").write_text("32768K\n")
+    monkeypatch.setattr(rotation, "CPU0_CACHES", index.parent)
+    rotation.last_level_cache_bytes.cache_clear()
+    yield 32 << 20
+    rotation.last_level_cache_bytes.cache_clear()
+
+
 def _docker_missing(reason: str) -> NoReturn:
     if os.environ.get(REQUIRE_DOCKER_ENV) == "1":
         pytest.fail(f"{reason} ({REQUIRE_DOCKER_ENV}=1: failing, not skipping)", pytrace=False)

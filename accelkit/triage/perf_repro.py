@@ -151,6 +151,8 @@ def _perf_spec(results: Results, case: Case) -> dict[str, Any]:
         if on_host:
             timing = _timing(SIZE_TIERS["host"].timing)
         out = {"family": "canary", "kernel": canary, "size": size}
+        if canary == "host/copy":
+            out["sets"] = memory_rotation_count(2 * 4 * size, SIZE_TIERS["host"])
     else:
         raise BadInput(
             f"{case.id}: no standalone perf reproducer for {record.file}::{function} "

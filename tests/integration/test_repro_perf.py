@@ -167,7 +167,7 @@ def _perf_case(case_id: str, function: str, params: dict[str, object], **tags: o
             "test_gemv",
             {"gemv_case": {"__tuple__": [1024, 512]}},
             {"shape": [1, 1024, 512]},
-            {"family": "gemv", "dtype": "float32", "shape": [1, 1024, 512], "sets": 4},
+            {"family": "gemv", "dtype": "float32", "shape": [1, 1024, 512], "sets": 64},
         ),
         (
             "perf/attention/sdpa/float32/b1h4s128d32/causal",
@@ -181,21 +181,21 @@ def _perf_case(case_id: str, function: str, params: dict[str, object], **tags: o
             "test_stream",
             {"stream_case": "triad"},
             {"elements": 262144},
-            {"family": "stream", "kernel": "triad", "elements": 262144, "sets": 4},
+            {"family": "stream", "kernel": "triad", "elements": 262144, "sets": 64},
         ),
         (
             "perf/memory/rows/softmax/float32/128x1024",
             "test_rows",
             {"row_case": "softmax"},
             {"shape": [128, 1024]},
-            {"family": "rows", "kernel": "softmax", "shape": [128, 1024], "sets": 8},
+            {"family": "rows", "kernel": "softmax", "shape": [128, 1024], "sets": 128},
         ),
         (
             "perf/canary/host/copy",
             "test_canary",
             {"canary": "host/copy"},
             {"size": 262144},
-            {"family": "canary", "kernel": "host/copy", "size": 262144},
+            {"family": "canary", "kernel": "host/copy", "size": 262144, "sets": 64},
         ),
     ],
 )
@@ -205,7 +205,9 @@ def test_perf_spec_rebuilds_the_op_from_the_record(
     params: dict[str, object],
     tags: dict[str, object],
     expected: dict[str, object],
+    llc_32mib: int,
 ) -> None:
+    """Memory-bound cases rotate through 4x the last-level cache (32 MiB here: 128 MiB)."""
     from accelkit.suite.perf.harness import SIZE_TIERS
 
     recorded = _perf_case(case_id, function, params, **tags)
