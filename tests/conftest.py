@@ -143,19 +143,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 @pytest.fixture
-def llc_32mib(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[int]:
-    """`accelkit.suite.perf.rotation` sees one 32 MiB last-level cache, whatever this
-    machine has (the memory-bound cases' set counts follow it)."""
+def cpu0_caches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A function that makes `accelkit.suite.perf.rotation` see the given caches of CPU 0,
+    as (type, sysfs size) pairs, e.g. [("Unified", "32768K")], instead of this machine's;
+    its cached answer is cleared before and after."""
     from accelkit.suite.perf import rotation
 
-    index = tmp_path / "cpu0-cache" / "index0"
-    index.mkdir(parents=True)
-    (index / "type").write_text("Unified\n")
-    (index / "size").write_text("32768K\n")
-    monkeypatch.setattr(rotation, "CPU0_CACHES", index.parent)
+    root = tmp_path / "cpu0-cache"
+
+    def pin(caches: list[tuple[str, str]]) -> None:
+        for i, (kind, size) in enumerate(caches):
+            index = root / f"index{i}"
+            index.mkdir(parents=True)
+            (index / "type").write_text(kind + "\n")
+            (index / "size").write_text(size + "\n")
+        monkeypatch.setattr(rotation, "CPU0_CACHES", root)
+        rotation.last_level_cache_bytes.cache_clear()
+
+    yield pin
     rotation.last_level_cache_bytes.cache_clear()
-    yield 32 << 20
-    rotation.last_level_cache_bytes.cache_clear()
+
+
+@pytest.fixture
+def llc_32mib(cpu0_caches: Any) -> int:
+    """One 32 MiB last-level cache, whatever this machine has (the memory-bound cases' set
+    counts follow it)."""
+    cpu0_caches([("Unified", "32768K")])
+    return 32 << 20
 
 
 def _docker_missing(reason: str) -> NoReturn:

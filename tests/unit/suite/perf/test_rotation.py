@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -33,54 +33,27 @@ def test_sysfs_cache_sizes_parse(text: str, size: int) -> None:
     assert parse_cache_size(text) == size
 
 
-def _fake_cpu0(root: Path, caches: list[tuple[str, str]]) -> Path:
-    for i, (kind, size) in enumerate(caches):
-        index = root / f"index{i}"
-        index.mkdir(parents=True)
-        (index / "type").write_text(kind + "\n")
-        (index / "size").write_text(size + "\n")
-    return root
+def test_the_last_level_cache_is_the_largest_data_cache(cpu0_caches: Any) -> None:
+    cpu0_caches([("Data", "48K"), ("Instruction", "64M"), ("Unified", "1024K"), ("Unified", "32M")])
+    assert rotation.last_level_cache_bytes() == 32 * MIB
+    # STREAM's rule: the memory cases' sets span 4x that, so each call reads memory.
+    tier = SIZE_TIERS["host"]
+    assert memory_working_set(tier) == LLC_FACTOR * 32 * MIB
+    assert memory_rotation_count(2 * MIB, tier) == 64
+    # No cap on the host tier: the count follows the cache, not the tier's cap.
+    assert memory_rotation_count(2 * MIB, tier, cap=8) == 64
 
 
-def test_the_last_level_cache_is_the_largest_data_cache(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    caches = [("Data", "48K"), ("Instruction", "64M"), ("Unified", "1024K"), ("Unified", "32M")]
-    root = _fake_cpu0(tmp_path, caches)
-    monkeypatch.setattr(rotation, "CPU0_CACHES", root)
-    rotation.last_level_cache_bytes.cache_clear()
-    try:
-        assert rotation.last_level_cache_bytes() == 32 * MIB
-        # STREAM's rule: the memory cases' sets span 4x that, so each call reads memory.
-        tier = SIZE_TIERS["host"]
-        assert memory_working_set(tier) == LLC_FACTOR * 32 * MIB
-        assert memory_rotation_count(2 * MIB, tier) == 64
-        # No cap on the host tier: the count follows the cache, not the tier's cap.
-        assert memory_rotation_count(2 * MIB, tier, cap=8) == 64
-    finally:
-        rotation.last_level_cache_bytes.cache_clear()
+def test_a_host_without_a_cache_description_assumes_a_default(cpu0_caches: Any) -> None:
+    cpu0_caches([])
+    assert rotation.last_level_cache_bytes() is None
+    working_set = memory_working_set(SIZE_TIERS["host"])
+    assert working_set == LLC_FACTOR * rotation.DEFAULT_LLC_BYTES
 
 
-def test_a_host_without_a_cache_description_assumes_a_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(rotation, "CPU0_CACHES", tmp_path / "absent")
-    rotation.last_level_cache_bytes.cache_clear()
-    try:
-        assert rotation.last_level_cache_bytes() is None
-        working_set = memory_working_set(SIZE_TIERS["host"])
-        assert working_set == LLC_FACTOR * rotation.DEFAULT_LLC_BYTES
-    finally:
-        rotation.last_level_cache_bytes.cache_clear()
-
-
-def test_a_huge_cache_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rotation, "CPU0_CACHES", _fake_cpu0(tmp_path, [("Unified", "1G")]))
-    rotation.last_level_cache_bytes.cache_clear()
-    try:
-        assert memory_working_set(SIZE_TIERS["host"]) == MAX_HOST_WORKING_SET
-    finally:
-        rotation.last_level_cache_bytes.cache_clear()
+def test_a_huge_cache_is_bounded(cpu0_caches: Any) -> None:
+    cpu0_caches([("Unified", "1G")])
+    assert memory_working_set(SIZE_TIERS["host"]) == MAX_HOST_WORKING_SET
 
 
 def test_device_tiers_keep_their_bytes_and_cap() -> None:
