@@ -24,9 +24,13 @@ last measurement: nothing of one side's set-up competes with the other side's sa
   a crash frees the token too), or `BARRIER_S` passed. Once one side is gone the other
   runs on alone.
 - `configure(path, side)` (the pytest process that runs the cases: the xdist worker, or
-  pytest itself without one): from then on `turn()` takes turns. Nothing else is ever
-  configured, so the processes a case starts (run-scoped workers, rank processes) do not
-  take part; their time counts as their caller's turn.
+  pytest itself without one): from then on `turn()` takes turns.
+- `relay()` and `taking_turns(handoff)`: a case whose samples are taken in another process
+  (all_reduce in its rank processes, the compile speedup in its run-scoped worker) lends
+  that process its turns. Without it, the whole measurement ran inside one turn of the
+  case's process: all of one side's all_reduce samples, then all of the other side's,
+  seconds apart, and the machine's drift between the two stretches stayed in the
+  comparison.
 
 Both sides also take the same number of samples, so their samples are the same window of
 time. Each measurement's own stopping rule (enough samples and run time, a steady spread)
@@ -331,3 +335,82 @@ def turn(enough: bool = False) -> Turn:
             _client.close()
             _client = None
         return ALONE
+
+
+# -- turns taken in another process ------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """Where a process that a case starts takes this side's turns (see `relay`)."""
+
+    path: str
+    side: str
+    owner: int
+    """The pid of the process that relays: in it, `taking_turns` changes nothing."""
+
+
+@contextlib.contextmanager
+def relay() -> Iterator[Handoff | None]:
+    """Lend this side's turns to the processes a case hands its measurement to (the
+    run-scoped workers, the rank processes): they connect to a socket in a private folder,
+    as a side connects to the baton, and each of their `turn()`s is this process's, taken
+    by a thread while the case waits for them. None when not in lockstep."""
+    if _config is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="accelkit-relay-") as tmp:
+        os.chmod(tmp, 0o700)
+        path = os.path.join(tmp, "relay.sock")
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(path)
+        server.listen(1)
+        thread = threading.Thread(target=_relay, args=(server, _config[1]), daemon=True)
+        thread.start()
+        try:
+            yield Handoff(path, _config[1], os.getpid())
+        finally:
+            with contextlib.suppress(OSError):
+                server.shutdown(socket.SHUT_RDWR)
+            server.close()
+            thread.join(timeout=5.0)
+
+
+def _relay(server: socket.socket, side: str) -> None:
+    """One client at a time; its requests become this process's `turn()`s (the case's own
+    thread waits meanwhile, so the baton connection has one user)."""
+    while True:
+        try:
+            conn, _ = server.accept()
+        except OSError:
+            return
+        with conn:
+            try:
+                if conn.recv(1) != side.encode("ascii"):
+                    continue
+                while (request := conn.recv(1)) in (_MORE, _ENOUGH):
+                    step = turn(enough=request == _ENOUGH)
+                    if not step.taken:
+                        break  # the baton is gone: the client measures on alone
+                    conn.sendall(_GO_OTHER_ENOUGH if step.other_enough else _GO)
+            except OSError:
+                continue
+
+
+@contextlib.contextmanager
+def taking_turns(handoff: Handoff | None) -> Iterator[None]:
+    """In a process a case started: take turns through `handoff` (from the case's `relay`)
+    for the block, then stop. A no-op for None and in the relaying process itself."""
+    global _client, _config
+    if handoff is None or handoff.owner == os.getpid():
+        yield
+        return
+    before = _config
+    configure(handoff.path, handoff.side)
+    try:
+        yield
+    finally:
+        if _client is not None:
+            _client.close()
+            _client = None
+        _config = before

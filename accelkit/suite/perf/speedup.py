@@ -3,13 +3,15 @@
 `measure_pass` runs where the run puts it (accelkit.suite.run_scoped): with several
 measurement passes, in one worker process for the whole run, so the block is compiled once
 per run (the first pass) and every pass times eager against the same compiled block;
-otherwise in the pass's own process. Either way each pass takes its own interleaved samples.
+otherwise in the pass's own process. Either way each pass takes its own interleaved samples,
+and in an interleaved A/B pass they take the side's turns (`lockstep.taking_turns`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from accelkit.suite import lockstep
 from accelkit.suite.perf.harness import torch_dtype
 from accelkit.suite.timing import Measurement, Timer, measure_interleaved
 
@@ -67,10 +69,12 @@ def measure_pass(
     threads: int | None,
     rounds: int,
     min_block_time: float,
+    turns: lockstep.Handoff | None = None,
 ) -> dict[str, Measurement]:
     """Check the compiled block against eager, then time both interleaved (`rounds`
     rounds); `state` keeps the compiled block between calls. `timer_device`: None to time
-    with the host clock, else the device whose events time the calls."""
+    with the host clock, else the device whose events time the calls. `turns`: the
+    case's `lockstep.relay()` (an interleaved A/B pass), whose turns the rounds take."""
     import torch
 
     key = ("block", block_case, dtype, device)
@@ -94,4 +98,5 @@ def measure_pass(
         "eager": Timer(eager_step, args=(built.x,), device=timer_device),
         "compiled": Timer(compiled_step, args=(built.x,), device=timer_device),
     }
-    return measure_interleaved(timers, rounds=rounds, min_block_time=min_block_time)
+    with lockstep.taking_turns(turns):
+        return measure_interleaved(timers, rounds=rounds, min_block_time=min_block_time)

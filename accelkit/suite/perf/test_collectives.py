@@ -5,7 +5,8 @@ several measurement passes the rank processes and their process group are starte
 per run and every pass measures inside them (`run_ranks_for_run`). Bus
 bandwidth follows nccl-tests: busbw = 2 x (n - 1) / n x bytes / time, comparable across
 rank counts. CPU: gloo over loopback (2 processes on one host). Accelerators: the
-device's collective backend, when at least 2 devices are visible.
+device's collective backend, when at least 2 devices are visible. In an interleaved
+A/B pass the ranks take the side's turns, sample by sample (`lockstep.relay`).
 """
 
 from __future__ import annotations
@@ -16,8 +17,13 @@ from typing import Any
 
 import pytest
 
+from accelkit.suite import lockstep
 from accelkit.suite.distributed import run_ranks_for_run
-from accelkit.suite.perf.collectives import all_reduce_rank, calls_per_sample
+from accelkit.suite.perf.collectives import (
+    SAMPLES_PER_MIN_SAMPLE,
+    all_reduce_rank,
+    calls_per_sample,
+)
 from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import Measurement
 
@@ -50,14 +56,18 @@ def test_all_reduce(
         if count < WORLD_SIZE:
             pytest.skip(f"all_reduce across devices needs {WORLD_SIZE} devices, found {count}")
     sizes = perf.tier.all_reduce_bytes
-    rank_fn = functools.partial(
-        all_reduce_rank,
-        backend=perf.backend,
-        sizes=sizes,
-        samples=perf.tier.timing.min_samples,
-        threads=perf.threads,
-    )
-    per_rank = run_ranks_for_run(rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0)
+    with lockstep.relay() as turns:  # the ranks take this side's turns (--ab)
+        rank_fn = functools.partial(
+            all_reduce_rank,
+            backend=perf.backend,
+            sizes=sizes,
+            samples=SAMPLES_PER_MIN_SAMPLE * perf.tier.timing.min_samples,
+            threads=perf.threads,
+            turns=turns,
+        )
+        per_rank = run_ranks_for_run(
+            rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0
+        )
     factor = 2.0 * (WORLD_SIZE - 1) / WORLD_SIZE
     for nbytes, samples in per_rank[0].items():
         measurement = Measurement(

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from accelkit.suite import run_scoped
+from accelkit.suite import lockstep, run_scoped
 from accelkit.suite.perf import speedup
 from accelkit.suite.perf.fixtures import tier_of
 from accelkit.suite.perf.harness import PerfContext
@@ -91,18 +91,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_speedup(
     block_case: tuple[int, int, int, int], perf: PerfContext, record_metric: Callable[..., None]
 ) -> None:
-    job = functools.partial(
-        speedup.measure_pass,
-        block_case=block_case,
-        dtype=perf.tier.activation_dtype,
-        device=perf.device_type,
-        timer_device=perf.timer_device(),
-        threads=perf.threads,
-        rounds=max(perf.tier.timing.min_samples, perf.tier.timing.interleaved_rounds),
-        min_block_time=perf.tier.timing.min_block_time,
-    )
-    key = f"compile-speedup-{perf.backend}"
-    measured = run_scoped.call_or_here(key, job, timeout_s=WORKER_TIMEOUT_S)
+    with lockstep.relay() as turns:  # the worker takes this side's turns (--ab)
+        job = functools.partial(
+            speedup.measure_pass,
+            block_case=block_case,
+            dtype=perf.tier.activation_dtype,
+            device=perf.device_type,
+            timer_device=perf.timer_device(),
+            threads=perf.threads,
+            rounds=max(perf.tier.timing.min_samples, perf.tier.timing.interleaved_rounds),
+            min_block_time=perf.tier.timing.min_block_time,
+            turns=turns,
+        )
+        key = f"compile-speedup-{perf.backend}"
+        measured = run_scoped.call_or_here(key, job, timeout_s=WORKER_TIMEOUT_S)
     for name, measurement in measured.items():
         perf.record_latency(record_metric, name, measurement)
     perf.record_ratio(record_metric, "speedup", measured["eager"], measured["compiled"])

@@ -251,3 +251,60 @@ def test_side_names_are_checked() -> None:
         lockstep.configure("/x", "C")
     with pytest.raises(ValueError, match="side"), lockstep.baton(first="C"):
         pass
+
+
+# A side whose case hands its samples to another process (the rank processes, a run-scoped
+# worker): one sample of its own, then `turns` samples in a child through `relay()`.
+RELAYING_SIDE = """
+import subprocess, sys, time
+from accelkit.suite import lockstep
+path, side, turns, log = sys.argv[1:5]
+lockstep.configure(path, side)
+lockstep.turn()
+start = time.monotonic_ns()
+time.sleep(0.01)
+with open(log, "a") as out:
+    out.write(f"{side} {start} {time.monotonic_ns()}\\n")
+with lockstep.relay() as handoff:
+    with lockstep.taking_turns(handoff):  # the relaying process itself: no change
+        assert lockstep._config == (path, side)
+    argv = [handoff.path, handoff.side, str(handoff.owner), turns, log]
+    subprocess.run([sys.executable, "-c", sys.argv[5], *argv], check=True)
+"""
+HELPER = """
+import sys, time
+from accelkit.suite import lockstep
+path, side, owner, turns, log = sys.argv[1:6]
+with lockstep.taking_turns(lockstep.Handoff(path, side, int(owner))):
+    with open(log, "a") as out:
+        for i in range(int(turns)):
+            lockstep.turn(enough=i == int(turns) - 1)
+            start = time.monotonic_ns()
+            time.sleep(0.01)
+            out.write(f"{side} {start} {time.monotonic_ns()}\\n")
+            out.flush()
+assert not lockstep.active()
+"""
+
+
+def test_a_process_the_case_starts_takes_the_sides_turns_through_its_relay(
+    tmp_path: Path,
+) -> None:
+    log = tmp_path / "log"
+    with lockstep.baton(first="A") as baton:
+        argv = [sys.executable, "-c", RELAYING_SIDE, str(baton.path), "A", "5", str(log), HELPER]
+        a = subprocess.Popen(argv, cwd=REPO)
+        b = _side(baton, "B", 6, log)
+        assert _run(baton, a, b) == [0, 0]
+    rows = _samples(log)
+    # Without the relay the child's five samples would come in one turn of A's.
+    assert [side for side, _, _ in rows] == ["A", "B"] * 6
+    for earlier, later in itertools.pairwise(rows):
+        assert earlier[2] <= later[1], "a sample ran while the other side's did"
+
+
+def test_no_relay_outside_lockstep() -> None:
+    with lockstep.relay() as handoff:
+        assert handoff is None
+    with lockstep.taking_turns(None):
+        assert not lockstep.active()
