@@ -6,6 +6,9 @@ file is one or more *groups* of samples (a group = one process's samples of a me
 `Metric.sample_groups`); pooling keeps every sample and numbers the groups so they stay
 distinct: the groups of input `i` follow those of inputs `0..i-1`, with the same offset for
 every metric, so group `g` names the same process across all metrics of the pooled file.
+(A case that numbers its own groups in one pass, `perf/compile/latency` in an `--ab` pass,
+takes that many numbers: the next input's groups start after them. The two sides of an
+interleaved run are pooled alike, so their labels still match pass by pass.)
 
 What the pooled file holds:
 - the first input's header (`run`, `env`, `capabilities`);

@@ -37,7 +37,9 @@ class Metric(_Model):
     # `samples`. Samples of one group share that process's conditions (memory layout, a
     # burst of load from other jobs), so they are not independent draws of the run's
     # distribution; `accelkit compare` resamples whole groups when both sides have enough.
-    # Absent: every sample came from one group.
+    # Absent: every sample came from one group. A case measured in one pass may number
+    # its own groups: `perf/compile/latency` in an interleaved A/B pass, where each sample
+    # took its own lockstep turn and pairs with the other side's sample of that number.
     sample_groups: list[int] | None = None
 
     @model_validator(mode="after")

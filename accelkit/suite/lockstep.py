@@ -349,6 +349,18 @@ class Handoff:
     owner: int
     """The pid of the process that relays: in it, `taking_turns` changes nothing."""
 
+    def encode(self) -> str:
+        """One command-line word for a process started by argv (`decode` reads it)."""
+        return f"{self.side}:{self.owner}:{self.path}"
+
+    @classmethod
+    def decode(cls, word: str) -> Handoff:
+        """The `Handoff` of `encode`'s word; ValueError, in one line, for anything else."""
+        side, owner, path = [*word.split(":", 2), "", ""][:3]
+        if side not in SIDES or not owner.isdigit() or not path:
+            raise ValueError(f"not a lockstep handoff (SIDE:PID:SOCKET): {word!r}")
+        return cls(path, side, int(owner))
+
 
 @contextlib.contextmanager
 def relay() -> Iterator[Handoff | None]:

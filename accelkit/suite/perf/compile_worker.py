@@ -1,29 +1,46 @@
 """Compile latency, measured in a fresh process: `python -m accelkit.suite.perf.compile_worker
-DEVICE COUNT ROWS` prints one JSON line {"first_s": float, "samples_s": [float, ...],
-"warm_s": [float, ...], "cold_cache_hits": int, "warm_cache_hits": int}.
+DEVICE COUNT ROWS [--threads N] [--turns HANDOFF]` prints one JSON line {"first_s": float,
+"samples_s": [float, ...], "warm_s": [float, ...], "cold_cache_hits": int,
+"warm_cache_hits": int}.
 
 The process compiles COUNT + 1 graphs of one small function, each with a different static
 shape (so each is a new graph with new kernels, and Dynamo's recompile limit is never
 hit: `torch._dynamo.reset()` comes before each). The first graph also pays for loading
 the compiler stack (imports, worker pools); it is reported apart (`first_s`) and the
 others are the cold samples (`samples_s`): run it with a fresh, empty
-TORCHINDUCTOR_CACHE_DIR. Then the same COUNT graphs are compiled again, each after a
-reset: Dynamo traces again and Inductor finds the graph in its caches, the warm samples
-(`warm_s`). The FX graph cache hits of each phase come along, so the caller can check
-that cold was cold (0 hits) and warm was warm (one per graph).
+TORCHINDUCTOR_CACHE_DIR. Then the same COUNT graphs are compiled again, `WARM_REPEATS`
+times each (graph by graph), each after a reset: Dynamo traces again and Inductor finds
+the graph in its caches, the warm samples (`warm_s`). The FX graph cache hits of each
+phase come along, so the caller can check that cold was cold (0 hits) and warm was warm
+(one per warm compile).
 
 Warm used to be a second fresh process on the same cache directory; it is measured in the
 same process now (one interpreter start, torch import and compiler-stack load less per
 run). The difference: a fresh process also pays for loading each cached kernel's module,
 a few milliseconds against the hundreds a warm compile takes.
+
+`--threads N`: torch's intra-op threads, the perf cases' count (`accelkit test --threads`).
+`--turns HANDOFF` (`lockstep.Handoff.encode`, from the case's `lockstep.relay()` in an
+interleaved A/B pass): every compile, the first included, takes one of the side's turns
+and runs pinned to the CPU both sides sample on (`lockstep.pinned`; with one thread the
+compile and the C++ compiler it starts run there), so sample k of one side is taken right
+after sample k of the other, not beside it. Measured before this, in a 10-pair A/A run,
+the two sides compiled at the same time on different CPUs and read 0.77-0.83 s and
+0.97-1.01 s for the same graphs.
 """
 
 from __future__ import annotations
 
+import argparse
 import gc
 import json
 import sys
-from typing import Any
+
+from accelkit.suite import lockstep
+
+WARM_REPEATS = 5
+"""Warm compiles of each graph: a warm compile takes tens of milliseconds, and one sample
+of it moves by 10-15% from one to the next."""
 
 
 def _graph_fn(x: object) -> object:
@@ -41,37 +58,53 @@ def _cache_hits() -> int:
     return int(counters["inductor"]["fxgraph_cache_hit"])
 
 
+def _arguments(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m accelkit.suite.perf.compile_worker")
+    parser.add_argument("device")
+    parser.add_argument("count", type=int)
+    parser.add_argument("rows", type=int)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--turns", type=lockstep.Handoff.decode, default=None)
+    return parser.parse_args(argv)
+
+
 def main(argv: list[str]) -> int:
-    device, count, rows = argv[0], int(argv[1]), int(argv[2])
+    args = _arguments(argv)
+    device, count, rows = args.device, args.count, args.rows
     import torch
 
     from accelkit.suite.timing import HostClockTimer, device_synchronize
 
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     # Host wall time including the device finishing the first call: what a user waits.
     timer = HostClockTimer(synchronize=device_synchronize(device))
-    times: list[float] = []
-    for index in range(count + 1):
+    last = count + count * WARM_REPEATS  # the last compile's index: count + 1 cold, then warm
+
+    def compile_once(index: int, shape: int) -> float:
         torch._dynamo.reset()
-        x = torch.randn(rows + index, 64, device=device)
+        x = torch.randn(rows + shape, 64, device=device)
         compiled = torch.compile(_graph_fn, dynamic=False)
 
-        def first_call(compiled: Any = compiled, x: Any = x) -> None:
+        def first_call() -> None:
             compiled(x)
 
-        times.append(timer.time_block(first_call))
-    cold_hits = _cache_hits()
-    # Warm: the same graphs again in this process, after a reset, so Dynamo traces again
-    # and Inductor finds each graph in its caches (FX graph / AOT autograd cache hits).
-    warm: list[float] = []
-    for index in range(1, count + 1):
-        torch._dynamo.reset()
-        x = torch.randn(rows + index, 64, device=device)
-        compiled = torch.compile(_graph_fn, dynamic=False)
+        # A fixed count: enough once the last compile is next (lockstep.turn).
+        lockstep.turn(enough=index == last)
+        with lockstep.pinned():
+            return timer.time_block(first_call)
 
-        def warm_call(compiled: Any = compiled, x: Any = x) -> None:
-            compiled(x)
-
-        warm.append(timer.time_block(warm_call))
+    with lockstep.taking_turns(args.turns):
+        times = [compile_once(index, index) for index in range(count + 1)]
+        cold_hits = _cache_hits()
+        # Warm: the same graphs again in this process, after a reset, so Dynamo traces
+        # again and Inductor finds each graph in its caches (FX graph / AOT autograd cache
+        # hits).
+        warm = [
+            compile_once(count + (shape - 1) * WARM_REPEATS + repeat + 1, shape)
+            for shape in range(1, count + 1)
+            for repeat in range(WARM_REPEATS)
+        ]
     result = {
         "first_s": times[0],
         "samples_s": times[1:],

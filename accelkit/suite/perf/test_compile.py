@@ -4,6 +4,10 @@
   TORCHINDUCTOR_CACHE_DIR (cold: codegen and the C++/Triton compiler run), then of the
   same graphs again after a Dynamo reset (warm: FX graph cache hits), checked by the
   cache's own hit counter (`accelkit.suite.perf.compile_worker`). One sample per graph.
+  In an interleaved A/B pass (`--ab`) the worker takes the side's turns, one compile a
+  turn, and compiles at least `MIN_PAIRS` graphs: the case runs in one pass only, so graph
+  k of one side, compiled right after graph k of the other, is a pair of compare's paired
+  mode (the metric's `sample_groups`).
 - `compile/speedup/transformer_block`: a pre-norm transformer block (attention via SDPA,
   GELU MLP), inference, eager and compiled timed interleaved round by round, so both see
   the same machine conditions; the speedup's samples are the per-round ratios. The block
@@ -24,8 +28,10 @@ from typing import Any
 
 import pytest
 
+from accelkit.results.stats import MIN_PAIRS
 from accelkit.suite import lockstep, run_scoped
 from accelkit.suite.perf import speedup
+from accelkit.suite.perf.compile_worker import WARM_REPEATS
 from accelkit.suite.perf.fixtures import tier_of
 from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import Measurement
@@ -33,7 +39,9 @@ from accelkit.suite.timing import Measurement
 WORKER_TIMEOUT_S = 240.0
 
 
-def _compile_in_fresh_process(perf: PerfContext, cache_dir: str) -> dict[str, Any]:
+def _compile_in_fresh_process(
+    perf: PerfContext, cache_dir: str, graphs: int, turns: lockstep.Handoff | None
+) -> dict[str, Any]:
     env = dict(os.environ)
     env["TORCHINDUCTOR_CACHE_DIR"] = cache_dir
     env["TRITON_CACHE_DIR"] = os.path.join(cache_dir, "triton")
@@ -44,9 +52,13 @@ def _compile_in_fresh_process(perf: PerfContext, cache_dir: str) -> dict[str, An
         "-m",
         "accelkit.suite.perf.compile_worker",
         perf.device_type,
-        str(perf.tier.compile_graphs),
+        str(graphs),
         "256",
     ]
+    if perf.threads is not None:
+        argv += ["--threads", str(perf.threads)]
+    if turns is not None:
+        argv += ["--turns", turns.encode()]
     proc = subprocess.run(
         argv, capture_output=True, text=True, env=env, timeout=WORKER_TIMEOUT_S, check=False
     )
@@ -61,18 +73,41 @@ def _compile_in_fresh_process(perf: PerfContext, cache_dir: str) -> dict[str, An
 @pytest.mark.single_pass
 @pytest.mark.requires("inductor")
 def test_latency(perf: PerfContext, record_metric: Callable[..., None]) -> None:
-    with tempfile.TemporaryDirectory(prefix="accelkit-inductor-") as cache_dir:
-        run = _compile_in_fresh_process(perf, cache_dir)
+    with (
+        lockstep.relay() as turns,  # the worker takes this side's turns (--ab)
+        tempfile.TemporaryDirectory(prefix="accelkit-inductor-") as cache_dir,
+    ):
+        count = perf.tier.compile_graphs
+        if turns is not None:
+            count = max(count, MIN_PAIRS)
+        run = _compile_in_fresh_process(perf, cache_dir, count, turns)
     graphs = len(run["samples_s"])
-    # What the two metrics claim: no cache hit while cold, one per graph while warm.
+    # What the two metrics claim: no cache hit while cold, one per compile while warm.
     assert run["cold_cache_hits"] == 0, f"cold compiles hit the cache {run['cold_cache_hits']}x"
-    assert run["warm_cache_hits"] >= graphs, (
-        f"warm compiles hit the FX graph cache {run['warm_cache_hits']}x for {graphs} graphs"
+    warm_compiles = len(run["warm_s"])
+    assert run["warm_cache_hits"] >= warm_compiles, (
+        f"{warm_compiles} warm compiles hit the FX graph cache {run['warm_cache_hits']}x"
     )
+    # In lockstep each compile is one turn, right after the other side's compile of the
+    # same graph: a graph is a pass pair for compare's paired mode (its warm repeats, one).
+    cold_pairs: dict[str, list[int]] = {}
+    warm_pairs: dict[str, list[int]] = {}
+    if turns is not None:
+        cold_pairs["sample_groups"] = list(range(graphs))
+        warm_pairs["sample_groups"] = [g for g in range(graphs) for _ in range(WARM_REPEATS)]
     cold = Measurement(samples=tuple(run["samples_s"]), timer="perf_counter")
-    perf.record_latency(record_metric, "cold", cold, first_compile_s=run["first_s"], graphs=graphs)
+    perf.record_latency(
+        record_metric, "cold", cold, first_compile_s=run["first_s"], graphs=graphs, **cold_pairs
+    )
     warm = Measurement(samples=tuple(run["warm_s"]), timer="perf_counter")
-    perf.record_latency(record_metric, "warm", warm, graphs=len(run["warm_s"]))
+    perf.record_latency(
+        record_metric,
+        "warm",
+        warm,
+        graphs=graphs,
+        repeats=WARM_REPEATS,
+        **warm_pairs,
+    )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

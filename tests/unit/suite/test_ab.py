@@ -8,14 +8,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from accelkit.errors import BadInput
 from accelkit.results.compare import compare, interleaved
+from accelkit.results.merge import pool
 from accelkit.results.model import Metric, Results
+from accelkit.results.stats import MIN_PAIRS
 from accelkit.suite import ab
 from accelkit.suite.request import AB_DEFAULT_PASSES, RunRequest, validate
-from tests.factories import case, grouped_metric, results
+from tests.factories import case, grouped_metric, metric, results
 from tests.helpers import REPO
 
 
@@ -77,6 +80,38 @@ def _side(side: str, factor: float, started: str = "2026-01-01T00:00:00+00:00") 
         ),
     ]
     return results(cases, started=started, ab={"side": side, "python": "py", "order": "ABBA"})
+
+
+def _pooled_side(side: str, compile_factor: float) -> Results:
+    """One side of an --ab run as the runner pools it: 10 passes of a GEMM; the compile
+    latency in the first pass only, its samples numbered by the case (one per turn)."""
+    rng = np.random.default_rng(1 if side == "A" else 2)
+    drift = np.exp(np.linspace(0.0, 0.3, MIN_PAIRS))  # the machine, shared by both sides
+    compiles = compile_factor * drift * np.exp(rng.normal(0.0, 0.01, MIN_PAIRS))
+    cold = metric(samples=list(compiles), groups=list(range(MIN_PAIRS)))
+    passes = []
+    for index in range(AB_DEFAULT_PASSES):
+        gemm = metric(samples=list(1e-3 * np.exp(rng.normal(0.0, 0.01, 5))))
+        cases = [case("perf/gemm", metrics={"latency": gemm})]
+        if index == 0:
+            cases.append(case("perf/compile/latency", metrics={"cold": cold}))
+        passes.append(results(cases, ab={"side": side, "python": "py", "order": "ABBA"}))
+    return pool(passes)
+
+
+def test_a_single_pass_metric_taken_in_turns_pairs_sample_by_sample() -> None:
+    a, b = _pooled_side("A", 1.0), _pooled_side("B", 1.1)
+    by_id = {c.id: c for c in a.cases}
+    assert by_id["perf/compile/latency"].metrics["cold"].sample_groups == list(range(MIN_PAIRS))
+    assert set(by_id["perf/gemm"].metrics["latency"].sample_groups or []) == {
+        0,
+        *range(MIN_PAIRS, MIN_PAIRS + AB_DEFAULT_PASSES - 1),
+    }
+    verdicts = {(m.case, m.metric): m for m in compare(a, b).metrics}
+    compiled = verdicts[("perf/compile/latency", "cold")]
+    # A 30% drift over the run, shared pair by pair, leaves the 10% slowdown plain.
+    assert "paired" in compiled.reason and compiled.verdict == "regressed"
+    assert "paired" in verdicts[("perf/gemm", "latency")].reason
 
 
 def test_the_two_sides_of_one_run_are_compared_paired() -> None:

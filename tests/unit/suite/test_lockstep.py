@@ -4,6 +4,7 @@ samples in turns, with real processes on a real Unix socket."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from types import SimpleNamespace
 import pytest
 
 from accelkit.suite import lockstep
+from accelkit.suite.perf.compile_worker import WARM_REPEATS
 from accelkit.suite.timing import Timer, measure_interleaved
 from tests.helpers import REPO
 
@@ -308,3 +310,44 @@ def test_no_relay_outside_lockstep() -> None:
         assert handoff is None
     with lockstep.taking_turns(None):
         assert not lockstep.active()
+
+
+def test_a_handoff_travels_as_one_command_line_word() -> None:
+    handoff = lockstep.Handoff("/tmp/x:y/relay.sock", "B", 4242)
+    assert lockstep.Handoff.decode(handoff.encode()) == handoff
+    for word in ("", "B", "C:1:/s", "A:pid:/s", "A:1:"):
+        with pytest.raises(ValueError, match="not a lockstep handoff"):
+            lockstep.Handoff.decode(word)
+
+
+# A side whose case is the compile latency: its compile worker takes the side's turns.
+COMPILING_SIDE = """
+import os, subprocess, sys
+from accelkit.suite import lockstep
+path, side, cache, out = sys.argv[1:5]
+lockstep.configure(path, side)
+with lockstep.relay() as handoff:
+    argv = [sys.executable, "-m", "accelkit.suite.perf.compile_worker", "cpu", "1", "8"]
+    argv += ["--threads", "1", "--turns", handoff.encode()]
+    env = {**os.environ, "TORCHINDUCTOR_CACHE_DIR": cache, "TORCHINDUCTOR_COMPILE_THREADS": "1"}
+    with open(out, "w") as stdout:
+        subprocess.run(argv, check=True, env=env, stdout=stdout)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_the_compile_worker_takes_a_turn_for_each_compile(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    log, out = tmp_path / "log", tmp_path / "out.json"
+    with lockstep.baton(first="B") as baton:
+        argv = [sys.executable, "-c", COMPILING_SIDE, str(baton.path), "A"]
+        a = subprocess.Popen([*argv, str(tmp_path / "cache"), str(out)], cwd=REPO)
+        turns = 2 + WARM_REPEATS  # the first compile, one cold sample, its warm repeats
+        b = _side(baton, "B", turns, log)
+        assert _run(baton, a, b) == [0, 0]
+        # Each compile took a turn of A's, right after one of B's.
+        assert baton.turns == {"A": turns, "B": turns}
+    run = json.loads(out.read_text(encoding="utf-8").splitlines()[-1])
+    assert len(run["samples_s"]) == 1 and len(run["warm_s"]) == WARM_REPEATS
+    assert run["cold_cache_hits"] == 0 and run["warm_cache_hits"] >= WARM_REPEATS
