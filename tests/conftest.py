@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -198,9 +199,39 @@ def base_image(docker_client: Any) -> str:
 def _local_image(docker_client: Any, env: str, default: str) -> str:
     """The base image `$env` names (or `default`), which .ci/run builds: never pulled."""
     name = os.environ.get(env) or default
+    _wait_for_base_image(name)
     if not image_exists(docker_client, name):
         _docker_missing(f"base image {name} is missing (.ci/run builds it)")
     return name
+
+
+#: Set by .ci/run, which makes the base images in the background while the tests run: the
+#: folder where each image that is ready gets `ready-TAG` (':' and '/' as '_'), and each job
+#: (listed in `jobs`) `ended-NAME` with its exit code.
+BASE_IMAGES_ENV = "ACCELKIT_CI_BASE_IMAGES"
+BASE_IMAGE_WAIT_S = 1500.0
+
+
+def _wait_for_base_image(name: str, poll_s: float = 1.0) -> None:
+    """Wait until .ci/run's background jobs made `name`, or all of them ended (then the
+    engine says whether it is there); no wait outside .ci/run."""
+    folder = os.environ.get(BASE_IMAGES_ENV)
+    if not folder:
+        return
+    ready = Path(folder) / ("ready-" + re.sub(r"[:/]", "_", name))
+    deadline = time.monotonic() + BASE_IMAGE_WAIT_S
+    while not ready.exists():
+        jobs = (Path(folder) / "jobs").read_text(encoding="utf-8").split()
+        ended = {job: Path(folder, f"ended-{job}") for job in jobs}
+        if all(path.exists() for path in ended.values()):
+            failed = [job for job, path in ended.items() if path.read_text().strip() != "0"]
+            if failed:
+                log = Path(folder).parent / f"{failed[0]}.log"
+                pytest.fail(f"base image {name}: .ci/run's job failed (log: {log})", pytrace=False)
+            return
+        if time.monotonic() > deadline:
+            pytest.fail(f"base image {name} not ready after {BASE_IMAGE_WAIT_S:.0f} s")
+        time.sleep(poll_s)
 
 
 @pytest.fixture(scope="session")
