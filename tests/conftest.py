@@ -224,13 +224,19 @@ def _wait_for_base_image(name: str, poll_s: float = 1.0) -> None:
         jobs = (Path(folder) / "jobs").read_text(encoding="utf-8").split()
         ended = {job: Path(folder, f"ended-{job}") for job in jobs}
         if all(path.exists() for path in ended.values()):
-            failed = [job for job, path in ended.items() if path.read_text().strip() != "0"]
+            failed = [
+                job
+                for job, path in ended.items()
+                if path.read_text(encoding="utf-8").strip() != "0"
+            ]
             if failed:
                 log = Path(folder).parent / f"{failed[0]}.log"
                 pytest.fail(f"base image {name}: .ci/run's job failed (log: {log})", pytrace=False)
             return
         if time.monotonic() > deadline:
-            pytest.fail(f"base image {name} not ready after {BASE_IMAGE_WAIT_S:.0f} s")
+            pytest.fail(
+                f"base image {name} not ready after {BASE_IMAGE_WAIT_S:.0f} s", pytrace=False
+            )
         time.sleep(poll_s)
 
 

@@ -79,9 +79,9 @@ def main(argv: list[str]) -> int:
         torch.set_num_threads(args.threads)
     # Host wall time including the device finishing the first call: what a user waits.
     timer = HostClockTimer(synchronize=device_synchronize(device))
-    last = count + count * WARM_REPEATS  # the last compile's index: count + 1 cold, then warm
+    warm_shapes = [shape for shape in range(1, count + 1) for _ in range(WARM_REPEATS)]
 
-    def compile_once(index: int, shape: int) -> float:
+    def compile_once(shape: int, enough: bool) -> float:
         torch._dynamo.reset()
         x = torch.randn(rows + shape, 64, device=device)
         compiled = torch.compile(_graph_fn, dynamic=False)
@@ -90,20 +90,21 @@ def main(argv: list[str]) -> int:
             compiled(x)
 
         # A fixed count: enough once the last compile is next (lockstep.turn).
-        lockstep.turn(enough=index == last)
+        lockstep.turn(enough=enough)
         with lockstep.pinned():
             return timer.time_block(first_call)
 
     with lockstep.taking_turns(args.turns):
-        times = [compile_once(index, index) for index in range(count + 1)]
+        times = [
+            compile_once(shape, not warm_shapes and shape == count) for shape in range(count + 1)
+        ]
         cold_hits = _cache_hits()
         # Warm: the same graphs again in this process, after a reset, so Dynamo traces
         # again and Inductor finds each graph in its caches (FX graph / AOT autograd cache
         # hits).
         warm = [
-            compile_once(count + (shape - 1) * WARM_REPEATS + repeat + 1, shape)
-            for shape in range(1, count + 1)
-            for repeat in range(WARM_REPEATS)
+            compile_once(shape, index == len(warm_shapes) - 1)
+            for index, shape in enumerate(warm_shapes)
         ]
     result = {
         "first_s": times[0],
