@@ -36,6 +36,7 @@ from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_rules import (
     NoDigits,
     reaches,
+    reference_grads,
     sample_rules,
     squared_rules,
     squares,
@@ -378,18 +379,26 @@ def check_grad_sample(
         what = f"{op_name} grad of input {i}, {label}"
         if rules.input_terms:
             rules = dataclasses.replace(rules, terms=rules.input_terms[i])
+        own = rules
+        if rules.input_brackets and rules.input_brackets[i] is not None:
+            own = dataclasses.replace(rules, elementwise=True, bracket=rules.input_brackets[i])
         try:
-            compare(g, rg, dtype, grad_name, what, magnitude, rules)
+            compare(g, rg, dtype, grad_name, what, magnitude, own)
         except AssertionError:
             step = DISCONTINUOUS.get(grad_name)
             if step is None:
                 raise
             if variants is None:
                 variants = [
-                    _reference_grads(op, p, weights)
+                    reference_grads(op, p, weights)
                     for p in perturbed(ref, dtype, step.mode, op_name=op_name)
                 ]
             bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
+            if own.bracket is not None:  # the step's range joins the element's own
+                bracket = (
+                    torch.fmin(bracket[0], own.bracket[0]),
+                    torch.fmax(bracket[1], own.bracket[1]),
+                )
             compare(
                 g,
                 rg,
@@ -397,20 +406,6 @@ def check_grad_sample(
                 grad_name,
                 what,
                 magnitude,
-                dataclasses.replace(rules, bracket=bracket),
+                dataclasses.replace(own, bracket=bracket),
             )
     return True
-
-
-def _reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any, ...]:
-    """The reference's gradients (as in run_grad) for another reference sample."""
-    inputs = differentiable((ref.input, ref.args, ref.kwargs))
-    outputs = differentiable(
-        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, ref.input, *ref.args, **ref.kwargs))
-    )
-    return torch.autograd.grad(
-        outputs,
-        inputs,
-        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
-        allow_unused=True,
-    )

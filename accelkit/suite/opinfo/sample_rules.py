@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
+from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_tables import (
     BACKWARD_OVERFLOW,
     SAMPLE_CONDITION,
@@ -29,6 +30,7 @@ from accelkit.suite.opinfo.sample_tables import (
 from accelkit.suite.opinfo.scales import (
     LINALG_CONDITION_FACTOR,
     LINALG_OPS_PREFIXES,
+    NORMWISE_GRAD_OPS,
     RECURRENCE_OPS,
     WELL_CONDITIONED_LINALG,
 )
@@ -39,7 +41,7 @@ from accelkit.suite.opinfo.tolerances import (
     least_precise,
     overflow_threshold,
 )
-from accelkit.suite.reference import ACCUMULATION_DTYPE
+from accelkit.suite.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE
 
 
 class NoDigits(Exception):
@@ -78,10 +80,16 @@ def sample_rules(
             rules = dataclasses.replace(rules, relative_condition=bound)
         elif kind == "normwise":
             rules = dataclasses.replace(rules, normwise_condition=bound)
-    if weights is None and is_elementwise(op) and op_name not in RECURRENCE_OPS:
-        rules = dataclasses.replace(
-            rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
-        )
+    base = op_name.partition("/")[0]
+    if is_elementwise(op) and base not in RECURRENCE_OPS:
+        if weights is None:
+            rules = dataclasses.replace(
+                rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
+            )
+        else:
+            rules = dataclasses.replace(
+                rules, input_brackets=grad_brackets(op, base, dtype, ref, rules, weights)
+            )
     overflow = entry_for(BACKWARD_OVERFLOW, op_name, dtype)
     if overflow is not None and weights is not None:
         # The intermediates themselves round in the dtype: within a few roundings of the
@@ -133,6 +141,117 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
         if isinstance(centre, torch.Tensor) and centre.is_complex():
             lows[i], highs[i] = _square_box(centre, lows[i], highs[i])
     return pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
+
+
+#: The dtypes whose elementwise gradients are compared element by element. A 16-bit
+#: backward is a chain of aten ops that each round to the dtype (atan's grad / (1 + x**2)
+#: rounds three times), which no perturbation of the inputs stands for: those stay
+#: normwise.
+GRAD_BRACKET_DTYPES = frozenset({torch.float32, torch.float64})
+
+# The relative step of the finite difference that measures how a gradient moves with the
+# saved result (float64: about 1e-10 relative accuracy).
+_RESULT_STEP = 1e-6
+
+
+def grad_brackets(
+    op: Any,
+    op_name: str,
+    dtype: torch.dtype,
+    ref: Any,
+    rules: Rules,
+    weights: list[torch.Tensor],
+) -> tuple[tuple[Any, Any] | None, ...]:
+    """An elementwise op's gradients compared element by element: per differentiable input,
+    (low, high) or None where that gradient stays normwise.
+
+    A gradient of an elementwise op is w * df/dx at each element, one backward node whose
+    formula uses the inputs or the forward's result. The bracket is the reference gradient's
+    range over the inputs moved by CONDITION_EPS units of the precision the kernel computes
+    in (as the forward's, `condition_bracket`), and where the formula uses the result (saved
+    in the dtype: exp's w * y, tanh's w * (1 - y**2)), widened by the result's rounding:
+    eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. None (normwise) for an input
+    that broadcasts (its gradient is a sum), where the backward is more than one node or
+    uses both the result and the inputs, outside GRAD_BRACKET_DTYPES, and for
+    `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
+    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
+    inputs = differentiable((ref.input, ref.args, ref.kwargs))
+    if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
+        return ()
+    outputs = _reference_outputs(op, ref)
+    uses = _saved(outputs)
+    if uses is None or ("result" in uses and "inputs" in uses):
+        return ()
+    if "result" in uses and len(inputs) > 1:
+        return ()
+    compute = ACCUMULATION_DTYPE.get(least, least)
+    grads = reference_grads(op, ref, weights)
+    variants = [
+        reference_grads(op, p, weights)
+        for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
+    ]
+    brackets: list[tuple[Any, Any] | None] = []
+    for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
+        if g is None or x.shape != outputs[0].shape or g.is_complex():
+            brackets.append(None)
+            continue
+        low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
+        if "result" in uses:
+            slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
+            low, high = low - slack, high + slack
+        brackets.append((low.detach(), high.detach()))
+    return tuple(brackets)
+
+
+def reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any, ...]:
+    """The reference's gradients of the weighted sum of its outputs (as `running.run_grad`)
+    for a reference sample."""
+    inputs = differentiable((ref.input, ref.args, ref.kwargs))
+    return torch.autograd.grad(
+        _reference_outputs(op, ref),
+        inputs,
+        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
+        allow_unused=True,
+    )
+
+
+def _reference_outputs(op: Any, ref: Any) -> list[torch.Tensor]:
+    return differentiable(
+        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, ref.input, *ref.args, **ref.kwargs))
+    )
+
+
+def _saved(outputs: list[torch.Tensor]) -> set[str] | None:
+    """What the backward of a one-node graph keeps: "result", "inputs" (tensors saved from
+    the forward's output or from its arguments); None for another graph."""
+    if len(outputs) != 1 or outputs[0].grad_fn is None:
+        return None
+    node = outputs[0].grad_fn
+    if any(f is not None and type(f).__name__ != "AccumulateGrad" for f, _ in node.next_functions):
+        return None
+    uses = set()
+    for name in dir(node):
+        if name.startswith("_saved_") and isinstance(getattr(node, name), torch.Tensor):
+            uses.add("result" if name.startswith("_saved_result") else "inputs")
+    return uses
+
+
+def _result_sensitivity(
+    op: Any, ref: Any, weights: list[torch.Tensor], result: torch.Tensor
+) -> torch.Tensor:
+    """|y| * |dg/dy| per element, for a one-input op whose backward reads only its result
+    y: the input moved by +-_RESULT_STEP relative, the gradient's change over the result's.
+    0 where the result does not move in float64 (the reference reads the same y there)."""
+    moved = perturbed(
+        ref, torch.float64, "relative", factor=_RESULT_STEP / torch.finfo(torch.float64).eps
+    )
+    moved_down, moved_up = moved[0], moved[-1]  # every input down, every input up
+    ups, downs = reference_grads(op, moved_up, weights), reference_grads(op, moved_down, weights)
+    y_up, y_down = _reference_outputs(op, moved_up)[0], _reference_outputs(op, moved_down)[0]
+    dy = (y_up - y_down).detach()
+    dg = (ups[0] - downs[0]).detach()
+    slope = torch.where(dy != 0, dg / dy, torch.zeros_like(dg)).nan_to_num(0.0, 0.0, 0.0)
+    return result.detach().abs() * slope.abs()
 
 
 def _square_box(

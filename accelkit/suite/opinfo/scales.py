@@ -164,6 +164,19 @@ TOLERANCE_SCALE = by_key(
             "nn.functional.group_norm",
         )
     ),
+    *(
+        ToleranceScale(
+            op=f"mvlgamma.mvlgamma_p_{p}",
+            grad=True,
+            factor=8.0,
+            reason=(
+                "the gradient is sum_j digamma(x - j / 2) over p terms that partly cancel, "
+                "each from digamma's float32 kernel (about 13 units of rounding): 2.7e-6 "
+                "relative measured (p = 3 and 5, seeds 1 and 10 of 20; 1.6e-6 for p = 1)"
+            ),
+        )
+        for p in (1, 3, 5)
+    ),
     ToleranceScale(
         op="sinc",
         grad=True,
@@ -456,5 +469,18 @@ RECURRENCE_OPS = frozenset(
             "laguerre_polynomial_l",
             "legendre_polynomial_p",
         )
+    }
+)
+
+# Elementwise ops whose float32 and float64 gradients keep the normwise atol instead of the
+# elementwise bracket (`sample_rules.grad_brackets`): the backward formula cancels, so an
+# element's error is relative to terms far larger than its gradient and no perturbation of
+# the inputs stands for it.
+NORMWISE_GRAD_OPS = frozenset(
+    {
+        # (cos(pi x) pi x - sin(pi x)) / (pi x ** 2): both terms ~ pi x, their difference
+        # ~ (pi x) ** 3 / 3 for small x (1.1e-5 and 1.3e-4 relative measured in float32,
+        # seeds 5 and 16 of 20; seed 0 passes either way)
+        "sinc",
     }
 )

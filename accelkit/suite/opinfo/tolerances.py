@@ -10,7 +10,10 @@ atol depends on what the op is:
   by element: `sample_rules` brackets each element by the reference over the inputs moved by
   CONDITION_EPS units of the precision the kernel computes in (float32 for the 16-bit
   dtypes), so an element's bound is its own condition, |x f'(x)| eps, and atol is only the
-  output dtype's smallest normal number (results below it may flush to zero);
+  output dtype's smallest normal number (results below it may flush to zero); their float32
+  and float64 gradients too, per input (`Rules.input_brackets`, `sample_rules.grad_brackets`:
+  the reference gradient's range over the same moved inputs, widened by the rounding of a
+  result the backward reads);
 - every other op gets a normwise atol, NORMWISE_EPS * eps * the largest magnitude of the
   reference and the sample (times the op's `scales.NORMWISE_SCALE` factor): the rounding of
   sums whose terms are as large as the largest value involved;
@@ -78,6 +81,8 @@ class Rules:
     rtol >= relative_condition * eps, atol >= normwise_condition * eps * magnitude.
     elementwise: an elementwise op's output, compared element by element (its `bracket` is
     the reference's range over the inputs' rounding): no normwise atol.
+    input_brackets: an elementwise op's gradients, per input that needs one: its `bracket`
+    (`sample_rules.grad_brackets`), or None where that gradient is compared normwise.
     device_type: the torch device type the answer ran on; kind: "forward", "grad" or
     "compiled" (which of op_db's toleranceOverrides apply, `overrides`).
     own_units: the answer is in units of its own (SampleTerms.own_units): the sample's
@@ -90,6 +95,7 @@ class Rules:
     bracket: tuple[Any, Any] | None = None
     terms: float = 0.0
     input_terms: tuple[float, ...] = ()
+    input_brackets: tuple[tuple[Any, Any] | None, ...] = ()
     relative_condition: float = 0.0
     normwise_condition: float = 0.0
     elementwise: bool = False
