@@ -76,11 +76,11 @@ def perturbed(
                 y = torch.where((x >= low) & (x <= high), y.clamp(low, high), x)
             moved[i] = y.requires_grad_(leaves[i].requires_grad)
         inp, args, kwargs = pytree.tree_unflatten(moved, spec)
-        samples.append(_with_parts(ref, inp, args, kwargs))
+        samples.append(with_parts(ref, inp, args, kwargs))
     return samples
 
 
-def _with_parts(ref: Any, inp: Any, args: Any, kwargs: Any) -> Any:
+def with_parts(ref: Any, inp: Any, args: Any, kwargs: Any) -> Any:
     from torch.testing._internal.opinfo.core import SampleInput
 
     return SampleInput(  # type: ignore[no-untyped-call]
@@ -104,8 +104,8 @@ def rounded_exponent(ref: Any, dtype: torch.dtype, op_name: str) -> list[Any]:
     e = exponent.detach()
     rounded = ((e - 1).to(dtype).to(e.dtype) + 1).requires_grad_(exponent.requires_grad)
     if on_input:
-        return [_with_parts(ref, rounded, ref.args, ref.kwargs)]
-    return [_with_parts(ref, ref.input, (rounded, *ref.args[1:]), ref.kwargs)]
+        return [with_parts(ref, rounded, ref.args, ref.kwargs)]
+    return [with_parts(ref, ref.input, (rounded, *ref.args[1:]), ref.kwargs)]
 
 
 def rounded_clamp(ref: Any, dtype: torch.dtype) -> list[Any]:
@@ -121,7 +121,7 @@ def rounded_clamp(ref: Any, dtype: torch.dtype) -> list[Any]:
     for bound in (low, 1 - high):
         args = (bound, *ref.args[1:]) if ref.args else ref.args
         kwargs = ref.kwargs if ref.args else {**ref.kwargs, "eps": bound}
-        samples.append(_with_parts(ref, ref.input, args, kwargs))
+        samples.append(with_parts(ref, ref.input, args, kwargs))
     return samples
 
 

@@ -18,7 +18,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.opinfo import sample_measures as measure
-from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket
+from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_tables import (
@@ -41,7 +41,7 @@ from accelkit.suite.opinfo.tolerances import (
     least_precise,
     overflow_threshold,
 )
-from accelkit.suite.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE
+from accelkit.suite.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 
 
 class NoDigits(Exception):
@@ -170,10 +170,11 @@ def grad_brackets(
     range over the inputs moved by CONDITION_EPS units of the precision the kernel computes
     in (as the forward's, `condition_bracket`), and where the formula uses the result (saved
     in the dtype: exp's w * y, tanh's w * (1 - y**2)), widened by the result's rounding:
-    eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. None (normwise) for an input
-    that broadcasts (its gradient is a sum), where the backward is more than one node or
-    uses both the result and the inputs, outside GRAD_BRACKET_DTYPES, and for
-    `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
+    eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. An input that broadcasts has
+    a gradient that sums K elements' terms: the sums of their brackets, widened by
+    sqrt(K) * eps * sum |g| (`_summed_bracket`). None (normwise) where the backward is more
+    than one node or uses both the result and the inputs, outside GRAD_BRACKET_DTYPES, and
+    for `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
@@ -191,9 +192,15 @@ def grad_brackets(
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
     brackets: list[tuple[Any, Any] | None] = []
+    summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
-        if g is None or x.shape != outputs[0].shape or g.is_complex():
+        if g is None or g.is_complex():
             brackets.append(None)
+            continue
+        if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
+            if summed is None:
+                summed = _broadcast_terms(op, compute, ref, weights, outputs[0].shape)
+            brackets.append(_summed_bracket(least, x, summed[i]) if summed else None)
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         if "result" in uses:
@@ -201,6 +208,55 @@ def grad_brackets(
             low, high = low - slack, high + slack
         brackets.append((low.detach(), high.detach()))
     return tuple(brackets)
+
+
+def _broadcast_terms(
+    op: Any, compute: torch.dtype, ref: Any, weights: list[torch.Tensor], shape: torch.Size
+) -> list[tuple[Any, Any, Any] | None]:
+    """Per differentiable input, the (low, high, |g|) of its gradient's terms before the
+    broadcast sums them: the gradient with every such input expanded to the output's
+    `shape`, over the same moved inputs as `grad_brackets`; [] where the op cannot take the
+    expanded inputs."""
+
+    def expand(x: Any) -> Any:
+        if isinstance(x, torch.Tensor) and x.requires_grad:
+            return x.detach().expand(shape).clone().requires_grad_()
+        return x
+
+    try:
+        parts = pytree.tree_map(expand, (ref.input, ref.args, ref.kwargs))
+        full = with_parts(ref, *parts)
+        grads = reference_grads(op, full, weights)
+        variants = [
+            reference_grads(op, p, weights)
+            for p in perturbed(full, compute, "relative", numbers=True, factor=CONDITION_EPS)
+        ]
+    except RuntimeError:
+        return []
+    terms: list[tuple[Any, Any, Any] | None] = []
+    for i, g in enumerate(grads):
+        if g is None or g.shape != shape:
+            terms.append(None)
+            continue
+        low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
+        terms.append((low, high, g.abs()))
+    return terms
+
+
+def _summed_bracket(
+    dtype: torch.dtype, x: torch.Tensor, terms: tuple[Any, Any, Any] | None
+) -> tuple[Any, Any] | None:
+    """A broadcast input's gradient: the sums of its terms' lows and highs, widened by the
+    rounding of a sum of K terms (`reference.accumulation_atol`: sqrt(K) * eps * sum |g|)."""
+    if terms is None:
+        return None
+    low, high, magnitude = terms
+    count = magnitude.numel() // max(x.numel(), 1)
+    try:
+        acc = accumulation_atol(dtype, magnitude.sum_to_size(x.shape), count)
+        return (low.sum_to_size(x.shape) - acc).detach(), (high.sum_to_size(x.shape) + acc).detach()
+    except RuntimeError:
+        return None
 
 
 def reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any, ...]:

@@ -82,13 +82,25 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
     assert bool(((low <= torch.cos(xd)) & (torch.cos(xd) <= high)).all())
 
 
-def test_broadcast_inputs_16_bit_dtypes_and_deeper_graphs_stay_normwise() -> None:
-    x, z = _leaf([1.0, 2.0, 3.0]), _leaf([0.5])
-    weights = [torch.ones(3)]
+def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
+    # mul(x, z) with z broadcast over x: z's gradient is sum_i w_i x_i, K = 3 terms. Each
+    # term's range is w_i x_i (1 +- 2 eps); the sum's rounding adds sqrt(3) * eps * T.
+    x, z = _leaf([1.0, 2.0, -3.0]), _leaf([0.5])
+    weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
         _op(torch.mul), "mul", torch.float32, _sample(x, args=(z,)), Rules(), weights
     )
-    assert brackets[0] is not None and brackets[1] is None  # z's gradient sums over x
+    assert brackets[0] is not None and brackets[1] is not None
+    low, high = brackets[1]
+    terms = (weights[0].double() * x.detach()).abs().sum()  # T = 1 + 2 + 6
+    exact = float((weights[0].double() * x.detach()).sum())  # -7
+    half = 2 * EPS32 * terms + 3**0.5 * EPS32 * terms
+    assert float(low) == pytest.approx(exact - float(half), rel=1e-9)
+    assert float(high) == pytest.approx(exact + float(half), rel=1e-9)
+
+
+def test_16_bit_dtypes_and_deeper_graphs_stay_normwise() -> None:
+    x = _leaf([1.0, 2.0, 3.0])
     for dtype in (torch.bfloat16, torch.float16):
         assert (
             sample_rules.grad_brackets(
