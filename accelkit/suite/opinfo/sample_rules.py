@@ -247,13 +247,16 @@ def _summed_bracket(
     dtype: torch.dtype, x: torch.Tensor, terms: tuple[Any, Any, Any] | None
 ) -> tuple[Any, Any] | None:
     """A broadcast input's gradient: the sums of its terms' lows and highs, widened by the
-    rounding of a sum of K terms (`reference.accumulation_atol`: sqrt(K) * eps * sum |g|)."""
+    terms' rounding to the dtype (eps * sum |g|) and the rounding of their sum of K terms
+    (`reference.accumulation_atol`: sqrt(K) * eps(accumulation dtype) * sum |g|)."""
     if terms is None:
         return None
     low, high, magnitude = terms
     count = magnitude.numel() // max(x.numel(), 1)
     try:
-        acc = accumulation_atol(dtype, magnitude.sum_to_size(x.shape), count)
+        total = magnitude.sum_to_size(x.shape)
+        # each term rounded to the dtype before the sum, then the sum's own rounding
+        acc = torch.finfo(dtype).eps * total + accumulation_atol(dtype, total, count)
         return (low.sum_to_size(x.shape) - acc).detach(), (high.sum_to_size(x.shape) + acc).detach()
     except RuntimeError:
         return None

@@ -84,7 +84,8 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
 
 def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     # mul(x, z) with z broadcast over x: z's gradient is sum_i w_i x_i, K = 3 terms. Each
-    # term's range is w_i x_i (1 +- 2 eps); the sum's rounding adds sqrt(3) * eps * T.
+    # term's range is w_i x_i (1 +- 2 eps); the terms' rounding to float32 adds eps * T and
+    # the sum's rounding sqrt(3) * eps * T.
     x, z = _leaf([1.0, 2.0, -3.0]), _leaf([0.5])
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
@@ -94,7 +95,7 @@ def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     low, high = brackets[1]
     terms = (weights[0].double() * x.detach()).abs().sum()  # T = 1 + 2 + 6
     exact = float((weights[0].double() * x.detach()).sum())  # -7
-    half = 2 * EPS32 * terms + 3**0.5 * EPS32 * terms
+    half = 2 * EPS32 * terms + EPS32 * terms + 3**0.5 * EPS32 * terms
     assert float(low) == pytest.approx(exact - float(half), rel=1e-9)
     assert float(high) == pytest.approx(exact + float(half), rel=1e-9)
 
