@@ -51,6 +51,22 @@ def run_cli(
     )
 
 
+def run_python(script: str, *args: str, timeout: float = 240) -> Any:
+    """`python -c SCRIPT ARGS` from the checkout, in a subprocess (so that what it imports,
+    op_db above all, stays out of the test process); it must exit 0, and its last line of
+    output is JSON: returned parsed."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=timeout,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def assert_one_line_error(proc: subprocess.CompletedProcess[str], code: int, needle: str) -> None:
     assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]

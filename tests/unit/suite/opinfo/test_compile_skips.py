@@ -8,9 +8,6 @@ op_db is imported in a subprocess only (tests/test_probe.py must see it unimport
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from types import SimpleNamespace
 
 from rich.console import Console
@@ -19,7 +16,7 @@ from accelkit.cli.test import _summary
 from accelkit.suite import outcome
 from accelkit.suite.opinfo import compiled, skips
 from tests.factories import case, results
-from tests.helpers import REPO
+from tests.helpers import run_python
 
 
 def test_the_skip_prefix_is_the_one_the_summary_counts() -> None:
@@ -48,11 +45,7 @@ def test_an_opinfo_without_has_nondeterministic_output_falls_back_to_the_list() 
     AttributeError. The list is what this torch's op_db marks."""
     from accelkit.suite.opinfo.planning import OpinfoCase, skip_reason
 
-    proc = subprocess.run(
-        [sys.executable, "-c", NONDETERMINISTIC], capture_output=True, text=True, cwd=REPO
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    marked = set(json.loads(proc.stdout.strip().splitlines()[-1]))
+    marked = set(run_python(NONDETERMINISTIC))
     assert marked <= skips.NONDETERMINISTIC_OUTPUT_OPS, marked - skips.NONDETERMINISTIC_OUTPUT_OPS
     old_op = SimpleNamespace(supported_dtypes=lambda device: set())  # no such attribute
     reason = skip_reason(old_op, OpinfoCase("empty_like", "float32"), "cpu")
@@ -85,16 +78,7 @@ print(json.dumps(problems))
 
 
 def test_every_listed_op_is_in_op_db_and_its_case_is_skipped_with_the_reason() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", CHECK],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    assert run_python(CHECK) == []
 
 
 def test_the_run_summary_counts_the_compile_skips_and_names_their_ops() -> None:

@@ -10,10 +10,7 @@ and by fault injection in a subprocess: a 10% error of the float16 gradient is c
 
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -22,7 +19,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from accelkit.suite.opinfo import sample_measures as measures
 from accelkit.suite.opinfo import tolerances
-from tests.helpers import REPO
+from tests.unit.suite.opinfo.grad_faults import grad_cases_pass
 
 EPS16 = torch.finfo(torch.float16).eps
 
@@ -83,38 +80,6 @@ def test_own_units_drop_the_inputs_magnitude() -> None:
     assert own[1] < 0.1 * 0.08  # a 10% error of the largest element is caught
 
 
-FAULT_RUN = """
-import json, random, sys, zlib
-import numpy, torch
-from accelkit.suite.opinfo import op_db, running
-
-planted = {"rel": 0.0}
-grad = torch.autograd.grad
-
-def perturb(value):
-    rel = planted["rel"]
-    return tuple(
-        x * (1 + rel) if isinstance(x, torch.Tensor) and x.dtype != torch.float64 else x
-        for x in value
-    )
-
-torch.autograd.grad = lambda *a, **k: perturb(grad(*a, **k))
-op = op_db.op_db_by_name()["corrcoef"]
-
-def run(dtype, seed, rel):
-    planted["rel"] = rel
-    param = f"corrcoef/{dtype}/grad"
-    nodeid = f"conformance/test_opinfo.py::test_opinfo[{param}]"
-    case_seed = (seed * 1_000_003 + zlib.crc32(nodeid.encode())) % (2**31)
-    random.seed(case_seed); numpy.random.seed(case_seed); torch.manual_seed(case_seed)
-    try:
-        return running.run_grad(op, "corrcoef", "cpu", op_db.DTYPES[dtype], None) > 0
-    except AssertionError:
-        return False
-
-print(json.dumps([run(dtype, seed, rel) for dtype, seed, rel in json.loads(sys.argv[1])]))
-"""
-
 # (dtype, seed, relative error planted, passes?): float16 10% on the seeds whose gradient is
 # not a near-cancellation of its terms (seeds 1, 2 and 5 of 0-5; before, none was caught);
 # float32 0.1%; every clean case passes.
@@ -130,16 +95,7 @@ RUNS = (
 
 @pytest.mark.slow
 def test_a_ten_percent_error_of_the_float16_gradient_is_caught_and_clean_runs_pass() -> None:
-    proc = subprocess.run(
-        [sys.executable, "-c", FAULT_RUN, json.dumps([run[:3] for run in RUNS])],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=240,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    passed = json.loads(proc.stdout.strip().splitlines()[-1])
+    passed = grad_cases_pass([("corrcoef", *run[:3]) for run in RUNS])
     wrong = [
         f"corrcoef/{dtype}/grad seed {seed}, {rel:g} off: " + ("fails" if expected else "passes")
         for (dtype, seed, rel, expected), got in zip(RUNS, passed, strict=True)

@@ -12,8 +12,6 @@ rules were written for passes on the seed that needed them and still fails when 
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -23,7 +21,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from accelkit.suite.opinfo import discontinuity, sample_tables, tolerances
 from accelkit.suite.opinfo import sample_measures as measures
-from tests.helpers import REPO
+from tests.helpers import run_python
 
 EPS32 = torch.finfo(torch.float32).eps
 OP = SimpleNamespace(name="op")  # the rules that look at the op only read its name
@@ -345,16 +343,7 @@ print(json.dumps(outcome))
 def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
     import json
 
-    proc = subprocess.run(
-        [sys.executable, "-c", CASE_RUN, json.dumps(CASES)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=480,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    outcome = json.loads(proc.stdout.strip().splitlines()[-1])
+    outcome = run_python(CASE_RUN, json.dumps(CASES), timeout=480)
     wrong = [
         f"{param} (seed {seed}): fails without a planted error"
         for param, seed, _ in CASES
