@@ -19,7 +19,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from accelkit.suite.opinfo import sample_measures as measures
 from accelkit.suite.opinfo import tolerances
-from tests.unit.suite.opinfo.grad_faults import grad_cases_pass
+from tests.grad_faults import grad_cases_pass
 
 EPS16 = torch.finfo(torch.float16).eps
 

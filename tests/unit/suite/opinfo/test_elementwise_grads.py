@@ -5,7 +5,7 @@ float32 gradient on OpInfo's samples (inputs up to 9, so |y| up to 8103) had ato
 a 1e-4 relative error passed wherever |w * exp(x)| < 19. Now each element gets its own range:
 the reference gradient over the inputs' rounding, widened by the rounding of the saved result
 where the backward reads it. Checked on constructed samples, and by fault injection in a
-subprocess (`grad_faults`).
+subprocess (`tests/grad_faults.py`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 
 from accelkit.suite.opinfo import sample_rules
 from accelkit.suite.opinfo.tolerances import Rules
-from tests.unit.suite.opinfo.grad_faults import grad_cases_pass
+from tests.grad_faults import grad_cases_pass
 
 EPS32 = torch.finfo(torch.float32).eps
 
