@@ -37,9 +37,11 @@ from accelkit.suite.opinfo.sample_rules import (
     NoDigits,
     reaches,
     reference_grads,
+    reference_outputs,
     sample_rules,
     squared_rules,
     squares,
+    weighted_grads,
 )
 from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
 from accelkit.suite.opinfo.ties import indices_as_values
@@ -51,7 +53,7 @@ from accelkit.suite.opinfo.tolerances import (
     overflow_threshold,
 )
 from accelkit.suite.outputs import inputs_seen
-from accelkit.suite.reference import REFERENCE_DTYPE, TOLERANCES, _to_reference
+from accelkit.suite.reference import TOLERANCES, _to_reference
 
 
 def sample_seed(case_seed: int, index: int) -> int:
@@ -333,7 +335,7 @@ def check_grad_sample(
     # outputs that are unique only up to sign or phase (svd, eig).
     wrap = op.gradcheck_wrapper
     outputs = differentiable(process(wrap(op.op, sample.input, *sample.args, **sample.kwargs)))
-    ref_outputs = differentiable(process(wrap(op.op, ref.input, *ref.args, **ref.kwargs)))
+    ref_outputs = reference_outputs(op, ref)  # the same wrap and process, on the reference
     if len(outputs) != len(ref_outputs):
         raise Mismatch(
             f"{op_name} {label}: {len(outputs)} differentiable outputs, "
@@ -351,12 +353,7 @@ def check_grad_sample(
         [w.to(o.device) for w, o in zip(weights, outputs, strict=True)],
         allow_unused=True,
     )
-    ref_grads = torch.autograd.grad(
-        ref_outputs,
-        ref_inputs,
-        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
-        allow_unused=True,
-    )
+    ref_grads = weighted_grads(ref_outputs, ref_inputs, weights)
     threshold = overflow_threshold(dtype)
     rules = Rules(
         inputs_dtype=inputs_dtype(sample),

@@ -179,14 +179,12 @@ def grad_brackets(
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
         return ()
-    outputs = _reference_outputs(op, ref)
-    uses = _saved(outputs)
-    if uses is None or ("result" in uses and "inputs" in uses):
-        return ()
-    if "result" in uses and len(inputs) > 1:
+    outputs = reference_outputs(op, ref)
+    uses = _saved(outputs)  # before the backward below frees what the node saved
+    if uses is None or ("result" in uses and ("inputs" in uses or len(inputs) > 1)):
         return ()
     compute = ACCUMULATION_DTYPE.get(least, least)
-    grads = reference_grads(op, ref, weights)
+    grads = weighted_grads(outputs, inputs, weights)
     variants = [
         reference_grads(op, p, weights)
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
@@ -266,17 +264,27 @@ def reference_grads(op: Any, ref: Any, weights: list[torch.Tensor]) -> tuple[Any
     """The reference's gradients of the weighted sum of its outputs (as `running.run_grad`)
     for a reference sample."""
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
-    return torch.autograd.grad(
-        _reference_outputs(op, ref),
-        inputs,
-        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
-        allow_unused=True,
+    return weighted_grads(reference_outputs(op, ref), inputs, weights)
+
+
+def reference_outputs(op: Any, ref: Any) -> list[torch.Tensor]:
+    """The differentiable outputs of the op on a reference sample, made well defined for
+    gradients (OpInfo's gradcheck_wrapper and output_process_fn_grad)."""
+    return differentiable(
+        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, ref.input, *ref.args, **ref.kwargs))
     )
 
 
-def _reference_outputs(op: Any, ref: Any) -> list[torch.Tensor]:
-    return differentiable(
-        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, ref.input, *ref.args, **ref.kwargs))
+def weighted_grads(
+    outputs: list[torch.Tensor], inputs: list[torch.Tensor], weights: list[torch.Tensor]
+) -> tuple[Any, ...]:
+    """The gradients of sum(weights * outputs) in the reference's dtype (None for an input
+    the outputs do not use)."""
+    return torch.autograd.grad(
+        outputs,
+        inputs,
+        [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
+        allow_unused=True,
     )
 
 
@@ -304,11 +312,15 @@ def _result_sensitivity(
     moved = perturbed(
         ref, torch.float64, "relative", factor=_RESULT_STEP / torch.finfo(torch.float64).eps
     )
-    moved_down, moved_up = moved[0], moved[-1]  # every input down, every input up
-    ups, downs = reference_grads(op, moved_up, weights), reference_grads(op, moved_down, weights)
-    y_up, y_down = _reference_outputs(op, moved_up)[0], _reference_outputs(op, moved_down)[0]
-    dy = (y_up - y_down).detach()
-    dg = (ups[0] - downs[0]).detach()
+    ends = []
+    for sample in (moved[0], moved[-1]):  # every input down, every input up
+        (y,) = reference_outputs(op, sample)
+        (g,) = weighted_grads(
+            [y], differentiable((sample.input, sample.args, sample.kwargs)), weights
+        )
+        ends.append((y.detach(), g))
+    (y_down, g_down), (y_up, g_up) = ends
+    dy, dg = y_up - y_down, g_up - g_down
     slope = torch.where(dy != 0, dg / dy, torch.zeros_like(dg)).nan_to_num(0.0, 0.0, 0.0)
     return result.detach().abs() * slope.abs()
 
