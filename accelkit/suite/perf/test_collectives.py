@@ -5,7 +5,9 @@ several measurement passes the rank processes and their process group are starte
 per run and every pass measures inside them (`run_ranks_for_run`). Bus
 bandwidth follows nccl-tests: busbw = 2 x (n - 1) / n x bytes / time, comparable across
 rank counts. CPU: gloo over loopback (2 processes on one host). Accelerators: the
-device's collective backend, when at least 2 devices are visible. In an interleaved
+device's collective backend, when at least 2 devices are visible. Host ranks share one
+CPU while they measure (`collectives.shared_cpu`: on a VM, a message between two CPUs
+waits for the other one to wake), recorded as the metrics' `rank_cpus`. In an interleaved
 A/B pass the ranks take the side's turns, sample by sample (`lockstep.relay`).
 """
 
@@ -22,7 +24,7 @@ from accelkit.suite.distributed import run_ranks_for_run
 from accelkit.suite.perf.collectives import (
     SAMPLES_PER_MIN_SAMPLE,
     all_reduce_rank,
-    calls_per_sample,
+    shared_cpu,
 )
 from accelkit.suite.perf.harness import PerfContext
 from accelkit.suite.timing import Measurement
@@ -56,6 +58,7 @@ def test_all_reduce(
         if count < WORLD_SIZE:
             pytest.skip(f"all_reduce across devices needs {WORLD_SIZE} devices, found {count}")
     sizes = perf.tier.all_reduce_bytes
+    cpu = shared_cpu() if perf.spec.host_memory else None
     with lockstep.relay() as turns:  # the ranks take this side's turns (--ab)
         rank_fn = functools.partial(
             all_reduce_rank,
@@ -64,6 +67,7 @@ def test_all_reduce(
             samples=SAMPLES_PER_MIN_SAMPLE * perf.tier.timing.min_samples,
             threads=perf.threads,
             turns=turns,
+            cpu=cpu,
         )
         per_rank = run_ranks_for_run(
             rank_fn, world_size=WORLD_SIZE, backend=backend, timeout_s=240.0
@@ -72,25 +76,19 @@ def test_all_reduce(
     for nbytes, samples in per_rank[0].items():
         measurement = Measurement(
             samples=tuple(samples),
-            number_per_sample=calls_per_sample(nbytes),
+            number_per_sample=1,
             timer="perf_counter" if perf.spec.host_memory else f"{perf.device_type} events",
         )
         label = _size_label(nbytes)
+        params: dict[str, Any] = {"bytes": nbytes, "ranks": WORLD_SIZE, "process_group": backend}
+        if cpu is not None:
+            params["rank_cpus"] = 1  # both ranks on one CPU (collectives.shared_cpu)
         perf.record_bandwidth(
             record_metric,
             f"bus_bandwidth/{label}",
             measurement,
             factor * nbytes,
             against_memory_peak=False,
-            bytes=nbytes,
-            ranks=WORLD_SIZE,
-            process_group=backend,
+            **params,
         )
-        perf.record_latency(
-            record_metric,
-            f"latency/{label}",
-            measurement,
-            bytes=nbytes,
-            ranks=WORLD_SIZE,
-            process_group=backend,
-        )
+        perf.record_latency(record_metric, f"latency/{label}", measurement, **params)

@@ -6,6 +6,7 @@ How long the perf suite takes: benchmarks/bench_perf_suite.py (budget: 3 minutes
 from __future__ import annotations
 
 import math
+import os
 from typing import Any
 
 import pytest
@@ -164,6 +165,10 @@ def test_every_perf_case_passes_or_skips_with_a_reason(perf_run: dict[str, Any])
     assert by_id["perf/canary/host/gemm"]["metrics"]["flops"]["canary"] == "compute"
     copy = by_id["perf/memory/stream/copy/float32/262144"]["metrics"]["bandwidth"]
     assert (copy["bound"], copy["scope"]) == ("memory", "host")
+    # Host ranks measure on one CPU (collectives.shared_cpu), and say so.
+    if len(os.sched_getaffinity(0)) > 1:
+        for name, metric in by_id["perf/collectives/all_reduce"]["metrics"].items():
+            assert metric["rank_cpus"] == 1, name
     skipped = {c["id"]: c["message"] for c in cases if c["status"] == "skipped"}
     assert "no graph replay" in skipped["perf/graphs/replay_overhead"]
     assert "cpu" in skipped["perf/transfer/h2d/pinned/67108864"]
