@@ -168,11 +168,15 @@ one pass pair a gemv read 13 GB/s on one side and 48 on the other for all 200 sa
 through 4x the last-level cache (`accelkit.suite.perf.rotation`), so each call reads
 memory, their half-widths in whole-suite runs (A/A and planted, quiet and loaded) went from
 19-44% (gemv) and 30% (1 MiB copy) to 0.5-4.6% (one triad at 6.8%) in five runs, and the
-suite's share of metrics within 5% from 37% to 67-76%. What
-stays wide there is noise within each pass, not between the sides: the all_reduce over
-loopback (IQR/median 50-70% within a pass, 20 samples), layer_norm rows (whose level
-follows each allocation of its inputs even in one process alone: 13-24 GB/s), the
-compile-latency samples (3 a side, one process) and the eager/compiled block timings.
+suite's share of metrics within 5% from 37% to 67-76%. The all_reduce over loopback was
+next: 40 samples of 16 calls, each a mean over calls of which 35-45% waited 3-4 ms for a
+virtual CPU to wake, spread by 50-70% (IQR/median) within a pass, and its half-widths were
+5-12% quiet, 10-62% loaded. Its host ranks now share one CPU and each of 160 samples is
+one call (`accelkit.suite.perf.collectives`): 1.1-5.3% in four whole-suite runs, and the
+suite's share within 5% went to 82-92%. What stays wide is noise within each pass, not
+between the sides: layer_norm rows (whose level follows each allocation of its inputs even
+in one process alone: 13-24 GB/s), cold compile latency and the eager/compiled block
+timings under load.
 
 Canaries: a machine that moved (`accelkit.results.canary`)
 ---------------------------------------------------------
