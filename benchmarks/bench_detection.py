@@ -140,7 +140,7 @@ def compiled_matrix() -> list[list[str]]:
     """Rows of the compiled-only faults: a wrong Inductor decomposition of an op outside the
     compile zoo fails its compiled case; its eager case (and the clean compile) pass."""
     sys.path.insert(0, str(REPO / "tests" / "fixtures" / "faults"))
-    import perturb_plugin
+    import from_env
     import torch._functorch.config
     from torch._inductor import config as inductor_config
     from torch._inductor import decomposition
@@ -148,7 +148,7 @@ def compiled_matrix() -> list[list[str]]:
     # No compile caches: the control's cached graph would hide the wrong decomposition.
     inductor_config.fx_graph_cache = False
     torch._functorch.config.enable_autograd_cache = False
-    wrong = perturb_plugin._wrong_decompositions()
+    wrong = from_env.wrong_decompositions()
     rows = []
     for decomp, name in COMPILED_FAULTS.items():
         info = opinfo.op_db_by_name()[name]
