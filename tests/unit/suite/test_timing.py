@@ -181,6 +181,15 @@ def test_autorange_makes_timer_overhead_negligible() -> None:
     assert block < 20 * read_cost / timing.MAX_TIMER_OVERHEAD  # and not absurdly long
 
 
+def test_one_preempted_block_does_not_stop_the_growth() -> None:
+    clock = FakeClock()
+    # The first single-call block lost the CPU for a 4 ms time slice; the calls take 2 us.
+    work = ScriptedWork(clock, [4e-3, 2e-6])  # the last duration repeats
+    timer = Timer(work, clock=clock)
+    number = timer.estimate_number(min_block_time=1e-3)
+    assert number * 2e-6 >= 1e-3  # grown to the target, not stopped at 1 call
+
+
 def test_sample_count_grows_while_noisy() -> None:
     clock = FakeClock()
     quiet = ScriptedWork(clock, constant(UNIT))
