@@ -267,12 +267,17 @@ def pin_cpu(allowed: set[int] | None = None) -> int | None:
         return None
     if allowed is None:
         allowed = os.sched_getaffinity(0)
-    if len(allowed) < 2:
-        return None
     torch = sys.modules.get("torch")
     if torch is not None and torch.get_num_threads() != 1:
         return None
-    return max(allowed)
+    return highest_cpu(allowed)
+
+
+def highest_cpu(allowed: set[int]) -> int | None:
+    """The CPU of `allowed` that both sides' samples take (`pin_cpu`), and the host
+    all_reduce ranks share (`perf.collectives.shared_cpu`): the highest; None for fewer
+    than two (pinning would change nothing)."""
+    return max(allowed) if len(allowed) > 1 else None
 
 
 @contextlib.contextmanager

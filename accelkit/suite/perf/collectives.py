@@ -34,8 +34,7 @@ def shared_cpu() -> int | None:
     16 KiB call took 0.18-0.35 ms (5th-95th percentile) quiet and under `stress-ng`."""
     if not hasattr(os, "sched_getaffinity"):
         return None
-    allowed = os.sched_getaffinity(0)
-    return max(allowed) if len(allowed) > 1 else None
+    return lockstep.highest_cpu(os.sched_getaffinity(0))
 
 
 @contextlib.contextmanager
