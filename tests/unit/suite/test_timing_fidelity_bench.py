@@ -58,6 +58,27 @@ def test_within_means_every_reference_within_three_percent(bench: ModuleType) ->
     assert not bench.build_row("b", [1.0], [[0.96], [1.0]]).within
 
 
+def test_a_control_reference_is_shown_but_not_judged(bench: ModuleType) -> None:
+    """The torch A/A control (torch's second measurement over its first) measures the
+    machine, not accelkit: 8% apart there does not make the case fail."""
+    row = bench.build_row(
+        "gemv/float32/1x1024x512",
+        [10e-6, 10e-6],
+        [[10.1e-6, 10.2e-6], [10e-6, 10e-6]],
+        [None, [10.8e-6, 10.8e-6]],
+        [True, False],
+    )
+    assert row.ratios == pytest.approx((10 / 10.15, 1.08))
+    assert row.within
+    text = bench.format_table([row], ["blocked", "torch A/A"])
+    assert text.splitlines()[-1] == (
+        "1 of 1 cases within 3% of every judged reference (not torch A/A)"
+    )
+    with pytest.raises(ValueError, match="one flag per reference"):
+        bench.build_row("x", [1.0], [[1.0]], None, [True, False])
+    assert {"torch A/A"} == bench.CONTROLS
+
+
 @pytest.mark.parametrize(
     ("ours", "theirs"),
     [([], [[1.0]]), ([1.0], []), ([1.0, 2.0], [[1.0]]), ([0.0], [[1.0]]), ([1.0], [[-1.0]])],
@@ -82,7 +103,7 @@ def test_table_has_a_line_per_case_and_the_count_within(bench: ModuleType) -> No
     sum_line = next(line for line in lines if line.startswith("sum/"))
     assert "0.714" in sum_line and sum_line.endswith("NO")
     assert lines[-2] == "within 3% of each reference: blocked 1, same-blocks 2 of 2"
-    assert lines[-1] == "1 of 2 cases within 3% of every reference"
+    assert lines[-1] == "1 of 2 cases within 3% of every judged reference"
 
 
 @pytest.mark.parametrize("kwargs", [None, {"k": 0}])
