@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
+from accelkit.suite.opinfo.roundings import rounding_sensitivity
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_tables import (
     BACKWARD_OVERFLOW,
@@ -172,16 +173,21 @@ def grad_brackets(
     in the dtype: exp's w * y, tanh's w * (1 - y**2)), widened by the result's rounding:
     eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. An input that broadcasts has
     a gradient that sums K elements' terms: the sums of their brackets, widened by
-    sqrt(K) * eps * sum |g| (`_summed_bracket`). None (normwise) where the backward is more
-    than one node or uses both the result and the inputs, outside GRAD_BRACKET_DTYPES, and
-    for `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
+    sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more than one node, or one
+    that reads both the result and the inputs, widens the range by the roundings of all its
+    intermediates instead (`_graph_brackets`). None (normwise) outside GRAD_BRACKET_DTYPES,
+    for an op of several outputs whose backward is not one node, and for
+    `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
         return ()
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
-    if uses is None or ("result" in uses and ("inputs" in uses or len(inputs) > 1)):
+    one_node = uses is not None and not (
+        "result" in uses and ("inputs" in uses or len(inputs) > 1)
+    )
+    if not one_node and len(outputs) != 1:
         return ()
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
@@ -189,6 +195,8 @@ def grad_brackets(
         reference_grads(op, p, weights)
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
+    if not one_node:
+        return _graph_brackets(op, least, ref, weights, inputs, grads, variants, outputs[0].shape)
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
@@ -205,6 +213,36 @@ def grad_brackets(
             slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
             low, high = low - slack, high + slack
         brackets.append((low.detach(), high.detach()))
+    return tuple(brackets)
+
+
+def _graph_brackets(
+    op: Any,
+    dtype: torch.dtype,
+    ref: Any,
+    weights: list[torch.Tensor],
+    inputs: list[torch.Tensor],
+    grads: tuple[Any, ...],
+    variants: list[tuple[Any, ...]],
+    shape: torch.Size,
+) -> tuple[tuple[Any, Any] | None, ...]:
+    """The gradients of a backward of several nodes (or one reading both the result and the
+    inputs): the reference's range over the moved inputs, widened by CONDITION_EPS * eps(d)
+    * S, S the sum of |dg / d ln v| over the graph's rounding intermediates v
+    (`roundings.rounding_sensitivity`). None for an input that broadcasts (its sum's
+    rounding is not one intermediate's) and where the graph cannot be measured."""
+    sensitivity = rounding_sensitivity(lambda: reference_grads(op, ref, weights))
+    if sensitivity is None:
+        return ()
+    eps = torch.finfo(dtype).eps
+    brackets: list[tuple[Any, Any] | None] = []
+    for i, (x, g, s) in enumerate(zip(inputs, grads, sensitivity, strict=True)):
+        if g is None or s is None or g.is_complex() or x.shape != shape:
+            brackets.append(None)
+            continue
+        low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
+        slack = CONDITION_EPS * eps * s
+        brackets.append(((low - slack).detach(), (high + slack).detach()))
     return tuple(brackets)
 
 

@@ -1,0 +1,126 @@
+"""How much the roundings inside a forward and backward move a gradient, per element.
+
+An elementwise op's gradient in dtype d is a short chain of aten ops (pow's w * b * x**(b-1):
+a subtraction, a power and two products), each of whose results the kernel rounds to d. A
+rounding of intermediate v_i by a relative delta_i moves the gradient element g_j by
+s_ij * v_ij * delta_i, to first order. `rounding_sensitivity` measures, on the float64
+reference sample, S_j = sum_i |s_ij * v_ij| over every rounding intermediate of the forward
+and the backward: the graph is run once as it is and once with each intermediate scaled by
+(1 + STEP), under a dispatch mode, and (g(i) - g) / STEP is that intermediate's term. A
+bound on what the roundings can do together is then a few eps(d) * S_j per element, with
+no assumption about the formula: where its terms cancel (sinc's cos(x)/x - sin(x)/x**2
+for small x), S_j is as large as the terms, not the difference.
+
+Intermediates that a kernel does not round are left out: views and other aliases, copies,
+sign changes, selections (`EXACT`), and results that are not floating. The graph's ops are
+counted on the unperturbed run; a graph of more than MAX_INTERMEDIATES rounding ops, or one
+whose op sequence changes under the scaling, gets None (the caller keeps its normwise bound).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+STEP = 1e-6
+"""Relative scaling of one intermediate (float64: the difference keeps ~10 digits)."""
+
+MAX_INTERMEDIATES = 24
+"""More rounding ops than this in one forward and backward: not measured (cost)."""
+
+EXACT = frozenset(
+    {
+        "aten::abs",
+        "aten::neg",
+        "aten::clone",
+        "aten::copy_",
+        "aten::_to_copy",
+        "aten::detach",
+        "aten::where",
+        "aten::masked_fill",
+        "aten::masked_fill_",
+        "aten::zeros_like",
+        "aten::ones_like",
+        "aten::full_like",
+        "aten::empty_like",
+        "aten::fill_",
+        "aten::zero_",
+        "aten::sign",
+        "aten::sgn",
+        "aten::lift_fresh",
+        "aten::_conj",
+        "aten::conj_physical",
+    }
+)
+"""Ops whose floating results are exactly one of their inputs' values (or a constant):
+no rounding of their own."""
+
+
+def _rounds(func: Any, out: Any, args: tuple[Any, ...]) -> bool:
+    """Whether `func`'s result is a rounded intermediate: a floating tensor the op computed
+    from tensor inputs, not a view or an exact op."""
+    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+        return False
+    schema = func._schema
+    if schema.name in EXACT:
+        return False
+    returns = schema.returns
+    if returns and returns[0].alias_info is not None and not returns[0].alias_info.is_write:
+        return False  # a view: it rounds nothing
+    return any(isinstance(a, torch.Tensor) for a in args)
+
+
+class _Intermediates(TorchDispatchMode):
+    """Counts the rounding intermediates as they are computed; scales the `target`-th one
+    (in place, so an in-place op's target carries it on) by `scale`."""
+
+    def __init__(self, target: int = -1, scale: float = 1.0) -> None:
+        super().__init__()
+        self.target, self.scale = target, scale
+        self.names: list[str] = []
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        out = func(*args, **(kwargs or {}))
+        if _rounds(func, out, args):
+            if len(self.names) == self.target:
+                with torch.no_grad():
+                    out.mul_(self.scale)
+            self.names.append(func._schema.name)
+        return out
+
+
+def rounding_sensitivity(
+    gradients: Callable[[], tuple[Any, ...]],
+) -> tuple[torch.Tensor | None, ...] | None:
+    """Per gradient that `gradients()` returns (it runs the forward and backward on float64
+    leaves, anew each call), S = sum over the rounding intermediates of |d g / d ln v|, or
+    None for the whole graph where it cannot be measured (see the module docstring)."""
+    with _Intermediates() as counting:
+        base = gradients()
+    names = counting.names
+    if not names or len(names) > MAX_INTERMEDIATES:
+        return None
+    totals: list[torch.Tensor | None] = [
+        torch.zeros_like(g) if isinstance(g, torch.Tensor) else None for g in base
+    ]
+    for target in range(len(names)):
+        with _Intermediates(target, 1.0 + STEP) as scaled:
+            moved = gradients()
+        if scaled.names != names:
+            return None
+        for i, (g, m) in enumerate(zip(base, moved, strict=True)):
+            total = totals[i]
+            if total is None or not isinstance(m, torch.Tensor):
+                continue
+            term = ((m - g) / STEP).abs().nan_to_num(nan=0.0, posinf=torch.inf)
+            totals[i] = total + term.detach()
+    return tuple(totals)

@@ -1,0 +1,87 @@
+"""`roundings.rounding_sensitivity`: what the roundings of a graph's intermediates can do to
+each gradient element, measured on float64 graphs built here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+import torch
+
+from accelkit.suite.opinfo import roundings
+
+
+def _grads(
+    fn: Callable[[torch.Tensor], torch.Tensor], values: list[float]
+) -> Callable[[], tuple[torch.Tensor | None, ...]]:
+    def run() -> tuple[torch.Tensor | None, ...]:
+        x = torch.tensor(values, dtype=torch.float64, requires_grad=True)
+        y = fn(x)
+        return torch.autograd.grad([y], [x], [torch.ones_like(y)], allow_unused=True)
+
+    return run
+
+
+def _names(run: Callable[[], object]) -> list[str]:
+    with roundings._Intermediates() as seen:
+        run()
+    return seen.names
+
+
+def test_products_move_the_gradient_by_their_count_times_its_magnitude() -> None:
+    # exp(2x): forward 2x and exp; backward w * y (y saved) and * 2: every one of the four
+    # intermediates but the first scales g in proportion (2x's rounding moves exp(2x) by
+    # 2x relative), so S = 3|g| + |2x * g|.
+    run = _grads(lambda t: torch.exp(2 * t), [0.5, -1.0, 2.0])
+    assert _names(run) == ["aten::mul", "aten::exp", "aten::mul", "aten::mul"]
+    (total,) = roundings.rounding_sensitivity(run) or (None,)
+    assert total is not None
+    x = torch.tensor([0.5, -1.0, 2.0], dtype=torch.float64)
+    g = 2 * torch.exp(2 * x)
+    assert total.tolist() == pytest.approx((3 * g + (2 * x * g).abs()).tolist(), rel=1e-4)
+
+
+def test_terms_that_cancel_count_at_their_own_size() -> None:
+    # sinc'(x) = cos(pi x)/x - sin(pi x)/(pi x**2): for small x each term is ~1/x while their
+    # difference is ~x, so the roundings can move the gradient by far more than |g| eps.
+    run = _grads(torch.sinc, [1e-3, 0.5])
+    (total,) = roundings.rounding_sensitivity(run) or (None,)
+    (g,) = run()
+    assert total is not None and g is not None
+    assert float(total[0]) > 1e5 * abs(float(g[0]))
+    assert float(total[1]) < 20 * abs(float(g[1]))
+
+
+def test_views_copies_and_selections_round_nothing() -> None:
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        v = t.view(2, 1).expand(2, 3).clone()  # no rounding in any of these
+        return torch.where(v > 0, v * 3.0, -v).sum(1)
+
+    names = _names(_grads(fn, [1.0, -2.0]))
+    assert "aten::view" not in names and "aten::expand" not in names
+    assert "aten::clone" not in names and "aten::where" not in names
+    assert "aten::mul" in names
+
+
+def test_an_in_place_result_is_scaled_where_it_lives() -> None:
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        y = t * 2.0
+        y.add_(1.0)  # rounds in place: its scaling must reach y
+        return y * y
+
+    run = _grads(fn, [1.0])
+    assert _names(run).count("aten::add_") == 1
+    (total,) = roundings.rounding_sensitivity(run) or (None,)
+    # g = 2 (2x + 1) * 2 = 12 at x = 1; each of mul, add_, mul (forward) and the backward's
+    # products scales it: none may be missed (the in-place add_ among them).
+    assert total is not None and float(total[0]) >= 4 * 12 - 1e-6
+
+
+def test_a_graph_too_large_or_without_roundings_is_not_measured(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    run = _grads(lambda t: torch.exp(2 * t), [0.5])
+    monkeypatch.setattr(roundings, "MAX_INTERMEDIATES", 3)
+    assert roundings.rounding_sensitivity(run) is None
+    monkeypatch.setattr(roundings, "MAX_INTERMEDIATES", 24)
+    assert roundings.rounding_sensitivity(_grads(lambda t: -t, [0.5])) is None
