@@ -13,8 +13,11 @@ for small x), S_j is as large as the terms, not the difference.
 
 Intermediates that a kernel does not round are left out: views and other aliases, copies,
 sign changes, selections (`EXACT`), and results that are not floating. The graph's ops are
-counted on the unperturbed run; a graph of more than MAX_INTERMEDIATES rounding ops, or one
-whose op sequence changes under the scaling, gets None (the caller keeps its normwise bound).
+counted on the unperturbed run; a graph of more than MAX_INTERMEDIATES rounding ops, one
+whose op sequence changes under the scaling, or one with a complex intermediate (a complex
+product rounds its real and imaginary parts apart, after sums that may cancel inside the
+one op: polar's float16 gradient misses a bound from the product's result, measured)
+gets None (the caller keeps its normwise bound).
 """
 
 from __future__ import annotations
@@ -73,14 +76,15 @@ def _rounds(func: Any, out: Any, args: tuple[Any, ...]) -> bool:
     return any(isinstance(a, torch.Tensor) for a in args)
 
 
-class _Intermediates(TorchDispatchMode):
+class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
     """Counts the rounding intermediates as they are computed; scales the `target`-th one
     (in place, so an in-place op's target carries it on) by `scale`."""
 
     def __init__(self, target: int = -1, scale: float = 1.0) -> None:
-        super().__init__()
+        super().__init__()  # type: ignore[no-untyped-call]
         self.target, self.scale = target, scale
         self.names: list[str] = []
+        self.complex = False
 
     def __torch_dispatch__(
         self,
@@ -90,6 +94,8 @@ class _Intermediates(TorchDispatchMode):
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         out = func(*args, **(kwargs or {}))
+        if isinstance(out, torch.Tensor) and out.is_complex():
+            self.complex = True
         if _rounds(func, out, args):
             if len(self.names) == self.target:
                 with torch.no_grad():
@@ -107,7 +113,7 @@ def rounding_sensitivity(
     with _Intermediates() as counting:
         base = gradients()
     names = counting.names
-    if not names or len(names) > MAX_INTERMEDIATES:
+    if not names or len(names) > MAX_INTERMEDIATES or counting.complex:
         return None
     totals: list[torch.Tensor | None] = [
         torch.zeros_like(g) if isinstance(g, torch.Tensor) else None for g in base

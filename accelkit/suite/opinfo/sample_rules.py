@@ -184,9 +184,7 @@ def grad_brackets(
         return ()
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
-    one_node = uses is not None and not (
-        "result" in uses and ("inputs" in uses or len(inputs) > 1)
-    )
+    one_node = uses is not None and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     if not one_node and len(outputs) != 1:
         return ()
     compute = ACCUMULATION_DTYPE.get(least, least)
@@ -209,7 +207,7 @@ def grad_brackets(
             brackets.append(_summed_bracket(least, x, summed[i]) if summed else None)
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
-        if "result" in uses:
+        if uses and "result" in uses:
             slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
             low, high = low - slack, high + slack
         brackets.append((low.detach(), high.detach()))

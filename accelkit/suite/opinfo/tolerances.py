@@ -13,7 +13,8 @@ atol depends on what the op is:
   output dtype's smallest normal number (results below it may flush to zero); their float32
   and float64 gradients too, per input (`Rules.input_brackets`, `sample_rules.grad_brackets`:
   the reference gradient's range over the same moved inputs, widened by the rounding of a
-  result the backward reads);
+  result the backward reads, or for a deeper backward by the roundings of every
+  intermediate, `roundings.rounding_sensitivity`);
 - every other op gets a normwise atol, NORMWISE_EPS * eps * the largest magnitude of the
   reference and the sample (times the op's `scales.NORMWISE_SCALE` factor): the rounding of
   sums whose terms are as large as the largest value involved;
