@@ -144,11 +144,13 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
     return pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
 
 
-#: The dtypes whose elementwise gradients are compared element by element. A 16-bit
-#: backward is a chain of aten ops that each round to the dtype (atan's grad / (1 + x**2)
-#: rounds three times), which no perturbation of the inputs stands for: those stay
-#: normwise.
-GRAD_BRACKET_DTYPES = frozenset({torch.float32, torch.float64})
+#: The dtypes whose elementwise gradients are compared element by element.
+GRAD_BRACKET_DTYPES = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
+
+#: A 16-bit backward is a chain of aten ops that each round to the dtype (atan's
+#: grad / (1 + x**2) rounds three times), which no perturbation of the inputs stands for:
+#: these take the graph's roundings (`_graph_brackets`) even for a backward of one node.
+CHAINED_ROUNDING_DTYPES = frozenset({torch.bfloat16, torch.float16})
 
 # The relative step of the finite difference that measures how a gradient moves with the
 # saved result (float64: about 1e-10 relative accuracy).
@@ -175,16 +177,21 @@ def grad_brackets(
     a gradient that sums K elements' terms: the sums of their brackets, widened by
     sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more than one node, or one
     that reads both the result and the inputs, widens the range by the roundings of all its
-    intermediates instead (`_graph_brackets`). None (normwise) outside GRAD_BRACKET_DTYPES,
-    for an op of several outputs whose backward is not one node, and for
-    `scales.NORMWISE_GRAD_OPS` (a backward formula that cancels)."""
+    intermediates instead (`_graph_brackets`), as does every 16-bit backward
+    (CHAINED_ROUNDING_DTYPES). None (normwise) outside GRAD_BRACKET_DTYPES, for an op of
+    several outputs whose backward is not one node, and for `scales.NORMWISE_GRAD_OPS` (a
+    backward formula that cancels)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
         return ()
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
-    one_node = uses is not None and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
+    one_node = (
+        uses is not None
+        and least not in CHAINED_ROUNDING_DTYPES
+        and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
+    )
     if not one_node and len(outputs) != 1:
         return ()
     compute = ACCUMULATION_DTYPE.get(least, least)
