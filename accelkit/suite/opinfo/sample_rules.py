@@ -20,7 +20,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
-from accelkit.suite.opinfo.roundings import rounding_sensitivity
+from accelkit.suite.opinfo.roundings import leaves_range, rounding_sensitivity
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_tables import (
     BACKWARD_OVERFLOW,
@@ -91,6 +91,8 @@ def sample_rules(
             rules = dataclasses.replace(
                 rules, input_brackets=grad_brackets(op, base, dtype, ref, rules, weights)
             )
+            if rules.input_brackets and graph_leaves_range(op, dtype, ref, rules, weights):
+                rules = dataclasses.replace(rules, may_overflow=True)
     overflow = entry_for(BACKWARD_OVERFLOW, op_name, dtype)
     if overflow is not None and weights is not None:
         # The intermediates themselves round in the dtype: within a few roundings of the
@@ -201,7 +203,9 @@ def grad_brackets(
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
     if not one_node:
-        return _graph_brackets(op, least, ref, weights, inputs, grads, variants, outputs[0].shape)
+        return _graph_brackets(
+            op, least, compute, ref, weights, (inputs, grads, variants), outputs[0].shape
+        )
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
@@ -221,29 +225,52 @@ def grad_brackets(
     return tuple(brackets)
 
 
+def graph_leaves_range(
+    op: Any, dtype: torch.dtype, ref: Any, rules: Rules, weights: list[torch.Tensor]
+) -> bool:
+    """Whether an intermediate of the elementwise op's forward and backward leaves the range
+    of the dtype the sample computes in (`roundings.leaves_range`; the margin: the
+    CONDITION_EPS roundings of every intermediate before it): inf or NaN are then right
+    where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's entries
+    make them for other ops."""
+    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
+    if least == torch.float64:
+        return False
+    margin = 4 * CONDITION_EPS * torch.finfo(least).eps
+    return leaves_range(lambda: reference_grads(op, ref, weights), least, margin)
+
+
 def _graph_brackets(
     op: Any,
     dtype: torch.dtype,
+    compute: torch.dtype,
     ref: Any,
     weights: list[torch.Tensor],
-    inputs: list[torch.Tensor],
-    grads: tuple[Any, ...],
-    variants: list[tuple[Any, ...]],
+    found: tuple[list[torch.Tensor], tuple[Any, ...], list[tuple[Any, ...]]],
     shape: torch.Size,
 ) -> tuple[tuple[Any, Any] | None, ...]:
     """The gradients of a backward of several nodes (or one reading both the result and the
-    inputs): the reference's range over the moved inputs, widened by CONDITION_EPS * eps(d)
-    * S, S the sum of |dg / d ln v| over the graph's rounding intermediates v
-    (`roundings.rounding_sensitivity`). None for an input that broadcasts (its sum's
-    rounding is not one intermediate's) and where the graph cannot be measured."""
+    inputs, or of a 16-bit dtype), from `found`: the inputs, their reference gradients and
+    those over the moved inputs. Each gradient's range over the moved inputs, widened by
+    CONDITION_EPS * eps(d) * S, S the sum of |dg / d ln v| over the graph's rounding
+    intermediates v (`roundings.rounding_sensitivity`). An input that broadcasts sums
+    terms: the same for each term (`_broadcast_terms`), then their sum's rounding
+    (`_summed_bracket`). () where the graph cannot be measured."""
+    inputs, grads, variants = found
     sensitivity = rounding_sensitivity(lambda: reference_grads(op, ref, weights))
     if sensitivity is None:
         return ()
     eps = torch.finfo(dtype).eps
     brackets: list[tuple[Any, Any] | None] = []
+    summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g, s) in enumerate(zip(inputs, grads, sensitivity, strict=True)):
-        if g is None or s is None or g.is_complex() or x.shape != shape:
+        if g is None or s is None or g.is_complex():
             brackets.append(None)
+            continue
+        if x.shape != shape:
+            if summed is None:
+                summed = _broadcast_terms(op, compute, ref, weights, shape, rounding_eps=eps)
+            brackets.append(_summed_bracket(dtype, x, summed[i]) if summed else None)
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         slack = CONDITION_EPS * eps * s
@@ -252,12 +279,19 @@ def _graph_brackets(
 
 
 def _broadcast_terms(
-    op: Any, compute: torch.dtype, ref: Any, weights: list[torch.Tensor], shape: torch.Size
+    op: Any,
+    compute: torch.dtype,
+    ref: Any,
+    weights: list[torch.Tensor],
+    shape: torch.Size,
+    *,
+    rounding_eps: float | None = None,
 ) -> list[tuple[Any, Any, Any] | None]:
     """Per differentiable input, the (low, high, |g|) of its gradient's terms before the
     broadcast sums them: the gradient with every such input expanded to the output's
-    `shape`, over the same moved inputs as `grad_brackets`; [] where the op cannot take the
-    expanded inputs."""
+    `shape`, over the same moved inputs as `grad_brackets`, and with `rounding_eps` each
+    term's range widened by its graph's roundings as `_graph_brackets` does; [] where the
+    op cannot take the expanded inputs (or its graph cannot be measured)."""
 
     def expand(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.requires_grad:
@@ -274,12 +308,23 @@ def _broadcast_terms(
         ]
     except RuntimeError:
         return []
+    sensitivity: tuple[Any, ...] = (None,) * len(grads)
+    if rounding_eps is not None:
+        measured = rounding_sensitivity(lambda: reference_grads(op, full, weights))
+        if measured is None:
+            return []
+        sensitivity = measured
     terms: list[tuple[Any, Any, Any] | None] = []
-    for i, g in enumerate(grads):
+    for i, (g, s) in enumerate(zip(grads, sensitivity, strict=True)):
         if g is None or g.shape != shape:
             terms.append(None)
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
+        if rounding_eps is not None and s is not None:
+            low, high = (
+                low - CONDITION_EPS * rounding_eps * s,
+                high + CONDITION_EPS * rounding_eps * s,
+            )
         terms.append((low, high, g.abs()))
     return terms
 

@@ -134,6 +134,24 @@ def test_a_deeper_graph_widens_by_every_intermediates_rounding() -> None:
     assert bool(((low <= g) & (g <= high)).all())
 
 
+def test_a_broadcast_input_of_a_deeper_graph_sums_its_terms_ranges() -> None:
+    # pow(x, z) with z broadcast over x: z's gradient sums w_i y_i ln x_i over i. Each term
+    # gets its own graph's roundings, the sum its own rounding; the range holds the exact sum
+    # and is no wider than the terms' roundings allow.
+    x, z = _leaf([0.5, 2.0, 3.0]), _leaf([1.5])
+    weights = [torch.tensor([1.0, -1.0, 2.0])]
+    brackets = sample_rules.grad_brackets(
+        _op(torch.pow), "pow", torch.float32, _sample(x, args=(z,)), Rules(), weights
+    )
+    assert len(brackets) == 2 and brackets[1] is not None
+    low, high = brackets[1]
+    xd, w = x.detach(), weights[0].double()
+    terms = w * xd**1.5 * xd.log()
+    exact = float(terms.sum())
+    assert float(low) < exact < float(high)
+    assert float(high - low) < 100 * EPS32 * float(terms.abs().sum())
+
+
 # (op, dtype, seed, relative error planted, passes?): the error is planted in the elements
 # of a float32 gradient below 1e-4 of its largest (these samples have such elements). 1e-3
 # there passed the normwise bound in every one of these runs (checked before each change:

@@ -94,3 +94,20 @@ def test_a_graph_with_a_complex_intermediate_is_not_measured() -> None:
         return torch.view_as_real(torch.polar(t, torch.full_like(t, 0.3))).sum(-1)
 
     assert roundings.rounding_sensitivity(_grads(fn, [1.0, 2.0])) is None
+
+
+@pytest.mark.parametrize(
+    ("x", "dtype", "beyond"),
+    [
+        (12.0, torch.float16, True),  # exp(12) = 1.6e5: past float16's 65504
+        (10.0, torch.float16, False),  # 2.2e4 and its products by 1: in range
+        (12.0, torch.bfloat16, False),
+        (12.0, torch.float32, False),
+    ],
+)
+def test_an_intermediate_past_the_dtypes_range_is_found(
+    x: float, dtype: torch.dtype, beyond: bool
+) -> None:
+    # exp(x) / 4: the forward's exp overflows float16 where the quotient would not
+    run = _grads(lambda t: torch.exp(t) / 4, [x, 1.0])
+    assert roundings.leaves_range(run, dtype, margin=1e-3) is beyond
