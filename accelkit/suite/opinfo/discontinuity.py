@@ -108,6 +108,33 @@ def rounded_exponent(ref: Any, dtype: torch.dtype, op_name: str) -> list[Any]:
     return [with_parts(ref, ref.input, (rounded, *ref.args[1:]), ref.kwargs)]
 
 
+def rounded_exponent_grads(
+    ref: Any, dtype: torch.dtype, op_name: str, weights: list[torch.Tensor]
+) -> tuple[Any, ...] | None:
+    """The base's gradient as the kernel forms it, w * e * b ** fl(e - 1): only e - 1 rounds
+    to `dtype`, the factor e stays exact. (The sample of `rounded_exponent` rounds both: at
+    e = 6.8e-5 in bfloat16, fl(e - 1) = -1 makes its exponent 0 and its gradient 0, where
+    the kernel's is e / b.) Per differentiable input of the sample, None but the base's;
+    None where the base and the exponent are not both floating tensors."""
+    on_input = op_name.split("/")[0] == "__rpow__"
+    parts: tuple[Any, Any] = (ref.input, ref.args[0] if ref.args else None)
+    exponent, base = parts if on_input else (parts[1], parts[0])
+    if not (isinstance(exponent, torch.Tensor) and exponent.is_floating_point()):
+        return None
+    if not (isinstance(base, torch.Tensor) and base.is_floating_point()):
+        return None
+    if not base.requires_grad or len(weights) != 1:
+        return None
+    e, b = exponent.detach(), base.detach()
+    w = weights[0].to(e.dtype)
+    grad = (w * e * b ** ((e - 1).to(dtype).to(e.dtype))).sum_to_size(b.shape)
+    return tuple(
+        grad if x is base else None
+        for x in pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
+        if isinstance(x, torch.Tensor) and x.requires_grad
+    )
+
+
 def rounded_clamp(ref: Any, dtype: torch.dtype) -> list[Any]:
     """logit's reference sample at each of its clamp bounds as the kernel rounds them to
     `dtype`: eps -> fl(eps) (the lower bound) and eps -> 1 - fl(1 - eps) (the upper one);

@@ -28,7 +28,12 @@ from torch.utils import _pytree as pytree
 
 from accelkit.suite.failures import add_failure_info
 from accelkit.suite.opinfo.comparison import Mismatch, compare
-from accelkit.suite.opinfo.discontinuity import cumsum, perturbed, reference_bracket
+from accelkit.suite.opinfo.discontinuity import (
+    cumsum,
+    perturbed,
+    reference_bracket,
+    rounded_exponent_grads,
+)
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
 from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.planning import OpinfoCase
@@ -390,6 +395,9 @@ def check_grad_sample(
                     reference_grads(op, p, weights)
                     for p in perturbed(ref, dtype, step.mode, op_name=op_name)
                 ]
+                if step.mode == "exponent":  # also e * b ** fl(e - 1), e unrounded
+                    kernel = rounded_exponent_grads(ref, dtype, op_name, weights)
+                    variants += [kernel] if kernel is not None else []
             bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
             if own.bracket is not None:  # the step's range joins the element's own
                 bracket = (

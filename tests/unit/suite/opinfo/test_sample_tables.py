@@ -173,6 +173,34 @@ def test_the_rounded_exponent_is_the_one_the_backward_uses() -> None:
     assert discontinuity.rounded_exponent(sample(base, args=(2,)), torch.float16, "pow") == []
 
 
+def test_the_bases_gradient_at_a_rounded_exponent_keeps_the_exponents_factor() -> None:
+    # __rpow__ in bfloat16 at seed 13: e = 6.77e-5, e - 1 rounds to -1. The kernel's base
+    # gradient is w * e * b ** -1 (finite, where the exact one at a negative base is NaN);
+    # the sample at the rounded exponent (e' = 0) would give 0.
+    e = torch.tensor([6.771087646484375e-05, 2.5], dtype=torch.float64, requires_grad=True)
+    b = torch.tensor([-0.03369140625, 3.0], dtype=torch.float64, requires_grad=True)
+    w = [torch.tensor([1.0, 2.0])]
+    grads = discontinuity.rounded_exponent_grads(
+        sample(e, args=(b,)), torch.bfloat16, "__rpow__/grad", w
+    )
+    assert grads is not None and grads[0] is None
+    expected = [6.771087646484375e-05 / -0.03369140625, 2 * 2.5 * 3.0**1.5]
+    assert grads[1].tolist() == pytest.approx(expected)
+    (at_rounded,) = discontinuity.rounded_exponent(
+        sample(e, args=(b,)), torch.bfloat16, "__rpow__/grad"
+    )
+    assert float(at_rounded.input.detach()[0]) == 0.0  # the old variant's: gradient 0
+    # pow(b, e): the same gradient, the base first; a Python exponent has no such variant
+    power = discontinuity.rounded_exponent_grads(
+        sample(b, args=(e,)), torch.bfloat16, "pow/grad", w
+    )
+    assert power is not None and power[0].tolist() == pytest.approx(expected)
+    assert (
+        discontinuity.rounded_exponent_grads(sample(b, args=(2.0,)), torch.bfloat16, "pow", w)
+        is None
+    )
+
+
 def test_logit_is_evaluated_at_its_bounds_as_the_kernel_rounds_them() -> None:
     x = torch.tensor([0.80078125, 0.5], dtype=torch.float64)
     low, high = discontinuity.rounded_clamp(sample(x, args=(0.2,)), torch.bfloat16)
