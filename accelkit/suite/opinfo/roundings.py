@@ -23,6 +23,7 @@ gets None (the caller keeps its normwise bound).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -114,17 +115,30 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-def rounding_sensitivity(
-    gradients: Callable[[], tuple[Any, ...]],
-) -> tuple[torch.Tensor | None, ...] | None:
-    """Per gradient that `gradients()` returns (it runs the forward and backward on float64
-    leaves, anew each call), S = sum over the rounding intermediates of |d g / d ln v|, or
-    None for the whole graph where it cannot be measured (see the module docstring)."""
+@dataclass(frozen=True)
+class Roundings:
+    """What one `measure_graph` found."""
+
+    terms: tuple[torch.Tensor | None, ...] | None
+    """Per gradient, S = sum over the rounding intermediates of |d g / d ln v|; None for
+    the whole graph where it cannot be measured (see the module docstring)."""
+    largest: float
+    """The largest finite magnitude among the rounding intermediates (`leaves_range`)."""
+
+
+def measure_graph(
+    gradients: Callable[[], tuple[Any, ...]], *, sensitivity: bool = True
+) -> Roundings:
+    """The graph that `gradients()` runs (forward and backward on float64 leaves, anew each
+    call): its largest intermediate from one run, and with `sensitivity` each gradient's S
+    from one more run per intermediate."""
     with _Intermediates() as counting:
         base = gradients()
-    names = counting.names
+    names, largest = counting.names, counting.largest
+    if not sensitivity:
+        return Roundings(None, largest)
     if not names or len(names) > MAX_INTERMEDIATES or counting.complex:
-        return None
+        return Roundings(None, largest)
     totals: list[torch.Tensor | None] = [
         torch.zeros_like(g) if isinstance(g, torch.Tensor) else None for g in base
     ]
@@ -132,23 +146,28 @@ def rounding_sensitivity(
         with _Intermediates(target, 1.0 + STEP) as scaled:
             moved = gradients()
         if scaled.names != names:
-            return None
+            return Roundings(None, largest)
         for i, (g, m) in enumerate(zip(base, moved, strict=True)):
             total = totals[i]
             if total is None or not isinstance(m, torch.Tensor):
                 continue
             term = ((m - g) / STEP).abs().nan_to_num(nan=0.0, posinf=torch.inf)
             totals[i] = total + term.detach()
-    return tuple(totals)
+    return Roundings(tuple(totals), largest)
 
 
-def leaves_range(gradients: Callable[[], object], dtype: torch.dtype, margin: float) -> bool:
-    """Whether a rounding intermediate of the graph that `gradients()` runs (on float64
-    leaves) reaches `dtype`'s overflow threshold, less a relative `margin` (the roundings
+def rounding_sensitivity(
+    gradients: Callable[[], tuple[Any, ...]],
+) -> tuple[torch.Tensor | None, ...] | None:
+    """`measure_graph(gradients).terms`."""
+    return measure_graph(gradients).terms
+
+
+def leaves_range(largest: float, dtype: torch.dtype, margin: float) -> bool:
+    """Whether a graph whose largest rounding intermediate is `largest` (`Roundings`, in
+    float64) reaches `dtype`'s overflow threshold, less a relative `margin` (the roundings
     before it may push it over). Computed in `dtype`, such a graph may legitimately return
     inf or NaN where the exact gradient is finite. (Intermediates that flush to zero are not
     counted: in float16 they would flag 8% of OpInfo's elementwise samples, erf's and
     tanh's among them, where a zero divides nothing.)"""
-    with _Intermediates() as seen:
-        gradients()
-    return bool(seen.largest >= overflow_threshold(dtype) * (1 - margin))
+    return largest >= overflow_threshold(dtype) * (1 - margin)

@@ -20,7 +20,12 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
-from accelkit.suite.opinfo.roundings import leaves_range, rounding_sensitivity
+from accelkit.suite.opinfo.roundings import (
+    Roundings,
+    leaves_range,
+    measure_graph,
+    rounding_sensitivity,
+)
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_tables import (
     BACKWARD_OVERFLOW,
@@ -88,10 +93,9 @@ def sample_rules(
                 rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
             )
         else:
-            rules = dataclasses.replace(
-                rules, input_brackets=grad_brackets(op, base, dtype, ref, rules, weights)
-            )
-            if rules.input_brackets and graph_leaves_range(op, dtype, ref, rules, weights):
+            brackets, overflows = _grad_rules(op, base, dtype, ref, rules, weights)
+            rules = dataclasses.replace(rules, input_brackets=brackets)
+            if overflows:
                 rules = dataclasses.replace(rules, may_overflow=True)
     overflow = entry_for(BACKWARD_OVERFLOW, op_name, dtype)
     if overflow is not None and weights is not None:
@@ -183,10 +187,27 @@ def grad_brackets(
     (CHAINED_ROUNDING_DTYPES). None (normwise) outside GRAD_BRACKET_DTYPES, for an op of
     several outputs whose backward is not one node, and for `scales.NORMWISE_GRAD_OPS` (a
     backward formula that cancels)."""
+    return _grad_rules(op, op_name, dtype, ref, rules, weights)[0]
+
+
+def _grad_rules(
+    op: Any,
+    op_name: str,
+    dtype: torch.dtype,
+    ref: Any,
+    rules: Rules,
+    weights: list[torch.Tensor],
+) -> tuple[tuple[tuple[Any, Any] | None, ...], bool]:
+    """`grad_brackets`, and whether an intermediate of the forward and backward leaves the
+    range of the dtype the sample computes in (`roundings.leaves_range`; the margin: the
+    CONDITION_EPS roundings of every intermediate before it): inf or NaN are then right
+    where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's entries make
+    them for other ops. The graph runs once more for that, or not at all where its
+    roundings are measured (that run finds its largest intermediate too)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
-        return ()
+        return (), False
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
     one_node = (
@@ -195,7 +216,7 @@ def grad_brackets(
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     )
     if not one_node and len(outputs) != 1:
-        return ()
+        return (), False
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
     variants = [
@@ -203,9 +224,11 @@ def grad_brackets(
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
     if not one_node:
-        return _graph_brackets(
-            op, least, compute, ref, weights, (inputs, grads, variants), outputs[0].shape
+        found = measure_graph(lambda: reference_grads(op, ref, weights))
+        graph = _graph_brackets(
+            op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
         )
+        return graph, bool(graph) and _overflows(found.largest, least)
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
@@ -222,22 +245,16 @@ def grad_brackets(
             slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
             low, high = low - slack, high + slack
         brackets.append((low.detach(), high.detach()))
-    return tuple(brackets)
+    largest = measure_graph(lambda: reference_grads(op, ref, weights), sensitivity=False).largest
+    return tuple(brackets), bool(brackets) and _overflows(largest, least)
 
 
-def graph_leaves_range(
-    op: Any, dtype: torch.dtype, ref: Any, rules: Rules, weights: list[torch.Tensor]
-) -> bool:
-    """Whether an intermediate of the elementwise op's forward and backward leaves the range
-    of the dtype the sample computes in (`roundings.leaves_range`; the margin: the
-    CONDITION_EPS roundings of every intermediate before it): inf or NaN are then right
-    where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's entries
-    make them for other ops."""
-    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
-    if least == torch.float64:
+def _overflows(largest: float, dtype: torch.dtype) -> bool:
+    """`roundings.leaves_range` for the dtype a sample computes in; never float64 (the
+    reference's own)."""
+    if dtype == torch.float64:
         return False
-    margin = 4 * CONDITION_EPS * torch.finfo(least).eps
-    return leaves_range(lambda: reference_grads(op, ref, weights), least, margin)
+    return leaves_range(largest, dtype, 4 * CONDITION_EPS * torch.finfo(dtype).eps)
 
 
 def _graph_brackets(
@@ -246,18 +263,18 @@ def _graph_brackets(
     compute: torch.dtype,
     ref: Any,
     weights: list[torch.Tensor],
-    found: tuple[list[torch.Tensor], tuple[Any, ...], list[tuple[Any, ...]]],
+    found: tuple[list[torch.Tensor], tuple[Any, ...], list[tuple[Any, ...]], Roundings],
     shape: torch.Size,
 ) -> tuple[tuple[Any, Any] | None, ...]:
     """The gradients of a backward of several nodes (or one reading both the result and the
-    inputs, or of a 16-bit dtype), from `found`: the inputs, their reference gradients and
-    those over the moved inputs. Each gradient's range over the moved inputs, widened by
-    CONDITION_EPS * eps(d) * S, S the sum of |dg / d ln v| over the graph's rounding
-    intermediates v (`roundings.rounding_sensitivity`). An input that broadcasts sums
+    inputs, or of a 16-bit dtype), from `found`: the inputs, their reference gradients,
+    those over the moved inputs and the graph's `roundings.measure_graph`. Each gradient's range
+    over the moved inputs, widened by CONDITION_EPS * eps(d) * S, S the sum of
+    |dg / d ln v| over the graph's rounding intermediates v. An input that broadcasts sums
     terms: the same for each term (`_broadcast_terms`), then their sum's rounding
     (`_summed_bracket`). () where the graph cannot be measured."""
-    inputs, grads, variants = found
-    sensitivity = rounding_sensitivity(lambda: reference_grads(op, ref, weights))
+    inputs, grads, variants, roundings = found
+    sensitivity = roundings.terms
     if sensitivity is None:
         return ()
     eps = torch.finfo(dtype).eps
@@ -321,10 +338,8 @@ def _broadcast_terms(
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         if rounding_eps is not None and s is not None:
-            low, high = (
-                low - CONDITION_EPS * rounding_eps * s,
-                high + CONDITION_EPS * rounding_eps * s,
-            )
+            slack = CONDITION_EPS * rounding_eps * s
+            low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
     return terms
 
