@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
@@ -93,7 +93,7 @@ def sample_rules(
                 rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
             )
         else:
-            brackets, overflows = _grad_rules(op, base, dtype, ref, rules, weights)
+            brackets, overflows = grad_brackets(op, base, dtype, ref, rules, weights)
             rules = dataclasses.replace(rules, input_brackets=brackets)
             if overflows:
                 rules = dataclasses.replace(rules, may_overflow=True)
@@ -163,6 +163,15 @@ CHAINED_ROUNDING_DTYPES = frozenset({torch.bfloat16, torch.float16})
 _RESULT_STEP = 1e-6
 
 
+class GradBrackets(NamedTuple):
+    """What `grad_brackets` decides for one sample's gradients."""
+
+    brackets: tuple[tuple[Any, Any] | None, ...]
+    """Per differentiable input, (low, high), or None where it stays normwise; () for all."""
+    may_overflow: bool
+    """An intermediate leaves the dtype's range: inf or NaN are right (`Rules.may_overflow`)."""
+
+
 def grad_brackets(
     op: Any,
     op_name: str,
@@ -170,7 +179,7 @@ def grad_brackets(
     ref: Any,
     rules: Rules,
     weights: list[torch.Tensor],
-) -> tuple[tuple[Any, Any] | None, ...]:
+) -> GradBrackets:
     """An elementwise op's gradients compared element by element: per differentiable input,
     (low, high) or None where that gradient stays normwise.
 
@@ -186,28 +195,18 @@ def grad_brackets(
     intermediates instead (`_graph_brackets`), as does every 16-bit backward
     (CHAINED_ROUNDING_DTYPES). None (normwise) outside GRAD_BRACKET_DTYPES, for an op of
     several outputs whose backward is not one node, and for `scales.NORMWISE_GRAD_OPS` (a
-    backward formula that cancels)."""
-    return _grad_rules(op, op_name, dtype, ref, rules, weights)[0]
+    backward formula that cancels).
 
-
-def _grad_rules(
-    op: Any,
-    op_name: str,
-    dtype: torch.dtype,
-    ref: Any,
-    rules: Rules,
-    weights: list[torch.Tensor],
-) -> tuple[tuple[tuple[Any, Any] | None, ...], bool]:
-    """`grad_brackets`, and whether an intermediate of the forward and backward leaves the
-    range of the dtype the sample computes in (`roundings.leaves_range`; the margin: the
-    CONDITION_EPS roundings of every intermediate before it): inf or NaN are then right
-    where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's entries make
-    them for other ops. The graph runs once more for that, or not at all where its
-    roundings are measured (that run finds its largest intermediate too)."""
+    With `GradBrackets.may_overflow`: whether an intermediate of the forward and backward
+    leaves the range of the dtype the sample computes in (`roundings.leaves_range`; the
+    margin: the CONDITION_EPS roundings of every intermediate before it): inf or NaN are
+    then right where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's
+    entries make them for other ops. The graph runs once more for that, or not at all where
+    its roundings are measured (that run finds its largest intermediate too)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
-        return (), False
+        return GradBrackets((), False)
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
     one_node = (
@@ -216,7 +215,7 @@ def _grad_rules(
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     )
     if not one_node and len(outputs) != 1:
-        return (), False
+        return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
     variants = [
@@ -228,7 +227,7 @@ def _grad_rules(
         graph = _graph_brackets(
             op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
         )
-        return graph, bool(graph) and _overflows(found.largest, least)
+        return GradBrackets(graph, bool(graph) and _overflows(found.largest, least))
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
@@ -246,7 +245,7 @@ def _grad_rules(
             low, high = low - slack, high + slack
         brackets.append((low.detach(), high.detach()))
     largest = measure_graph(lambda: reference_grads(op, ref, weights), sensitivity=False).largest
-    return tuple(brackets), bool(brackets) and _overflows(largest, least)
+    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(largest, least))
 
 
 def _overflows(largest: float, dtype: torch.dtype) -> bool:

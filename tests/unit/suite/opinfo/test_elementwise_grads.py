@@ -51,7 +51,7 @@ def test_a_result_read_by_the_backward_widens_by_its_rounding() -> None:
     weights = [torch.tensor([1.0, -2.0])]
     (found,) = sample_rules.grad_brackets(
         _op(torch.tanh), "tanh", torch.float32, _sample(x), Rules(), weights
-    )
+    ).brackets
     assert found is not None
     low, high = found
     xd, w = x.detach(), weights[0].double()
@@ -69,7 +69,7 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
     weights = [torch.tensor([1.0, 1.0])]
     (found,) = sample_rules.grad_brackets(
         _op(torch.sin), "sin", torch.float32, _sample(x), Rules(), weights
-    )
+    ).brackets
     assert found is not None
     low, high = found
     # cos(x * (1 +- 2 eps)): a width of 4 * eps * |x sin(x)| around cos(x).
@@ -87,7 +87,7 @@ def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
         _op(torch.mul), "mul", torch.float32, _sample(x, args=(z,)), Rules(), weights
-    )
+    ).brackets
     assert brackets[0] is not None and brackets[1] is not None
     low, high = brackets[1]
     terms = (weights[0].double() * x.detach()).abs().sum()  # T = 1 + 2 + 6
@@ -105,7 +105,7 @@ def test_a_16_bit_gradient_takes_the_rounding_of_every_result(dtype: torch.dtype
     weights = [torch.tensor([1.0, -1.0, 0.5])]
     (found,) = sample_rules.grad_brackets(
         _op(torch.exp), "exp", dtype, _sample(x), Rules(), weights
-    )
+    ).brackets
     assert found is not None
     low, high = found
     xd = x.detach()
@@ -123,7 +123,7 @@ def test_a_deeper_graph_widens_by_every_intermediates_rounding() -> None:
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     (found,) = sample_rules.grad_brackets(
         _op(lambda t: torch.exp(2 * t)), "exp2x", torch.float32, _sample(x), Rules(), weights
-    )
+    ).brackets
     assert found is not None
     low, high = found
     xd, w = x.detach(), weights[0].double()
@@ -142,7 +142,7 @@ def test_a_broadcast_input_of_a_deeper_graph_sums_its_terms_ranges() -> None:
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
         _op(torch.pow), "pow", torch.float32, _sample(x, args=(z,)), Rules(), weights
-    )
+    ).brackets
     assert len(brackets) == 2 and brackets[1] is not None
     low, high = brackets[1]
     xd, w = x.detach(), weights[0].double()
