@@ -20,11 +20,16 @@ Compile time dominates on the CPU (a C++ compile per kernel), so compiled work i
 
 Each op's samples are drawn under the seed its own case would get from the plugin
 (`case_seed`), so a case replays alone (`-k`, `--seed`) with the same inputs as in a batch.
+The compiled function gets its own copy of each sample (`own_copies`): samples may share
+tensors that an op updates in place (batch_norm's samples 7-10 share running_mean and
+running_var, and sample 8 trains), and each sample's reference is computed after the batch
+ran, so on shared tensors it would see the updates of the samples after it.
 Ops that cannot compile are known skips with the reason (`skips.COMPILE_SKIPS`).
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import random
 import zlib
@@ -125,6 +130,13 @@ def draw_samples(
     return list(itertools.islice(samples, limit) if limit is not None else samples)
 
 
+def own_copies(samples: list[Any]) -> list[Any]:
+    """Each sample deep-copied on its own: tensors shared within a sample stay shared, those
+    shared between samples do not, and an op that updates its inputs in place changes none
+    of `samples`."""
+    return [copy.deepcopy(sample) for sample in samples]
+
+
 @dataclass
 class Compiled:
     """The compiled answers of one op's samples, or why they could not be computed."""
@@ -178,7 +190,8 @@ def _compile_one(op: Any, samples: list[Any]) -> Compiled:
     errors = []
     for dynamic in (True, False):
         try:
-            return Compiled(outputs=compile_batch([(op, samples)], dynamic=dynamic)[0])
+            outputs = compile_batch([(op, own_copies(samples))], dynamic=dynamic)[0]
+            return Compiled(outputs=outputs)
         except Exception as error:  # a compile failure is the case's finding, with its text
             errors.append(f"{'dynamic' if dynamic else 'static'}: {_first_line(error)}")
     return Compiled(error="; ".join(errors))
@@ -211,7 +224,7 @@ def _quick_batch(device: str, dtype: str, base_seed: int) -> dict[str, tuple[lis
         entries.append((name, op, samples))
     results: dict[str, tuple[list[Any], Compiled]] = {}
     try:
-        outputs = compile_batch([(op, samples) for _, op, samples in entries])
+        outputs = compile_batch([(op, own_copies(samples)) for _, op, samples in entries])
         for (name, _, samples), answer in zip(entries, outputs, strict=True):
             results[name] = (samples, Compiled(outputs=answer))
     except Exception:  # one op spoils the batch: compile each alone to say which
@@ -273,7 +286,8 @@ def check_compiled_sample(
         compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
     except AssertionError as error:
         with torch.no_grad():
-            eager = indices_as_values(op_name, ref, process(_call(op, sample)), what)
+            eager_raw = _call(op, own_copies([sample])[0])
+            eager = indices_as_values(op_name, ref, process(eager_raw), what)
         if squared is not None:
             eager = squares(eager)
         try:
