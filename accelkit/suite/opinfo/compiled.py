@@ -265,7 +265,10 @@ def check_compiled_sample(
     digits to compare. A Mismatch says whether eager on the device gets the sample right."""
     summary = " ".join(str(sample.summary() if hasattr(sample, "summary") else sample).split())
     what = f"{op_name} compiled (inductor) sample {index} ({summary[:300]})"
-    ref = reference_sample(sample, device)
+    # Private copies (`own_copies`): a float64 sample is its own reference (no conversion
+    # copies it), and an op that updates its inputs must change neither the samples after
+    # this one nor the eager run below.
+    ref = reference_sample(own_copies([sample])[0], device)
     process = sample.output_process_fn_grad
     with torch.no_grad():
         expected = indices_as_values(op_name, ref, process(_call(op, ref)), what)

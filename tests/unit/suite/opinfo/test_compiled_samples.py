@@ -5,8 +5,10 @@ batch_norm's samples 7-10 share one running_mean and running_var; sample 7 reads
 (eval mode) and sample 8 updates them (training). The compiled batch runs the samples in
 order, so sample 7's answer is right; a reference computed after the batch from the shared
 tensors saw sample 8's update, and the case failed "the compiled code is wrong" (float16,
-16% off) where the code was right. The compile itself is not what is tested: the batch runs
-eagerly here (the same order and the same in-place updates), so no C++ compile is needed.
+16% off) where the code was right. In float64 the reference sample is the sample itself (no
+conversion copies it), so computing sample 8's reference updated sample 9's statistics.
+The compile itself is not what is tested: the batch runs eagerly here (the same order and
+the same in-place updates), so no C++ compile is needed.
 
 op_db is imported in a subprocess only (tests/test_probe.py must see it unimported).
 """
@@ -35,20 +37,31 @@ def fn_call(op, s):
 
 
 compiled.compile_batch = eager_batch
-op = op_db_by_name()["nn.functional.batch_norm"]
-case = OpinfoCase("nn.functional.batch_norm", sys.argv[1])
+op = op_db_by_name()[sys.argv[1]]
+case = OpinfoCase(sys.argv[1], sys.argv[2])
 samples = compiled.draw_samples(op, case, "cpu", None, 0)
-shared = [i for i, s in enumerate(samples) if s.args and s.args[0] is samples[7].args[0]]
-before = [a.clone() for a in samples[7].args]
+tensors = [{id(a) for a in s.args if isinstance(a, torch.Tensor)} for s in samples]
+shared = [i for i, ids in enumerate(tensors) if ids & tensors[7]]
+before = [a.clone() for a in samples[7].args if isinstance(a, torch.Tensor)]
 compared = compiled.run_compiled_case(op, case, "cpu", "full", 0)
-unchanged = all(torch.equal(a, b) for a, b in zip(before, samples[7].args))
+after = [a for a in samples[7].args if isinstance(a, torch.Tensor)]
+unchanged = all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 print(json.dumps({"shared": shared, "compared": compared, "unchanged": unchanged}))
 """
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_samples_that_share_updated_tensors_are_compared_as_drawn(dtype: str) -> None:
-    found = run_python(SHARED_STATE, dtype)
-    assert found["shared"] == [7, 8, 9, 10]  # the premise: one running_mean, sample 8 trains
+@pytest.mark.parametrize(
+    ("op", "dtype", "sharing"),
+    [
+        ("nn.functional.batch_norm", "float16", [7, 8, 9, 10]),
+        ("nn.functional.batch_norm", "float64", [7, 8, 9, 10]),  # its own reference
+        ("native_batch_norm", "float64", [5, 6, 7, 8]),
+    ],
+)
+def test_samples_that_share_updated_tensors_are_compared_as_drawn(
+    op: str, dtype: str, sharing: list[int]
+) -> None:
+    found = run_python(SHARED_STATE, op, dtype)
+    assert found["shared"] == sharing  # the premise: samples that share running statistics
     assert found["compared"] >= 10
     assert found["unchanged"]  # the batch updated its own copies
