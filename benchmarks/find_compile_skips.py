@@ -111,7 +111,7 @@ def _check(compiled: Any, names: Any, case: Any, args: argparse.Namespace) -> di
     reason = compiled.compiled_skip_reason(op, case, "cpu", "full")
     if reason is not None:
         return {"status": "skip", "why": reason[:200]}
-    samples = compiled.draw_samples(op, case, "cpu", None, 0)
+    _, samples = compiled.chosen_samples(op, case, "cpu", "full", 0)
     errors = []
     for dynamic in (True, False):
         signal.alarm(args.limit_s)

@@ -375,4 +375,32 @@ COMPILE_SKIPS = skips_by_key(
             "output is a sparse tensor, which dynamo does not trace"
         ),
     ),
+    # Found when full breadth stopped compiling every sample in one graph
+    # (compiled.FULL_COMPILED_SAMPLES): these ops' graphs had never finished compiling.
+    KnownSkip(
+        op="nn.functional.gaussian_nll_loss",
+        reason=(
+            "UserError: Could not guard on data-dependent expression Eq(u0, 1) (the loss "
+            "raises ValueError where torch.any(var < 0), a branch on a value of the input "
+            "tensors; fullgraph=True allows no graph break). Every dtype, dynamic and static"
+        ),
+    ),
+    KnownSkip(
+        op="unique",
+        reason=(
+            "AssertionError: expected size 5==5, stride 1==4 at dim=0 (Inductor's check of the "
+            "eager fallback's output: with dim other than 0, unique returns strides that its "
+            "fake kernel does not predict, so the compiled graph stops at its first call; 5 "
+            "of the 32 float32 samples at seed 0). Every dtype, dynamic and static"
+        ),
+    ),
+    KnownSkip(
+        op="unique_consecutive",
+        reason=(
+            "AssertionError: wrong number of dimensions2 for op: "
+            "torch.ops.aten.unique_consecutive.default (Inductor's check of the eager "
+            "fallback's output: its number of dimensions is not the fake kernel's, so the "
+            "compiled graph stops at its first call). Every dtype, dynamic and static"
+        ),
+    ),
 )

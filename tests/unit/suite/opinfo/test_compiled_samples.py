@@ -1,5 +1,6 @@
-"""A compiled OpInfo case compares each sample with a reference of that sample as it was
-drawn, even where the op updates tensors that its samples share.
+"""Which samples a compiled OpInfo case compiles (`compiled.chosen_samples`), and that it
+compares each with a reference of that sample as it was drawn, even where the op updates
+tensors that its samples share.
 
 batch_norm's samples 7-10 share one running_mean and running_var; sample 7 reads them
 (eval mode) and sample 8 updates them (training). The compiled batch runs the samples in
@@ -15,8 +16,12 @@ op_db is imported in a subprocess only (tests/test_probe.py must see it unimport
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
+from accelkit.suite.opinfo import compiled
+from accelkit.suite.opinfo.planning import OpinfoCase
 from tests.helpers import run_python
 
 SHARED_STATE = """
@@ -65,3 +70,35 @@ def test_samples_that_share_updated_tensors_are_compared_as_drawn(
     assert found["shared"] == sharing  # the premise: samples that share running statistics
     assert found["compared"] >= 10
     assert found["unchanged"]  # the batch updated its own copies
+
+
+def _op_with(count: int) -> SimpleNamespace:
+    return SimpleNamespace(
+        sample_inputs_func=lambda op, device, dtype, requires_grad: iter(range(count))
+    )
+
+
+def test_full_breadth_compiles_every_sample_of_a_small_op() -> None:
+    case = OpinfoCase("add", "float32")
+    indices, samples = compiled.chosen_samples(_op_with(9), case, "cpu", "full", 0)
+    assert indices == samples == list(range(9))
+    indices, samples = compiled.chosen_samples(_op_with(9), case, "cpu", "quick", 0)
+    assert indices == samples == list(range(compiled.QUICK_COMPILED_SAMPLES))
+
+
+def test_a_large_op_compiles_sample_0_and_others_drawn_by_the_case_seed() -> None:
+    """576 max_pool3d samples in one graph were still compiling after 300 s."""
+    cap = compiled.FULL_COMPILED_SAMPLES
+    case = OpinfoCase("nn.functional.max_pool3d", "float16")
+    indices, samples = compiled.chosen_samples(_op_with(576), case, "cpu", "full", 0)
+    assert samples == indices  # each sample keeps its index in the op's list (messages)
+    assert len(indices) == cap and indices[0] == 0
+    assert indices == sorted(set(indices)) and indices[-1] < 576
+    again, _ = compiled.chosen_samples(_op_with(576), case, "cpu", "full", 0)
+    assert again == indices  # a case replays with the same samples
+    other, _ = compiled.chosen_samples(_op_with(576), case, "cpu", "full", 1)
+    assert other[0] == 0 and other != indices  # another --seed covers others
+    other_dtype, _ = compiled.chosen_samples(
+        _op_with(576), OpinfoCase("nn.functional.max_pool3d", "float32"), "cpu", "full", 0
+    )
+    assert other_dtype != indices
