@@ -350,12 +350,15 @@ COMPILE_SKIPS = skips_by_key(
             "is sized by the largest target length, a value of the input tensors)"
         ),
     ),
-    KnownSkip(
-        op="linalg.lstsq",
-        reason=(
-            "Unsupported: Dynamic shape operator (lstsq's residuals are empty or not "
-            "depending on the rank the driver finds, a value of the input tensors)"
-        ),
+    *(
+        KnownSkip(
+            op=op,
+            reason=(
+                "Unsupported: Dynamic shape operator (lstsq's residuals are empty or not "
+                "depending on the rank the driver finds, a value of the input tensors)"
+            ),
+        )
+        for op in ("linalg.lstsq", "linalg.lstsq.grad_oriented")
     ),
     *(
         KnownSkip(
@@ -391,6 +394,21 @@ COMPILE_SKIPS = skips_by_key(
             "Unsupported: Unsupported method call (dynamo cannot trace OpInfo's "
             "wrapper_set_seed around the op: its freeze_rng_state constructs "
             "torch._C._DisableTorchDispatch, a pybind11 class). Dynamic and static"
+        ),
+    ),
+    KnownSkip(
+        op="resize_",
+        reason=(
+            "Unsupported: Unsupported Tensor.resize_() call (dynamo does not trace resizing a "
+            "graph input's storage in place; fullgraph=True allows no graph break)"
+        ),
+    ),
+    KnownSkip(
+        op="resize_as_",
+        reason=(
+            "Unsupported: Attempted to call function marked as skipped (dynamo skips "
+            "torch.resize_as_, which resizes a graph input's storage in place; fullgraph=True "
+            "allows no graph break)"
         ),
     ),
     KnownSkip(
