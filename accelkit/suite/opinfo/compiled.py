@@ -22,10 +22,12 @@ Compile time dominates on the CPU (a C++ compile per kernel), so compiled work i
 
 Each op's samples are drawn under the seed its own case would get from the plugin
 (`case_seed`), so a case replays alone (`-k`, `--seed`) with the same inputs as in a batch.
-The compiled function gets its own copy of each sample (`own_copies`): samples may share
-tensors that an op updates in place (batch_norm's samples 7-10 share running_mean and
-running_var, and sample 8 trains), and each sample's reference is computed after the batch
-ran, so on shared tensors it would see the updates of the samples after it.
+The compiled batch, each sample's reference and the eager rerun of a failing sample each get
+their own copy of the sample (`own_copies`, `own_copy`): samples may share tensors that an op
+updates in place (batch_norm's samples 7-10 share running_mean and running_var, and sample 8
+trains), and each sample's reference is computed after the batch ran, so on shared tensors it
+would see the updates of the samples after it; a float64 sample is its own reference (no
+conversion copies it), so computing it in place would change the samples after it.
 Ops that cannot compile are known skips with the reason (`skips.COMPILE_SKIPS`).
 """
 
@@ -156,11 +158,16 @@ def draw_samples(
     return list(itertools.islice(samples, limit) if limit is not None else samples)
 
 
+def own_copy(sample: Any) -> Any:
+    """The sample deep-copied: tensors shared within it stay shared, and an op that updates
+    its inputs in place leaves `sample` as it was."""
+    return copy.deepcopy(sample)
+
+
 def own_copies(samples: list[Any]) -> list[Any]:
-    """Each sample deep-copied on its own: tensors shared within a sample stay shared, those
-    shared between samples do not, and an op that updates its inputs in place changes none
-    of `samples`."""
-    return [copy.deepcopy(sample) for sample in samples]
+    """Each sample deep-copied on its own (`own_copy`): tensors shared between samples are
+    no longer shared."""
+    return [own_copy(sample) for sample in samples]
 
 
 @dataclass
@@ -292,10 +299,10 @@ def check_compiled_sample(
     digits to compare. A Mismatch says whether eager on the device gets the sample right."""
     summary = " ".join(str(sample.summary() if hasattr(sample, "summary") else sample).split())
     what = f"{op_name} compiled (inductor) sample {index} ({summary[:300]})"
-    # Private copies (`own_copies`): a float64 sample is its own reference (no conversion
+    # Private copies (`own_copy`): a float64 sample is its own reference (no conversion
     # copies it), and an op that updates its inputs must change neither the samples after
     # this one nor the eager run below.
-    ref = reference_sample(own_copies([sample])[0], device)
+    ref = reference_sample(own_copy(sample), device)
     process = sample.output_process_fn_grad
     with torch.no_grad():
         expected = indices_as_values(op_name, ref, process(_call(op, ref)), what)
@@ -316,7 +323,7 @@ def check_compiled_sample(
         compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
     except AssertionError as error:
         with torch.no_grad():
-            eager_raw = _call(op, own_copies([sample])[0])
+            eager_raw = _call(op, own_copy(sample))
             eager = indices_as_values(op_name, ref, process(eager_raw), what)
         if squared is not None:
             eager = squares(eager)
