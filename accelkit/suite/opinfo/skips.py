@@ -389,14 +389,6 @@ COMPILE_SKIPS = skips_by_key(
         ),
     ),
     KnownSkip(
-        op="nn.functional.feature_alpha_dropout.without_train",
-        reason=(
-            "Unsupported: Unsupported method call (dynamo cannot trace OpInfo's "
-            "wrapper_set_seed around the op: its freeze_rng_state constructs "
-            "torch._C._DisableTorchDispatch, a pybind11 class). Dynamic and static"
-        ),
-    ),
-    KnownSkip(
         op="resize_",
         reason=(
             "Unsupported: Unsupported Tensor.resize_() call (dynamo does not trace resizing a "

@@ -102,3 +102,62 @@ def test_a_large_op_compiles_sample_0_and_others_drawn_by_the_case_seed() -> Non
         _op_with(576), OpinfoCase("nn.functional.max_pool3d", "float32"), "cpu", "full", 0
     )
     assert other_dtype != indices
+
+
+SEEDED = """
+import json, sys
+import torch
+from accelkit.suite.opinfo import compiled
+from accelkit.suite.opinfo.op_db import op_db_by_name
+from accelkit.suite.opinfo.planning import OpinfoCase
+
+op = op_db_by_name()[sys.argv[1]]
+case = OpinfoCase(sys.argv[1], "float32")
+every = compiled.draw_samples(op, case, "cpu", None, 0)
+indices, samples = compiled.chosen_samples(op, case, "cpu", "full", 0)
+sample = samples[0]
+
+
+def traced(fn):
+    torch._dynamo.reset()
+    try:
+        compiled_fn = torch.compile(fn, backend="eager", fullgraph=True)
+        compiled_fn(sample.input, *sample.args, **sample.kwargs)
+    except Exception as error:  # dynamo's refusal, by type name
+        return type(error).__name__
+    return "traced"
+
+
+print(json.dumps({
+    "every": len(every),
+    "indices": indices,
+    "random": [i for i, s in enumerate(every) if not compiled.SEEDED_OPS[case.op].deterministic(s)],
+    "callable_is_op_db_s": compiled.compiled_callable(op) is op.op,
+    "op_db_wrapper": traced(op.op),
+    "compiled_callable": traced(compiled.compiled_callable(op)),
+}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("op", "count", "random_count"),
+    [
+        ("nn.functional.scaled_dot_product_attention", 25, 12),  # dropout_p 0.5
+        ("nn.functional.multi_head_attention_forward", 192, 96),  # training=True
+        ("nn.functional.feature_alpha_dropout.without_train", None, 0),
+    ],
+)
+def test_an_op_wrapped_in_wrapper_set_seed_compiles_itself_on_its_deterministic_samples(
+    op: str, count: int | None, random_count: int
+) -> None:
+    found = run_python(SEEDED, op)
+    # The premise: dynamo cannot trace op_db's wrapper (freeze_rng_state).
+    assert found["op_db_wrapper"] == "Unsupported"
+    assert found["compiled_callable"] == "traced"
+    assert not found["callable_is_op_db_s"]
+    if count is not None:
+        assert found["every"] == count
+    assert len(found["random"]) == random_count
+    assert found["indices"] and not set(found["indices"]) & set(found["random"])
+    expected = min(found["every"] - random_count, compiled.FULL_COMPILED_SAMPLES)
+    assert len(found["indices"]) == expected
