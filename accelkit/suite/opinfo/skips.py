@@ -389,6 +389,26 @@ COMPILE_SKIPS = skips_by_key(
         ),
     ),
     KnownSkip(
+        op="lerp",
+        dtype="complex64",
+        reason=(
+            "BackendCompilerFailed: TypeError: '>=' not supported between instances of "
+            "'complex' and 'float' (Inductor's decomposition of aten.lerp.Scalar compares the "
+            "weight with 0.5 to choose its formula; a sample's weight is the Python complex "
+            "0.4j, which eager accepts). Dynamic and static"
+        ),
+    ),
+    KnownSkip(
+        op="logaddexp",
+        dtype="complex64",
+        reason=(
+            "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to view "
+            "Float as ComplexFloat (different element sizes), but got 0 (the complex lowering "
+            "of a sample with an empty dimension views its (0, ..., 2) float buffer as complex). "
+            "Dynamic and static"
+        ),
+    ),
+    KnownSkip(
         op="resize_",
         reason=(
             "Unsupported: Unsupported Tensor.resize_() call (dynamo does not trace resizing a "
