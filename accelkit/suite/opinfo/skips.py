@@ -388,15 +388,19 @@ COMPILE_SKIPS = skips_by_key(
             "tensors; fullgraph=True allows no graph break). Every dtype, dynamic and static"
         ),
     ),
-    KnownSkip(
-        op="add",
-        dtype="complex64",
-        reason=(
-            "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to view "
-            "Float as ComplexFloat (different element sizes), but got 0 (sample 8 of 11: (0, 1, "
-            "3) + (0, 10, 3), a broadcast over an empty dimension; the complex lowering views "
-            "its float buffer as complex). Dynamic and static; the other samples compile"
-        ),
+    *(
+        KnownSkip(
+            op=op,
+            dtype="complex64",
+            reason=(
+                "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to "
+                "view Float as ComplexFloat (different element sizes), but got 0 (sample 8: (0, "
+                "1, 3) + (0, 10, 3), a broadcast over an empty dimension; the complex lowering "
+                "views its float buffer as complex). Dynamic and static; the other samples "
+                "compile"
+            ),
+        )
+        for op in ("add", "__radd__")
     ),
     KnownSkip(
         op="addr",
