@@ -11,6 +11,9 @@ conversion copies it), so computing sample 8's reference updated sample 9's stat
 The compile itself is not what is tested: the batch runs eagerly here (the same order and
 the same in-place updates), so no C++ compile is needed.
 
+An op that op_db wraps in wrapper_set_seed, which dynamo cannot trace, compiles the op
+itself on its samples that draw no random numbers (`compiled.SEEDED_OPS`).
+
 op_db is imported in a subprocess only (tests/test_probe.py must see it unimported).
 """
 
