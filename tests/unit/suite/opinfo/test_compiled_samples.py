@@ -164,3 +164,12 @@ def test_an_op_wrapped_in_wrapper_set_seed_compiles_itself_on_its_deterministic_
     assert found["indices"] and not set(found["indices"]) & set(found["random"])
     expected = min(found["every"] - random_count, compiled.FULL_COMPILED_SAMPLES)
     assert len(found["indices"]) == expected
+
+
+def test_an_op_with_a_costly_graph_compiles_fewer_samples() -> None:
+    """interpolate.bicubic's 24 samples took 395 s to compile in float64 (cold cache)."""
+    case = OpinfoCase("nn.functional.interpolate.bicubic", "float64")
+    cap = compiled.COMPILED_SAMPLE_CAPS[case.op]
+    assert cap < compiled.FULL_COMPILED_SAMPLES
+    indices, _ = compiled.chosen_samples(_op_with(24), case, "cpu", "full", 0)
+    assert len(indices) == cap and indices[0] == 0 and indices == sorted(set(indices))
