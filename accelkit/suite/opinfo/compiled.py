@@ -13,7 +13,8 @@ Compile time dominates on the CPU (a C++ compile per kernel), so compiled work i
   compile, kernels for samples that differ only in their sizes shared through dynamic shapes
   (`dynamic=True`: one size-generic kernel instead of one per shape);
 - at full breadth, at most FULL_COMPILED_SAMPLES samples an op (op_db's grids of hundreds
-  of samples make one graph whose symbolic shapes take minutes to simplify);
+  of samples make one graph whose symbolic shapes take minutes to simplify), fewer for the
+  ops of COMPILED_SAMPLE_CAPS;
 - at quick breadth, the ops of `QUICK_COMPILED_OPS` (lowerings outside the compile zoo of
   test_compile_parity.py: a decomposed pointwise op, a reduction, a scan, a scatter) are
   compiled together, once per process, in float32 with their first QUICK_COMPILED_SAMPLES
@@ -28,7 +29,9 @@ updates in place (batch_norm's samples 7-10 share running_mean and running_var, 
 trains), and each sample's reference is computed after the batch ran, so on shared tensors it
 would see the updates of the samples after it; a float64 sample is its own reference (no
 conversion copies it), so computing it in place would change the samples after it.
-Ops that cannot compile are known skips with the reason (`skips.COMPILE_SKIPS`).
+An op that op_db wraps in `wrapper_set_seed`, which dynamo cannot trace, compiles the op
+itself on its samples that draw no random numbers (`SEEDED_OPS`). Ops that cannot compile
+are known skips with the reason (`skips.COMPILE_SKIPS`).
 """
 
 from __future__ import annotations
@@ -81,6 +84,9 @@ FULL_COMPILED_SAMPLES, with a smaller cap. interpolate.bicubic's 24 samples (a d
 each: sizes, scale factors, align_corners) took 395 s to compile in float64 and 171 s in
 float32 with a cold Inductor cache on the 2-core dev machine (300 s is the per-case default)."""
 MODULE_NODEID = "conformance/test_opinfo_compiled.py::test_opinfo_compiled"
+# The skip message's start for COMPILE_SKIPS (accelkit.suite.outcome.COMPILE_SKIP_PREFIX,
+# which the run summary counts; written out here as case_seed is, and checked equal).
+COMPILE_SKIP_PREFIX = "cannot compile: "
 
 
 @dataclass(frozen=True)
@@ -126,11 +132,6 @@ def compiled_callable(op: Any) -> Callable[..., Any]:
     SEEDED_OPS op."""
     seeded = SEEDED_OPS.get(full_name(op))
     return seeded.fn if seeded is not None else op.op
-
-
-# The skip message's start for COMPILE_SKIPS (accelkit.suite.outcome.COMPILE_SKIP_PREFIX,
-# which the run summary counts; written out here as case_seed is, and checked equal).
-COMPILE_SKIP_PREFIX = "cannot compile: "
 
 
 def plan_compiled(device_type: str, breadth: str) -> list[OpinfoCase]:
