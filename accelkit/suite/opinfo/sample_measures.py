@@ -102,6 +102,32 @@ def broadcast_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> li
     ]
 
 
+def prelu_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """prelu's gradients, per input that needs one (input, weight). The input's is
+    elementwise (0.0: its bracket decides). The weight's sums x * dy over the elements with
+    x < 0 of its channel (dimension 1 of the input), or of the whole input for a weight of
+    one element: the largest such sum of |x * dy|, where it sums more than one term (one
+    term is elementwise too: 0.0). The weight's gradient cannot be bracketed as a broadcast
+    (`sample_rules._broadcast_terms` expands it to the input's shape, which prelu refuses),
+    so without this it is compared at the gradient's own magnitude, which cancellation can
+    make far smaller than its terms."""
+    if weights is None or not isinstance(ref.input, torch.Tensor):
+        return []
+    x = _real64(ref.input)
+    weight = argument(ref, 0, "weight", None)
+    dy = weights[0].detach().to("cpu", torch.float64)
+    terms = (x * dy).abs() * (x < 0)
+    if not isinstance(weight, torch.Tensor) or terms.numel() <= weight.numel():
+        total = 0.0
+    elif weight.numel() == 1 or x.dim() < 2:
+        total = float(terms.sum())
+    else:  # one channel a weight element
+        total = float(terms.transpose(0, 1).reshape(weight.numel(), -1).sum(1).max())
+    return [
+        0.0 if t is ref.input else total for t in differentiable((ref.input, ref.args, ref.kwargs))
+    ]
+
+
 def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """normalize's gradient w / n - (w . x) / n ** 2 * sgn(x) (|x| / n) ** (p - 1) (n the
     p-norm, clamped at eps): the larger of its two terms' magnitudes, which exceed every

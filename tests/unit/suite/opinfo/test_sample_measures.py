@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
@@ -92,6 +93,27 @@ def test_conv_terms_sum_the_product_magnitudes() -> None:
     assert forward == 7.0  # |3| + |-4|, though the output there is -1
     # The weight's gradient sums x * dy over the 3 positions: |1| + |-2| + |3| = 6 for w[0].
     assert measures.absolute_grad_terms(conv, sample(x, (w,)), [dy]) == [9.0]  # w[1]: 2+3+4
+
+
+def test_prelu_weight_terms_sum_x_dy_where_x_is_negative_per_channel() -> None:
+    prelu = torch.nn.functional.prelu
+    x = torch.tensor([[[-1.0, 2.0], [-3.0, -4.0]], [[5.0, -6.0], [7.0, 8.0]]], dtype=torch.float64)
+    dy = torch.tensor([[[1.0, 1.0], [-1.0, 2.0]], [[1.0, -1.0], [1.0, 1.0]]], dtype=torch.float64)
+    x.requires_grad_()
+    channels = torch.tensor([0.25, -0.5], dtype=torch.float64, requires_grad=True)
+    # Channel 0 (dimension 1) sums -1 * 1 and -6 * -1: 7; channel 1 sums -3 * -1, -4 * 2: 11.
+    assert measures.prelu_terms(prelu, sample(x, (channels,)), [dy]) == [0.0, 11.0]
+    one = torch.tensor(0.25, dtype=torch.float64, requires_grad=True)
+    assert measures.prelu_terms(prelu, sample(x, kwargs={"weight": one}), [dy]) == [0.0, 18.0]
+    # The premise: the gradient itself cancels (6 - 1 = 5, 3 - 8 = -5), and the generic
+    # broadcast measures cannot expand the weight to the input's shape: prelu refuses it.
+    (grad,) = torch.autograd.grad(prelu(x, channels), channels, dy)
+    assert grad.tolist() == [5.0, -5.0]
+    with pytest.raises(RuntimeError):
+        prelu(x, channels.detach()[None, :, None].expand(x.shape))
+    # One term a weight element (a 0-d input): elementwise, bracketed, no terms.
+    scalar = torch.tensor(-2.0, dtype=torch.float64, requires_grad=True)
+    assert measures.prelu_terms(prelu, sample(scalar, (one,)), [torch.ones(())]) == [0.0, 0.0]
 
 
 def test_layer_norm_terms_of_a_one_element_group() -> None:
