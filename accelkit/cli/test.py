@@ -202,6 +202,15 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
             markup=False,
             highlight=False,
         )
+    partial = compile_skips(results, status="passed")
+    if partial:
+        names = sorted("/".join(cid.split("/")[2:4]) for cid in partial)
+        console.print(
+            f"{len(partial)} compiled OpInfo cases left out samples that cannot compile "
+            f"(COMPILE_SAMPLE_SKIPS; the case message names them): {', '.join(names)}",
+            markup=False,
+            highlight=False,
+        )
     verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
     console.print(f"{verdict}: {len(results.cases)} cases in {wall_s:.1f} s", highlight=False)
     for label, path in (("results", request.json_path), ("junit", request.junit_path)):

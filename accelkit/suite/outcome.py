@@ -14,8 +14,10 @@ NO_TESTS = 5
 
 COMPILE_SKIP_PREFIX = "cannot compile: "
 """How the message of a compiled OpInfo case begins when its op is a known compile failure
-(`opinfo.skips.COMPILE_SKIPS`, written out in `opinfo.compiled`, which a reproducer carries
-alone; tests/test_compile_skips.py checks the two agree)."""
+(`opinfo.skips.COMPILE_SKIPS`: the case is skipped) or some of its samples are
+(`opinfo.skips.COMPILE_SAMPLE_SKIPS`: the case passes with the others), written out in
+`opinfo.compiled`, which a reproducer carries alone; tests/test_compile_skips.py checks the
+two agree)."""
 
 
 @dataclass(frozen=True)
@@ -38,10 +40,11 @@ def exit_code(results: Any, pytest_exit: int) -> ExitCode:
     return ExitCode.OK
 
 
-def compile_skips(results: Any) -> list[str]:
-    """The ids of the cases skipped because their op cannot compile (COMPILE_SKIP_PREFIX)."""
+def compile_skips(results: Any, status: str = "skipped") -> list[str]:
+    """The ids of the cases skipped because their op cannot compile (COMPILE_SKIP_PREFIX),
+    or with `status="passed"`, of those that left out samples that cannot compile."""
     return [
         case.id
         for case in results.cases
-        if case.status == "skipped" and (case.message or "").startswith(COMPILE_SKIP_PREFIX)
+        if case.status == status and (case.message or "").startswith(COMPILE_SKIP_PREFIX)
     ]

@@ -10,6 +10,7 @@ shared and what cannot compile: `accelkit.suite.opinfo.compiled`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -44,7 +45,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.mark.requires("opinfo")
-def test_opinfo_compiled(case: opinfo.OpinfoCase | None, device: str, request: Any) -> None:
+def test_opinfo_compiled(
+    case: opinfo.OpinfoCase | None,
+    device: str,
+    request: Any,
+    record_note: Callable[[str], None],
+) -> None:
     assert case is not None  # the capability marker skips the placeholder
     op = opinfo.op_db_by_name()[case.op]
     breadth = _breadth(request.config)
@@ -53,5 +59,7 @@ def test_opinfo_compiled(case: opinfo.OpinfoCase | None, device: str, request: A
         pytest.skip(reason)
     seed = int(request.config.getoption("--accelkit-seed", default=0) or 0)
     ran = compiled.run_compiled_case(op, case, device, breadth, seed)
-    if ran == 0:
+    if ran.compared == 0:
         pytest.skip(f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device} to compare")
+    if ran.note is not None:
+        record_note(ran.note)

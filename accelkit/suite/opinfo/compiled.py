@@ -31,7 +31,9 @@ would see the updates of the samples after it; a float64 sample is its own refer
 conversion copies it), so computing it in place would change the samples after it.
 An op that op_db wraps in `wrapper_set_seed`, which dynamo cannot trace, compiles the op
 itself on its samples that draw no random numbers (`SEEDED_OPS`). Ops that cannot compile
-are known skips with the reason (`skips.COMPILE_SKIPS`).
+are known skips with the reason (`skips.COMPILE_SKIPS`); where only some samples cannot
+(`skips.COMPILE_SAMPLE_SKIPS`), the case compiles the others and its message names the
+samples left out (`CompiledRun.note`).
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ from accelkit.suite.opinfo.comparison import Mismatch
 from accelkit.suite.opinfo.eigen import EIGEN_OPS
 from accelkit.suite.opinfo.op_db import DTYPES, full_name, op_db_by_name
 from accelkit.suite.opinfo.planning import OpinfoCase, plan, skip_reason
+from accelkit.suite.opinfo.records import SampleSkip, entry_for
 from accelkit.suite.opinfo.running import compare_with_steps, inputs_dtype, reference_sample
 from accelkit.suite.opinfo.sample_rules import NoDigits, sample_rules, squared_rules, squares
-from accelkit.suite.opinfo.skips import COMPILE_SKIPS
+from accelkit.suite.opinfo.skips import COMPILE_SAMPLE_SKIPS, COMPILE_SKIPS
 from accelkit.suite.opinfo.ties import indices_as_values
 from accelkit.suite.opinfo.tolerances import Rules, max_magnitude
 
@@ -170,18 +173,44 @@ def chosen_samples(
     first QUICK_COMPILED_SAMPLES at quick breadth; at full breadth all of them, or sample 0
     and FULL_COMPILED_SAMPLES - 1 others drawn by the case seed where there are more (so
     another --seed covers others; COMPILED_SAMPLE_CAPS lowers the cap for a few ops). A
-    SEEDED_OPS op keeps its deterministic samples only."""
+    SEEDED_OPS op keeps its deterministic samples only; the samples of a
+    COMPILE_SAMPLE_SKIPS entry are left out (`Chosen.left_out`)."""
+    chosen = choose_samples(op, case, device, breadth, base_seed)
+    return chosen.indices, chosen.samples
+
+
+@dataclass(frozen=True)
+class Chosen:
+    """What `choose_samples` chose: the samples to compile with their indices, and the
+    indices left out by a COMPILE_SAMPLE_SKIPS entry (`skip`)."""
+
+    indices: list[int]
+    samples: list[Any]
+    left_out: list[int]
+    skip: SampleSkip | None
+
+
+def compile_sample_skip(case: OpinfoCase) -> SampleSkip | None:
+    """The COMPILE_SAMPLE_SKIPS entry of a compiled case, if any."""
+    return entry_for(COMPILE_SAMPLE_SKIPS, case.op, DTYPES[case.dtype])
+
+
+def choose_samples(op: Any, case: OpinfoCase, device: str, breadth: str, base_seed: int) -> Chosen:
+    """`chosen_samples`, with the samples a COMPILE_SAMPLE_SKIPS entry leaves out."""
     limit = QUICK_COMPILED_SAMPLES if breadth == "quick" else None
     samples = draw_samples(op, case, device, limit, base_seed)
     indices = list(range(len(samples)))
     seeded = SEEDED_OPS.get(case.op)
     if seeded is not None:
         indices = [i for i in indices if seeded.deterministic(samples[i])]
+    skip = compile_sample_skip(case)
+    left_out = [i for i in indices if skip.applies(samples[i])] if skip is not None else []
+    indices = [i for i in indices if i not in left_out]
     cap = COMPILED_SAMPLE_CAPS.get(case.op, FULL_COMPILED_SAMPLES)
     if breadth != "quick" and len(indices) > cap:
         others = random.Random(case_seed(case.param_id, base_seed)).sample(indices[1:], cap - 1)
         indices = [indices[0], *sorted(others)]
-    return indices, [samples[i] for i in indices]
+    return Chosen(indices, [samples[i] for i in indices], left_out, skip)
 
 
 def case_seed(param_id: str, base_seed: int) -> int:
@@ -323,14 +352,40 @@ def _quick_batch(device: str, dtype: str, base_seed: int) -> dict[str, tuple[lis
     return results
 
 
-def run_compiled_case(op: Any, case: OpinfoCase, device: str, breadth: str, base_seed: int) -> int:
-    """The compiled case's samples against the reference; returns how many were compared."""
+@dataclass(frozen=True)
+class CompiledRun:
+    """What a compiled case checked: how many samples it compared, and the samples a
+    COMPILE_SAMPLE_SKIPS entry left out, with its reason."""
+
+    compared: int
+    left_out: tuple[int, ...] = ()
+    reason: str = ""
+
+    @property
+    def note(self) -> str | None:
+        """The case's message where samples were left out, else None."""
+        if not self.left_out:
+            return None
+        which = ", ".join(str(i) for i in self.left_out)
+        plural = "s" if len(self.left_out) > 1 else ""
+        return f"{COMPILE_SKIP_PREFIX}sample{plural} {which} left out: {self.reason}"
+
+
+def run_compiled_case(
+    op: Any, case: OpinfoCase, device: str, breadth: str, base_seed: int
+) -> CompiledRun:
+    """The compiled case's samples against the reference: how many were compared, and which
+    could not be compiled (COMPILE_SAMPLE_SKIPS)."""
     shared = _quick_batch(device, case.dtype, base_seed) if breadth == "quick" else {}
+    left_out: list[int] = []
+    reason = ""
     if case.op in shared:
         samples, answer = shared[case.op]
         indices = list(range(len(samples)))
     else:
-        indices, samples = chosen_samples(op, case, device, breadth, base_seed)
+        chosen = choose_samples(op, case, device, breadth, base_seed)
+        indices, samples, left_out = chosen.indices, chosen.samples, chosen.left_out
+        reason = chosen.skip.reason if chosen.skip is not None else ""
         answer = _compile_one(op, samples) if samples else Compiled(outputs=[])
     if answer.error is not None or answer.outputs is None:
         raise Mismatch(
@@ -341,7 +396,7 @@ def run_compiled_case(op: Any, case: OpinfoCase, device: str, breadth: str, base
     for index, sample, raw in zip(indices, samples, answer.outputs, strict=True):
         if check_compiled_sample(op, case.op, device, dtype, index, sample, raw):
             count += 1
-    return count
+    return CompiledRun(count, tuple(left_out), reason)
 
 
 def _call(fn: Callable[..., Any], sample: Any) -> Any:

@@ -37,6 +37,8 @@ ConditionFunction = Callable[[Any, Any], float]
 IntermediatesFunction = Callable[[Any, Any, list[torch.Tensor]], Intermediates]
 # f(reference sample)
 SquaredTermsFunction = Callable[[Any], float | None]
+# f(sample): whether a rule applies to this sample
+SamplePredicate = Callable[[Any], bool]
 
 ConditionKind = Literal["relative", "normwise", "tie"]
 DiscontinuityMode = Literal["relative", "normwise", "exponent", "clamp"]
@@ -171,6 +173,14 @@ class Discontinuity(CaseRule):
 
     mode: DiscontinuityMode
     cumulative: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleSkip(CaseRule):
+    """Samples of a case that are left out (those `applies` selects), and why: the case
+    checks its other samples, and its message names the ones left out."""
+
+    applies: SamplePredicate
 
 
 R = TypeVar("R", bound=CaseRule)

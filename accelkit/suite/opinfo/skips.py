@@ -3,15 +3,23 @@
 - `RANDOM_OPS`: ops whose outputs are random draws (their values have no reference);
 - `KNOWN_SKIPS`: cases with the numerical reason they cannot match a float64 reference (the
   reason is the skip message);
-- `DEVICE_ONLY`: ops that exist only on some device types.
+- `DEVICE_ONLY`: ops that exist only on some device types;
+- `COMPILE_SKIPS`: compiled cases whose op cannot compile (the compile error is the reason);
+  `COMPILE_SAMPLE_SKIPS`: samples that cannot compile, left out of a compiled case that
+  checks the others (`accelkit.suite.opinfo.compiled` applies both).
 
-`planning.skip_reason` applies them (with OpInfo's own `has_nondeterministic_output` and
+`planning.skip_reason` applies the first three (with OpInfo's own `has_nondeterministic_output` and
 supported dtypes). Each skip is a finding about the op, not a hidden failure.
 """
 
 from __future__ import annotations
 
-from accelkit.suite.opinfo.records import DeviceOnly, KnownSkip, skips_by_key
+from typing import Any
+
+import torch
+from torch.utils import _pytree as pytree
+
+from accelkit.suite.opinfo.records import DeviceOnly, KnownSkip, SampleSkip, by_key, skips_by_key
 
 # Ops whose outputs are random draws or uninitialised memory: a value comparison is
 # meaningless. (`has_nondeterministic_output` in OpInfo covers the `empty*` family; the
@@ -388,30 +396,6 @@ COMPILE_SKIPS = skips_by_key(
             "tensors; fullgraph=True allows no graph break). Every dtype, dynamic and static"
         ),
     ),
-    *(
-        KnownSkip(
-            op=op,
-            dtype="complex64",
-            reason=(
-                "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to "
-                "view Float as ComplexFloat (different element sizes), but got 0 (sample 8: (0, "
-                "1, 3) + (0, 10, 3), a broadcast over an empty dimension; the complex lowering "
-                "views its float buffer as complex). Dynamic and static; the other samples "
-                "compile"
-            ),
-        )
-        for op in ("add", "__radd__")
-    ),
-    KnownSkip(
-        op="addr",
-        dtype="complex64",
-        reason=(
-            "InductorError: RuntimeError: self.stride(-1) must be 1 to view ComplexFloat as "
-            "Float (different element sizes), but got 0 (sample 1 of 4: a 0-d complex input "
-            "broadcast to the (5, 10) outer product; the complex lowering views the expanded "
-            "tensor as float). Dynamic and static; the other samples compile"
-        ),
-    ),
     KnownSkip(
         op="lerp",
         dtype="complex64",
@@ -437,16 +421,6 @@ COMPILE_SKIPS = skips_by_key(
             "nn.functional.linear_cross_entropy.chunked",
             "nn.functional.linear_cross_entropy.chunked_none",
         )
-    ),
-    KnownSkip(
-        op="logaddexp",
-        dtype="complex64",
-        reason=(
-            "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to view "
-            "Float as ComplexFloat (different element sizes), but got 0 (the complex lowering "
-            "of a sample with an empty dimension views its (0, ..., 2) float buffer as complex). "
-            "Dynamic and static"
-        ),
     ),
     KnownSkip(
         op="resize_",
@@ -479,6 +453,57 @@ COMPILE_SKIPS = skips_by_key(
             "torch.ops.aten.unique_consecutive.default (Inductor's check of the eager "
             "fallback's output: its number of dimensions is not the fake kernel's, so the "
             "compiled graph stops at its first call). Every dtype, dynamic and static"
+        ),
+    ),
+)
+
+
+def _empty_broadcast(sample: Any) -> bool:
+    """An operand broadcast to an empty result (its expanded view has stride 0)."""
+    leaves = pytree.tree_leaves((sample.input, sample.args, sample.kwargs))
+    shapes = [x.shape for x in leaves if isinstance(x, torch.Tensor)]
+    if not shapes:
+        return False
+    shape = torch.broadcast_shapes(*shapes)  # type: ignore[no-untyped-call]
+    return 0 in shape and any(s != shape for s in shapes)
+
+
+def _addr_of_a_0d_input(sample: Any) -> bool:
+    """addr of a 0-d input with the default beta and alpha (input + outer(vec1, vec2))."""
+    defaults = all(sample.kwargs.get(name, 1) == 1 for name in ("beta", "alpha"))
+    return bool(sample.input.dim() == 0 and defaults)
+
+
+def _empty_broadcast_reason(op: str) -> str:
+    return (
+        "InductorError: LoweringException: RuntimeError: self.stride(-1) must be 1 to view "
+        "Float as ComplexFloat (different element sizes), but got 0 (an operand broadcast to "
+        f"an empty result, {op}'s sample 8: (0, 1, 3) and (0, 10, 3); the complex lowering "
+        "views the expanded float buffer as complex). Dynamic and static; alone, each of the "
+        "other samples compiles"
+    )
+
+
+#: Samples of a compiled case that cannot compile: the case compiles its other samples, and
+#: its message names the samples left out. (`applies` selects them from the sample alone:
+#: op_db draws these samples' shapes the same way at every seed.)
+COMPILE_SAMPLE_SKIPS = by_key(
+    *(
+        SampleSkip(
+            op=op, dtype="complex64", applies=_empty_broadcast, reason=_empty_broadcast_reason(op)
+        )
+        for op in ("add", "__radd__", "logaddexp")
+    ),
+    SampleSkip(
+        op="addr",
+        dtype="complex64",
+        applies=_addr_of_a_0d_input,
+        reason=(
+            "InductorError: RuntimeError: self.stride(-1) must be 1 to view ComplexFloat as "
+            "Float (different element sizes), but got 0 (a 0-d complex input broadcast to the "
+            "(5, 10) outer product with the default beta and alpha, sample 1 of 4; the complex "
+            "lowering views the expanded tensor as float; with beta and alpha, sample 3 "
+            "compiles). Dynamic and static"
         ),
     ),
 )

@@ -1,7 +1,8 @@
 """The compiled OpInfo cases' known compile failures (`opinfo.skips.COMPILE_SKIPS`): each
 names an op that exists in op_db, with the compile error as its reason; a listed case is
 skipped with "cannot compile: <reason>", and the run summary counts those skips and names
-their ops.
+their ops. Samples that cannot compile (`COMPILE_SAMPLE_SKIPS`) are left out of a case that
+compiles and checks the others; the samples left out are those that fail to compile.
 
 op_db is imported in a subprocess only (tests/test_probe.py must see it unimported).
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+import pytest
 from rich.console import Console
 
 from accelkit.cli.test import _summary
@@ -109,3 +111,82 @@ def test_the_run_summary_counts_the_compile_skips_and_names_their_ops() -> None:
     text = console.export_text()
     assert "2 compiled OpInfo cases skipped, their ops cannot compile under Inductor" in text
     assert "(COMPILE_SKIPS): unique" in text
+    assert "left out samples" not in text
+
+
+def test_the_run_summary_names_the_cases_that_left_out_samples() -> None:
+    note = compiled.CompiledRun(10, (8,), "InductorError: ...").note
+    assert note == "cannot compile: sample 8 left out: InductorError: ..."
+    assert compiled.CompiledRun(10).note is None
+    run = results(
+        [
+            case("conformance/opinfo_compiled/add/complex64", message=note),
+            case("conformance/opinfo_compiled/add/float32"),
+        ]
+    )
+    assert outcome.compile_skips(run) == []
+    assert outcome.compile_skips(run, status="passed") == [
+        "conformance/opinfo_compiled/add/complex64"
+    ]
+    console = Console(record=True, width=200)
+    done = SimpleNamespace(results=run, exit_code=0, log_path=None)
+    _summary(console, done, 1.0, SimpleNamespace(device="cpu", json_path=None, junit_path=None))
+    text = console.export_text()
+    assert "1 compiled OpInfo cases left out samples that cannot compile" in text
+    assert "add/complex64" in text
+
+
+def test_sample_skip_entries_are_forward_and_name_the_compile_error() -> None:
+    assert skips.COMPILE_SAMPLE_SKIPS
+    for key, skip in skips.COMPILE_SAMPLE_SKIPS.items():
+        assert not skip.grad, key  # compiled cases are forward only
+        assert skip.reason.startswith(("InductorError", "BackendCompilerFailed")), key
+        assert (skip.op, skip.dtype, None) not in skips.COMPILE_SKIPS, key
+
+
+SAMPLE_SKIPS = """
+import json, sys
+import torch
+from accelkit.suite.opinfo import compiled, op_db, skips
+from accelkit.suite.opinfo.planning import OpinfoCase
+names = op_db.op_db_by_name()
+found = {}
+for skip in skips.COMPILE_SAMPLE_SKIPS.values():
+    case = OpinfoCase(skip.op, skip.dtype)
+    op = names[skip.op]
+    chosen = compiled.choose_samples(op, case, "cpu", "full", 0)
+    samples = compiled.draw_samples(op, case, "cpu", None, 0)
+    errors = []
+    for i in chosen.left_out:  # each alone: the error of the reason
+        try:
+            compiled.compile_batch([(op, compiled.own_copies([samples[i]]))], dynamic=False)
+            errors.append(None)
+        except Exception as error:
+            errors.append(str(error).splitlines()[0])
+    run = compiled.run_compiled_case(op, case, "cpu", "full", 0)
+    found[f"{skip.op}/{skip.dtype}"] = {
+        "left_out": chosen.left_out, "errors": errors, "compared": run.compared,
+        "indices": chosen.indices, "note": run.note, "reason": skip.reason,
+    }
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.slow
+def test_the_samples_left_out_are_those_that_cannot_compile() -> None:
+    """Each COMPILE_SAMPLE_SKIPS entry leaves out at least one sample; each left out sample,
+    compiled alone, fails with the error its reason quotes; the case compiles and compares
+    all the others, and its note names the samples left out."""
+    found = run_python(SAMPLE_SKIPS)
+    ops = {"add", "__radd__", "logaddexp", "addr"}
+    assert set(found) == {f"{op}/complex64" for op in ops}
+    for name, got in found.items():
+        assert got["left_out"], name
+        quoted = got["reason"].split(" (")[0].removeprefix("InductorError: ")
+        for error in got["errors"]:
+            assert error is not None and quoted.split(": ", 1)[-1] in error, (name, error)
+        assert got["compared"] == len(got["indices"]) > 0, name
+        assert not set(got["left_out"]) & set(got["indices"]), name
+        assert str(got["left_out"][0]) in got["note"], name
+    assert found["add/complex64"]["left_out"] == [8]
+    assert found["addr/complex64"]["left_out"] == [1]

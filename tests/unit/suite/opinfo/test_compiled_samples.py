@@ -51,7 +51,7 @@ samples = compiled.draw_samples(op, case, "cpu", None, 0)
 tensors = [{id(a) for a in s.args if isinstance(a, torch.Tensor)} for s in samples]
 shared = [i for i, ids in enumerate(tensors) if ids & tensors[7]]
 before = [a.clone() for a in samples[7].args if isinstance(a, torch.Tensor)]
-compared = compiled.run_compiled_case(op, case, "cpu", "full", 0)
+compared = compiled.run_compiled_case(op, case, "cpu", "full", 0).compared
 after = [a for a in samples[7].args if isinstance(a, torch.Tensor)]
 unchanged = all(torch.equal(a, b) for a, b in zip(before, after, strict=True))
 print(json.dumps({"shared": shared, "compared": compared, "unchanged": unchanged}))
