@@ -35,6 +35,14 @@ the torch A/A control and autorange-pairs were added: within 3% of
 |---|---|---|---|---|---|
 | 5 | 8 | 10 | 10 | 13 | 8 |
 | 9 | 7 | 5 | 9 | 13 | 9 |
+| 5 (later, load 0.27-0.96) | 11 | 11 | 13 | 11 | 11 |
+
+The last row, on a quieter machine (nothing else running; the ops 10-60% faster than in
+the rows above): 9 of 13 cases within 3% of every judged reference. Outside: the bfloat16
+128^3 GEMM against blocked (0.967); triad against all but the torch A/A, one of its 5
+rounds reading 1.226 (9 rounds again: 0.978-1.007, within); and sample-pairs on the 1 MiB
+copy (1.048) and the 1x1024x512 gemv (1.063, and 1.055 in 9 rounds again, while accelkit's
+measurement is within 1.6% of both autoranges there).
 
 of 13 cases. torch's own blocked_autorange, taken twice in a row, misses 3% on 3-4 of the
 13: one measurement after another cannot agree within 3% here, whichever tool takes them.
