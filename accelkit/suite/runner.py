@@ -278,6 +278,8 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
             results, status = _more_passes(request, results, results_path, log_path, emit, context)
             pytest_exit = _combined_exit(pytest_exit, status)
+        if not results.cases:
+            _refuse_a_run_without_cases(request, results_path, log_path, pytest_exit)
         if request.junit_path is not None:
             write_junit(results, request.junit_path)
         exit_code = outcome.exit_code(results, pytest_exit)
@@ -286,14 +288,6 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             kept_log = None
             if exit_code != ExitCode.OK or pytest_exit not in (0, 1):
                 kept_log = _keep(log_path)
-        if pytest_exit == 2 and not results.cases:
-            detail = _last_error_line(log_path)
-            raise BadInput(f"the suite could not start: {detail}")
-        if pytest_exit == 5 and not results.cases:
-            what = f"-k {request.keyword!r}" if request.keyword else "the selection"
-            raise BadInput(f"{what} matched no case")
-        if pytest_exit in (3, 4) and not results.cases:
-            raise Failed(f"pytest failed before running any case: {_last_error_line(log_path)}")
         return RunOutcome(
             results=results, exit_code=exit_code, log_path=kept_log, pytest_exit=pytest_exit
         )
@@ -546,6 +540,32 @@ def _events(read_fd: int) -> Iterator[Event]:
                 event = json.loads(line)
                 if isinstance(event, dict):
                     yield event
+
+
+def _refuse_a_run_without_cases(
+    request: RunRequest, results_path: Path, log_path: Path, pytest_exit: int
+) -> None:
+    """Raise the one-line error of a pytest that ended before running any case: it could
+    not start (2: bad input), the selection matched nothing (5: bad input), or pytest itself
+    failed (3, 4, or 1: an uncaught exception, such as its plugin failing to import under a
+    stale install). The results file the run began is removed first: no file means no suite
+    ran, so a job cannot read this run as one that found nothing wrong."""
+    error: BadInput | Failed
+    if pytest_exit == 2:
+        error = BadInput(f"the suite could not start: {_last_error_line(log_path)}")
+    elif pytest_exit == NO_TESTS:
+        what = f"-k {request.keyword!r}" if request.keyword else "the selection"
+        error = BadInput(f"{what} matched no case")
+    elif pytest_exit in (1, 3, 4):
+        kept = log_path if request.log_path is not None else _keep(log_path)
+        error = Failed(
+            f"pytest failed before running any case: {_last_error_line(log_path)} "
+            f"(pytest log: {kept})"
+        )
+    else:
+        return
+    results_path.unlink(missing_ok=True)
+    raise error
 
 
 def _keep(log_path: Path) -> Path:

@@ -228,8 +228,45 @@ def test_an_absent_device_exits_3_at_once(tmp_path: Path) -> None:
 
 
 def test_a_keyword_matching_nothing_is_bad_input(tmp_path: Path) -> None:
-    proc = run_cli(*TEST_FIXTURE_CASES, "-k", "no_such_case_anywhere")
+    results, junit = tmp_path / "r.json", tmp_path / "r.xml"
+    proc = run_cli(
+        *TEST_FIXTURE_CASES, "-k", "no_such_case_anywhere", "--json", str(results),
+        "--junit", str(junit),
+    )  # fmt: skip
     assert_one_line_error(proc, 2, "matched no case")
+    # The header written before pytest started is removed: no file means no suite ran.
+    assert not results.exists() and not junit.exists()
+
+
+def test_a_suite_whose_plugin_cannot_import_is_a_one_line_error(tmp_path: Path) -> None:
+    """A stale install (an editable install pointing at a removed checkout, say): the pytest
+    child imports an `accelkit` without `accelkit.suite`, and pytest dies of the ImportError
+    (exit 1) before any case. It is a one-line error naming the cause, not "FAILED: 0
+    cases". The stale package is a stub first on the child's PYTHONPATH; accelkit itself
+    runs from the checkout (put ahead of PYTHONPATH)."""
+    stale = tmp_path / "stale"
+    (stale / "accelkit").mkdir(parents=True)
+    (stale / "accelkit" / "__init__.py").write_text("")
+    run_from_checkout = (
+        "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); "
+        "runpy.run_module('accelkit', run_name='__main__', alter_sys=True)"
+    )
+    results = tmp_path / "r.json"
+    argv = [sys.executable, "-c", run_from_checkout, str(REPO), *TEST_FIXTURE_CASES]
+    proc = subprocess.run(
+        [*argv, "-k", "statuses", "--json", str(results)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "PYTHONPATH": str(stale)},
+        check=False,
+    )
+    assert_one_line_error(proc, 1, "pytest failed before running any case")
+    assert "No module named 'accelkit.suite'" in proc.stderr
+    log = Path(proc.stderr.rsplit("(pytest log: ", 1)[1].split(")")[0])
+    assert "Traceback" in log.read_text()  # the whole story is kept for the reader
+    log.unlink()
+    assert not results.exists()
 
 
 def test_the_repo_has_no_stray_pytest_cache() -> None:
