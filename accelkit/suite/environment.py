@@ -18,12 +18,16 @@ def suite_environment(device: str, environ: Mapping[str, str]) -> dict[str, str]
 
 def child_env(device: str, environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The pytest child's environment: `environ` (default: this process's) with the
-    backend's `suite_environment` added where unset, and plugin autoload off."""
+    backend's `suite_environment` added where unset, plugin autoload off and no
+    PYTEST_ADDOPTS."""
     env = dict(os.environ if environ is None else environ)
     env.update(suite_environment(device, env))
     # Only the plugins accelkit names run: a plugin installed for other work must not
     # change how the suite runs (or slow it down).
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    # Nor options from the caller's shell (`-p plugin`, `-x`, `--lf`): accelkit's own
+    # options say how the suite runs, and its argv is the whole of it.
+    env.pop("PYTEST_ADDOPTS", None)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 

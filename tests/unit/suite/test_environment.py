@@ -52,6 +52,11 @@ def test_the_child_env_has_the_variable_on_rocm_only() -> None:
         assert ROCM_VAR not in child_env(name, {"PATH": "/usr/bin"}), name
 
 
+def test_the_callers_pytest_options_do_not_reach_the_suite() -> None:
+    env = child_env("cpu", {"PATH": "/usr/bin", "PYTEST_ADDOPTS": "-p some_plugin -x"})
+    assert "PYTEST_ADDOPTS" not in env and env["PATH"] == "/usr/bin"
+
+
 def test_a_value_the_user_set_wins() -> None:
     assert child_env("rocm", {ROCM_VAR: "0"})[ROCM_VAR] == "0"
     assert suite_environment("rocm", {ROCM_VAR: "0"}) == {ROCM_VAR: "0"}
