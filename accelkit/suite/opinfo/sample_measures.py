@@ -222,13 +222,14 @@ def cov_condition(op: Any, ref: Any) -> float:
 def variance_condition(x: torch.Tensor, dims: tuple[int, ...], eps: float = 0.0) -> float:
     """max over the groups of mean(x ** 2) / (var(x) + eps) (biased variance over `dims`):
     the relative condition of a variance formed as a difference of the case dtype's numbers,
-    and of 1 / sigma, which normalised outputs and their gradients scale with."""
+    and of 1 / sigma, which normalised outputs and their gradients scale with. Complex x:
+    |x| ** 2 and |x - mean| ** 2, as torch's var is real."""
     x = _real64(x)
     if x.numel() == 0 or not dims:
         return 1.0
     mean = x.mean(dims, keepdim=True)
-    variance = (x - mean).pow(2).mean(dims) + eps
-    square = x.pow(2).mean(dims) + eps
+    variance = (x - mean).abs().pow(2).mean(dims) + eps
+    square = x.abs().pow(2).mean(dims) + eps
     kappa = torch.where(variance > 0, square / variance, math.inf)
     return max(1.0, float(kappa.max()))
 
@@ -282,16 +283,40 @@ def corrcoef_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
     kappa = corrcoef_condition(op, ref)
     terms = kappa * float(g.max())
     eps = torch.finfo(weights[0].dtype).eps
+    terms += _clamped_corrcoef_terms(rows, w, 4 * eps * kappa) / (2 * eps)
+    return terms
+
+
+def _clamped_corrcoef_terms(rows: torch.Tensor, w: torch.Tensor, margin: float) -> float:
+    """The largest gradient contribution, sum_ij |W_ij| * |dr_ij/dx|, of the correlations
+    corrcoef may clamp: those within `margin` of +-1 off the diagonal. A complex r has its
+    real and imaginary parts clamped each (torch.corrcoef), so each part is judged on its
+    own, through a real view of the rows."""
+    off_diagonal = ~torch.eye(rows.shape[0], dtype=torch.bool)
     with torch.no_grad():
         r = torch.corrcoef(rows)
-    near = (1 - r.abs() <= 4 * eps * kappa) & ~torch.eye(rows.shape[0], dtype=torch.bool)
-    if bool(near.any()):
+    if not rows.is_complex():
+        near = (1 - r.abs() <= margin) & off_diagonal
+        if not bool(near.any()):
+            return 0.0
         jacobian = torch.autograd.functional.jacobian(  # type: ignore[no-untyped-call]
             torch.corrcoef, rows
         )
         dropped = (w * near).reshape(*w.shape, 1, 1) * jacobian.abs()
-        terms += float(dropped.sum((0, 1)).max()) / (2 * eps)
-    return terms
+        return float(dropped.sum((0, 1)).max())
+    parts = torch.view_as_real(r)  # (m, m, 2): each part clamped on its own
+    near = (1 - parts.abs() <= margin) & off_diagonal.unsqueeze(-1)
+    if not bool(near.any()):
+        return 0.0
+
+    def real_corrcoef(v: torch.Tensor) -> torch.Tensor:
+        return torch.view_as_real(torch.corrcoef(torch.view_as_complex(v)))
+
+    jacobian = torch.autograd.functional.jacobian(  # type: ignore[no-untyped-call]
+        real_corrcoef, torch.view_as_real(rows).contiguous()
+    )  # (m, m, 2, m, n, 2)
+    dropped = (w.unsqueeze(-1) * near).reshape(*near.shape, 1, 1, 1) * jacobian.abs()
+    return float(dropped.sum((0, 1, 2)).sum(-1).max())
 
 
 def _rows_norm(x: torch.Tensor) -> float:

@@ -137,3 +137,28 @@ def test_layer_norm_condition_of_nearly_equal_elements() -> None:
     assert 3000 < kappa < 4000  # mean(x ** 2) / (var + eps): 65.0 / 0.0184
     spread = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
     assert measures.layer_norm_condition(None, sample(spread, ((2,),))) < 1.001
+
+
+def test_the_variance_condition_of_complex_values_is_over_their_magnitudes() -> None:
+    x = torch.tensor([[1 + 1j, 1 + 1.1j, 1 + 0.9j]], dtype=torch.complex128)
+    mean = x.mean(-1, keepdim=True)
+    expected = float((x.abs() ** 2).mean() / ((x - mean).abs() ** 2).mean())
+    assert measures.variance_condition(x, (-1,)) == pytest.approx(expected)
+    # The same numbers as real pairs: a real variance of the real parts alone is 0.
+    assert measures.variance_condition(x.real, (-1,)) == math.inf
+
+
+def test_complex_corrcoef_gradient_terms_judge_each_clamped_part() -> None:
+    """Two complex variables, nearly perfectly correlated (1 - |r_01| ~ 1e-9, inside the
+    clamp's margin). torch.corrcoef clamps the real and imaginary parts each: with the
+    second variable turned by a phase of pi / 4, neither part of r_01 is near +-1 and
+    nothing is added for the clamp; unturned, the real part is, and its dropped
+    contribution is added."""
+    near = torch.tensor([[0.0, 1.0, 2.0], [0.0, 1.0, 2.0001]], dtype=torch.float64)
+    w = [torch.ones(2, 2, dtype=torch.complex64)]
+    aligned = near.to(torch.complex128)
+    turned = aligned * torch.tensor([[1], [complex(math.cos(math.pi / 4), math.sin(math.pi / 4))]])
+    free = measures.corrcoef_grad_terms(None, sample(turned), w)
+    clamped = measures.corrcoef_grad_terms(None, sample(aligned), w)
+    assert math.isfinite(free) and math.isfinite(clamped)
+    assert clamped > free
