@@ -102,6 +102,12 @@ def broadcast_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> li
     ]
 
 
+def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """tanhshrink's x - tanh(x): max |tanh(x)|, the intermediate its decomposition rounds to
+    the dtype before the difference, which cancels for small x."""
+    return max_magnitude(torch.tanh(_real64(ref.input)))
+
+
 def prelu_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """prelu's gradients, per input that needs one (input, weight). The input's is
     elementwise (0.0: its bracket decides). The weight's sums x * dy over the elements with

@@ -162,3 +162,8 @@ def test_complex_corrcoef_gradient_terms_judge_each_clamped_part() -> None:
     clamped = measures.corrcoef_grad_terms(None, sample(aligned), w)
     assert math.isfinite(free) and math.isfinite(clamped)
     assert clamped > free
+
+
+def test_tanhshrink_terms_are_the_largest_tanh_it_rounds() -> None:
+    x = torch.tensor([-3.0, 1e-3, 0.5], dtype=torch.float64)
+    assert measures.tanh_terms(None, sample(x), None) == pytest.approx(math.tanh(3.0))
