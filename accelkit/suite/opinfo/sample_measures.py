@@ -102,6 +102,24 @@ def broadcast_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> li
     ]
 
 
+def digamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """digamma's terms at x > 0, as Cephes' psi (PyTorch's CPU and CUDA kernels) forms them:
+    the recurrence psi(x) = psi(x + 1) - 1 / x up to x + K >= 10, then the asymptotic
+    series led by log(x + K). They cancel near psi's root (x about 1.46, 4.6 against an
+    answer near 0), so an element there keeps an absolute error of eps times their sum
+    (negative x go through the reflection, whose cotangent the condition bracket covers)."""
+    x = _real64(ref.input)
+    positive = x[(x > 0) & torch.isfinite(x)] if x.numel() else x
+    if not positive.numel():
+        return 0.0
+    steps = torch.clamp(torch.ceil(10 - positive), min=0)
+    largest = 0.0
+    for value, k in zip(positive.tolist(), steps.tolist(), strict=True):
+        recurrence = sum(1 / (value + i) for i in range(int(k)))
+        largest = max(largest, recurrence + abs(math.log(value + k)))
+    return largest
+
+
 def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """tanhshrink's x - tanh(x): max |tanh(x)|, the intermediate its decomposition rounds to
     the dtype before the difference, which cancels for small x."""

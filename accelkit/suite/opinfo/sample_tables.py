@@ -118,6 +118,16 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
+        op="digamma",
+        factor=1.0,
+        terms=measure.digamma_terms,
+        reason=(
+            "digamma sums the recurrence's 1 / (x + k) and log(x + K) (Cephes' psi), which "
+            "cancel near its root x = 1.46: an element there is 1.2e-7 off in float32 (3.8e-6 "
+            "relative, seed 3, sample 0) where the terms sum to 4.6 (0.1 of this bound)"
+        ),
+    ),
+    SampleTerms(
         op="nn.functional.tanhshrink",
         factor=1.0,
         terms=measure.tanh_terms,

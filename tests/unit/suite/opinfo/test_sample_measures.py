@@ -167,3 +167,18 @@ def test_complex_corrcoef_gradient_terms_judge_each_clamped_part() -> None:
 def test_tanhshrink_terms_are_the_largest_tanh_it_rounds() -> None:
     x = torch.tensor([-3.0, 1e-3, 0.5], dtype=torch.float64)
     assert measures.tanh_terms(None, sample(x), None) == pytest.approx(math.tanh(3.0))
+
+
+def test_digamma_terms_sum_the_recurrence_and_the_logarithm_it_cancels() -> None:
+    """Near digamma's root the terms are about 4.6 (the answer is about 0); above 10 only the
+    logarithm remains; negative x (the reflection) add nothing."""
+    root = 1.4616321449683623
+    expected = sum(1 / (root + k) for k in range(9)) + math.log(root + 9)
+    assert measures.digamma_terms(None, sample(torch.tensor([root, -0.5])), None) == (
+        pytest.approx(expected)
+    )
+    assert 4.5 < expected < 4.8
+    assert measures.digamma_terms(None, sample(torch.tensor([12.0])), None) == pytest.approx(
+        math.log(12.0)
+    )
+    assert measures.digamma_terms(None, sample(torch.tensor([-0.5])), None) == 0.0
