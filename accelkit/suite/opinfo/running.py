@@ -34,6 +34,7 @@ from accelkit.suite.opinfo.discontinuity import (
     reference_bracket,
     rounded_exponent_grads,
 )
+from accelkit.suite.opinfo.draws import same_draws
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
 from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.planning import OpinfoCase
@@ -156,6 +157,13 @@ def check_forward_sample(
 ) -> bool:
     """One sample's outputs (and in-place variant) against the reference; False if the
     sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
+    with same_draws(op_name, dtype):
+        return _check_forward_sample(op, op_name, device, dtype, index, sample)
+
+
+def _check_forward_sample(
+    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+) -> bool:
     inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
     ref = reference_sample(sample, device)
@@ -327,6 +335,13 @@ def check_grad_sample(
 ) -> bool:
     """One sample's gradients against the reference's (as `run_grad`); False if the sample
     has nothing to compare; a failure raises AssertionError."""
+    with same_draws(op_name, dtype):
+        return _check_grad_sample(op, op_name, device, dtype, index, sample)
+
+
+def _check_grad_sample(
+    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+) -> bool:
     inputs_seen(sample.input, sample.args, sample.kwargs)
     label = _sample_label(index, sample)
     ref = reference_sample(sample, device, grad=True)
