@@ -118,6 +118,71 @@ def digamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> floa
     return float((recurrence + torch.log(positive + steps).squeeze(-1).abs()).max())
 
 
+def mvlgamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """mvlgamma(x, p) = sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), as torch's composite
+    forms it: each lgamma term rounds to the dtype before the sum, so an answer keeps eps / 2
+    of each term's magnitude: the largest sum of |lgamma(x - j / 2)| and the constant."""
+    x = _real64(ref.input).flatten()
+    if not x.numel():
+        return 0.0
+    p = int(argument(ref, 0, "p", 1))
+    shifted = x.unsqueeze(-1) - torch.arange(p, dtype=torch.float64) / 2
+    constant = p * (p - 1) / 4 * math.log(math.pi)
+    return float(torch.lgamma(shifted).abs().sum(-1).max()) + constant
+
+
+def bce_logits_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """binary_cross_entropy_with_logits' terms: per element w * ((1 - y) x + l softplus(-x))
+    (l = 1 + (pos_weight - 1) y), each part rounded to the dtype, then reduced. A sum adds
+    the magnitudes of those parts; a mean divides them by the count; none keeps the largest.
+    Random weights and targets outside [0, 1] make the sum cancel (terms 210 against an
+    answer of -13.9, float16 at seed 1)."""
+    x, y = _real64(ref.input), _real64(ref.args[0])
+    w = ref.kwargs.get("weight")
+    pos_weight = ref.kwargs.get("pos_weight")
+    scale = (1 + (_real64(pos_weight) - 1) * y) if isinstance(pos_weight, torch.Tensor) else 1.0
+    parts = ((1 - y) * x).abs() + (scale * torch.nn.functional.softplus(-x)).abs()
+    if isinstance(w, torch.Tensor):
+        parts = parts * _real64(w).abs()
+    if not parts.numel():
+        return 0.0
+    reduction = ref.kwargs.get("reduction", "mean")
+    if reduction == "sum":
+        return float(parts.sum())
+    if reduction == "mean":
+        return float(parts.mean())
+    return float(parts.max())
+
+
+# Cephes' airy (PyTorch's kernels) sums the Maclaurin series Ai(x) = c1 f(x) - c2 g(x) for
+# |x| < 2.09 (asymptotic expansions beyond): c1 = Ai(0), c2 = -Ai'(0).
+_AIRY_SERIES_END = 2.09
+_AIRY_C1 = 0.355028053887817239260
+_AIRY_C2 = 0.258819403792806798405
+
+
+def airy_series_condition(op: Any, ref: Any) -> float:
+    """The largest (c1 f(|x|) + c2 g(|x|)) / |Ai(x)| over the elements that Cephes' airy
+    sums as c1 f(x) - c2 g(x) (|x| < 2.09): the series' terms f = sum x^3k / ((2 * 3)(5 *
+    6)...), g = sum x^(3k+1) / ((3 * 4)(6 * 7)...) are positive for x > 0 and cancel towards
+    2.09 (c1 f + c2 g is 70 times Ai there), so an element keeps eps times their sum; 1 where
+    no element is summed so."""
+    x = _real64(ref.input).flatten()
+    x = x[x.abs() < _AIRY_SERIES_END]
+    if not x.numel():
+        return 1.0
+    cube = x.abs() ** 3
+    f, g = torch.ones_like(x), x.abs()
+    f_term, g_term = f.clone(), g.clone()
+    for k in range(0, 60, 3):  # terms fall below 1e-17 of the sum long before k = 60
+        f_term = f_term * cube / ((k + 2) * (k + 3))
+        g_term = g_term * cube / ((k + 3) * (k + 4))
+        f, g = f + f_term, g + g_term
+    answer = torch.special.airy_ai(x).abs()
+    ratio = (_AIRY_C1 * f + _AIRY_C2 * g) / answer
+    return max(1.0, float(ratio.max()))
+
+
 def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """tanhshrink's x - tanh(x): max |tanh(x)|, the intermediate its decomposition rounds to
     the dtype before the difference, which cancels for small x."""
@@ -433,6 +498,14 @@ def quotient_intermediates(
     return [a / b / b], []
 
 
+def addcdiv_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
+    """value / t2 and value * t1 / (t2 * t2), which addcdiv's backward forms for t1's and
+    t2's gradients before scaling by the incoming gradient."""
+    t1, t2 = _real64(ref.args[0]), _real64(ref.args[1])
+    value = float(argument(ref, 2, "value", 1))
+    return [value / t2, value * t1 / (t2 * t2)], []
+
+
 def _pnorm_powers(x: torch.Tensor, p: Any, dim: Any) -> Intermediates:
     """The powers norm_backward forms in the case dtype for a p-norm (p not 0, 1, 2, inf):
     factors |x| ** (p - 1) and norm ** (1 - p) for p < 1; above, the factor |x| ** (p - 1)
@@ -664,6 +737,80 @@ def svd_gradient_condition(op: Any, ref: Any) -> float:
     return condition * _phase_condition(a, ref.output_process_fn_grad)
 
 
+def eigh_gradient_condition(op: Any, ref: Any) -> float:
+    """n * max(1, max|lambda| / gap) of the Hermitian matrix A + A^H that OpInfo's
+    gradcheck_wrapper hands the op (the largest over the batch), gap the smallest distance
+    between two of its eigenvalues. The eigenvalues' gradients v_i v_i^H are perfectly
+    conditioned, but the eigenvectors move by eps * ||A|| / gap under a backward-stable
+    eigensolver, and the backward divides by lambda_j - lambda_i, whose rounding is relative
+    to ||A||: the kappa of the linear algebra rule (of A, not of what the op decomposes)
+    measures neither."""
+    a = _real64(ref.input)
+    if a.dim() < 2 or a.numel() == 0:
+        return 1.0
+    values = torch.linalg.eigvalsh(a + a.mH)
+    high = values.abs().amax(-1)
+    if values.shape[-1] < 2:
+        return 1.0
+    distances = (values.unsqueeze(-1) - values.unsqueeze(-2)).abs()
+    gap = (distances + torch.diag_embed(torch.full_like(values, math.inf))).amin((-1, -2))
+    spread = torch.where(gap > 0, high / gap, math.inf)
+    return int(values.shape[-1]) * max(1.0, float(spread.max()))
+
+
+def _lowrank_spectrum(op: Any, ref: Any) -> tuple[int, int, torch.Tensor]:
+    """(n, q, singular values) of the matrix that OpInfo's svd_lowrank and pca_lowrank
+    samples factorise: a b^T, minus M (svd_lowrank) or centred over its rows (pca_lowrank's
+    default center=True), of which the op approximates the top q singular triplets."""
+    a = _real64(ref.input) @ _real64(ref.args[0]).mT
+    pca = getattr(op, "name", "") == "pca_lowrank"
+    m = ref.kwargs.get("M")
+    if isinstance(m, torch.Tensor):
+        a = a - _real64(m)
+    if pca and ref.kwargs.get("center", True):
+        a = a - a.mean(-2, keepdim=True)
+    values = torch.linalg.svdvals(a)
+    q = ref.kwargs.get("q")
+    k = values.shape[-1]
+    q = min(6, k) if q is None else min(int(q), k)
+    return max(a.shape[-2:]), q, values
+
+
+def lowrank_condition(op: Any, ref: Any) -> float:
+    """n * sigma_1 / (sigma_q - sigma_q+1) of the matrix a randomized low-rank SVD factorises
+    (`_lowrank_spectrum`; sigma_q+1 = 0 where q is its full rank): the rank-q factors move by
+    eps * ||A|| / gap, and U V^H (OpInfo's outputs) by eps * sigma_1 / sigma_q where a b^T's
+    rank is q. The kappa of the linear algebra rule, taken of a and b apart, sees neither
+    (pca_lowrank at seed 3: a and b have kappa 2.7, their centred product sigma_1 / sigma_2 =
+    696)."""
+    n, q, values = _lowrank_spectrum(op, ref)
+    if values.numel() == 0 or q == 0:
+        return 1.0
+    top = values[..., 0]
+    rest = values[..., q] if q < values.shape[-1] else torch.zeros_like(top)
+    gap = values[..., q - 1] - rest
+    spread = torch.where(gap > 0, top / gap, math.inf)
+    return n * max(1.0, float(spread.max()))
+
+
+def lowrank_gradient_condition(op: Any, ref: Any) -> float:
+    """n * max(kappa ** 2, sigma_1 / gap) over the top q singular values of the factorised
+    matrix (`_lowrank_spectrum`), gap the smallest distance among them and to sigma_q+1: the
+    SVD's backward (`svd_gradient_condition`) of the rank-q factors."""
+    n, q, values = _lowrank_spectrum(op, ref)
+    if values.numel() == 0 or q == 0:
+        return 1.0
+    top = values[..., :q]
+    high, low = top[..., 0], top[..., -1]
+    kappa = torch.where(low > 0, high / low, math.inf)
+    distances = (top.unsqueeze(-1) - top.unsqueeze(-2)).abs()
+    gap = (distances + torch.diag_embed(torch.full_like(top, math.inf))).amin((-1, -2))
+    if q < values.shape[-1]:
+        gap = torch.minimum(gap, values[..., q - 1] - values[..., q])
+    spread = torch.where(gap > 0, high / gap, math.inf)
+    return n * float(torch.maximum(kappa**2, spread).max())
+
+
 # OpInfo's SVD samples whose output_process_fn_grad returns the magnitudes of U (fn_U) or of
 # Vh (fn_Vh): which of (U, S, Vh) it takes |.| of.
 _MAGNITUDE_OUTPUTS = {"fn_U": 0, "fn_Vh": 2}
@@ -680,6 +827,19 @@ def _phase_condition(a: torch.Tensor, process: Any) -> float:
     factors = torch.linalg.svd(a, full_matrices=False)
     smallest = float(factors[which].abs().min())
     return 1.0 / smallest if smallest > 0 else math.inf
+
+
+def interpolation_condition(op: Any, ref: Any, slope: float) -> float:
+    """d * slope * the largest input size over the d interpolated dimensions: the kernel
+    computes each source coordinate (dst + 0.5) * scale - 0.5 in the dtype (float32 for
+    float32), an error of a few eps times the coordinate (below the input's size), and an
+    output moves with its coordinate by at most slope * max|x| per dimension (slope: the
+    largest sum of |w_j'(t)| of the interpolation weights: 2 for linear, 3 at t = 0.5 for
+    bicubic's A = -0.75)."""
+    sizes = [int(size) for size in ref.input.shape[2:]]
+    if not sizes:
+        return 1.0
+    return len(sizes) * slope * max(sizes)
 
 
 def exp_norm_condition(op: Any, ref: Any) -> float:

@@ -128,6 +128,46 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
+        op="linalg.vecdot",
+        factor=1.5,
+        terms=measure.absolute_terms,
+        reason=(
+            "vecdot is the composite (x.conj() * y).sum(dim): each product rounds to the dtype "
+            "before the sum, so the answer keeps eps / 2 of every product's magnitude, and "
+            "products of mixed sign cancel (bfloat16 at seed 1: products summing to 152 in "
+            "magnitude against an answer of 0.396: 0.146 absolute measured, where the "
+            "normwise bound at the largest input allowed 0.123); the float32 sum rounds too: "
+            "up to 0.32 of this bound measured over seeds 0-11 (float32; 0.19 in float16)"
+        ),
+    ),
+    *(
+        SampleTerms(
+            op=f"mvlgamma.mvlgamma_p_{p}",
+            factor=1.5,
+            terms=measure.mvlgamma_terms,
+            reason=(
+                "mvlgamma is the composite lgamma(x.unsqueeze(-1) - arange(p) / 2).sum(-1) + "
+                "C: each lgamma term rounds to the dtype before the sum, and the sum and C "
+                "round again (bfloat16: 0.162 absolute measured on 20.46, 0.79% relative "
+                "where 0.78% was allowed, seed 1 sample 1: 0.34 of this bound, the most "
+                "over seeds 0-11)"
+            ),
+        )
+        for p in (1, 3, 5)
+    ),
+    SampleTerms(
+        op="nn.functional.binary_cross_entropy_with_logits",
+        factor=1.5,
+        terms=measure.bce_logits_terms,
+        reason=(
+            "the loss (1 - y) x + l softplus(-x), times the weight, rounds per element in the "
+            "dtype before the reduction, and OpInfo's weights are signed: a float16 sum of "
+            "terms of magnitude 210 came to -13.9 (seed 1, sample 15: 0.043 absolute measured "
+            "where the normwise bound at the answer allowed 0.027); up to 0.35 of this bound "
+            "over seeds 0-11 in float16 and bfloat16"
+        ),
+    ),
+    SampleTerms(
         op="nn.functional.tanhshrink",
         factor=1.0,
         terms=measure.tanh_terms,
@@ -288,6 +328,81 @@ SAMPLE_CONDITION = by_key(
             ),
         )
         for op in ("svd", "linalg.svd")
+    ),
+    *(
+        SampleCondition(
+            op=op,
+            kind="normwise",
+            factor=1.5,
+            kappa=measure.lowrank_condition,
+            reason=(
+                "a randomized low-rank SVD factorises a b^T (minus M, or centred), not a or b: "
+                "its rank-q factors move by eps * sigma_1 / (sigma_q - sigma_q+1) of that "
+                "product (pca_lowrank at seed 3: sigma_1 / sigma_2 = 696 of the centred "
+                "product where a and b have kappa 2.7; 1.2e-5 absolute measured on U V^H, "
+                "which the linear algebra rule of a and b bounded at 1.1e-5); up to 0.52 of "
+                "n * sigma_1 / gap * eps * magnitude measured over seeds 0-9 in float32 and "
+                "complex64"
+            ),
+        )
+        for op in ("svd_lowrank", "pca_lowrank")
+    ),
+    *(
+        SampleCondition(
+            op=op,
+            grad=True,
+            kind="normwise",
+            factor=1.0,
+            kappa=measure.lowrank_gradient_condition,
+            reason=(
+                "the SVD's backward (as svd's) of the rank-q factors of a b^T (minus M, or "
+                "centred): n * max(kappa ** 2, sigma_1 / gap) of those q singular values, not "
+                "of a and b apart (up to 0.39 of the bound measured in float32 over seeds "
+                "0-9)"
+            ),
+        )
+        for op in ("svd_lowrank", "pca_lowrank")
+    ),
+    SampleCondition(
+        op="linalg.eigh",
+        grad=True,
+        kind="normwise",
+        factor=3.0,
+        kappa=measure.eigh_gradient_condition,
+        reason=(
+            "the eigenvectors of the Hermitian A + A^H that OpInfo's wrapper decomposes move "
+            "by eps * ||A|| / gap, and the backward divides by lambda_j - lambda_i: the linear "
+            "algebra rule's kappa ** 2 of the unsymmetrised input (25 for every sample) is not "
+            "that (float32 at seed 1: 3.4e-5 absolute on a gradient of 6.6, where n * "
+            "max|lambda| / gap = 44; up to 0.99 of n * max|lambda| / gap * eps * magnitude "
+            "measured over seeds 0-39, 0.66 in complex64)"
+        ),
+    ),
+    SampleCondition(
+        op="nn.functional.interpolate.bicubic",
+        dtype="float32",
+        kind="normwise",
+        factor=2.0,
+        kappa=functools.partial(measure.interpolation_condition, slope=3.0),
+        reason=(
+            "the source coordinate (dst + 0.5) * scale - 0.5 rounds in float32 and the cubic "
+            "weights move with it: up to 3 max|x| per unit of the coordinate per dimension "
+            "(1.26e-5 absolute measured at seed 1, sample 12: a 4 x 4 input scaled by 1.7, "
+            "where the float32 atol is 1e-5; up to 0.28 of this bound over seeds 0-11)"
+        ),
+    ),
+    SampleCondition(
+        op="special.airy_ai",
+        dtype="float32",
+        kind="relative",
+        factor=4.0,
+        kappa=measure.airy_series_condition,
+        reason=(
+            "for |x| < 2.09 Cephes' airy sums the Maclaurin series c1 f(x) - c2 g(x), whose "
+            "positive terms cancel towards 2.09 (c1 f + c2 g reaches 70 |Ai|): 2.4e-6 relative "
+            "measured at x = 1.72 (seed 1), where the condition x Ai'(x) / Ai(x) is 2.5; up "
+            "to 1.9 eps * kappa over 2e6 float32 points of (-2.09, 2.09)"
+        ),
     ),
     SampleCondition(
         op="linalg.cond",
@@ -490,6 +605,16 @@ BACKWARD_OVERFLOW = by_key(
         intermediates=functools.partial(measure.quotient_intermediates, divisor_is_input=True),
         reason=(
             "as div: the gradient with respect to the divisor (the input) is -w * ((a / b) / b)"
+        ),
+    ),
+    BackwardOverflow(
+        op="addcdiv",
+        grad=True,
+        intermediates=measure.addcdiv_intermediates,
+        reason=(
+            "the gradient with respect to t2 is -w * (value * t1 / (t2 * t2)): the quotient "
+            "overflows float16 (8.9e4 measured at seed 1) where the gradient is in range "
+            "(-5.0e3), and it came out -inf"
         ),
     ),
     BackwardOverflow(

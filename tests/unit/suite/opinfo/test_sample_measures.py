@@ -182,3 +182,118 @@ def test_digamma_terms_sum_the_recurrence_and_the_logarithm_it_cancels() -> None
         math.log(12.0)
     )
     assert measures.digamma_terms(None, sample(torch.tensor([-0.5])), None) == 0.0
+
+
+def test_addcdiv_intermediates_are_the_quotients_its_backward_forms() -> None:
+    """Seed 1's float16 sample: value * t1 / (t2 * t2) is 8.9e4, beyond float16's range,
+    while the gradient (times a weight of 0.056) is 5.0e3."""
+    t1, t2 = torch.tensor(7.93359375), torch.tensor(-0.01672363)
+    factors, divisors = measures.addcdiv_intermediates(
+        None, sample(torch.tensor(-2.7), args=(t1, t2), kwargs={"value": 3.14}), []
+    )
+    assert divisors == []
+    assert float(factors[0]) == pytest.approx(3.14 / -0.01672363)
+    assert float(factors[1]) == pytest.approx(3.14 * 7.93359375 / 0.01672363**2)
+    assert float(factors[1]) > torch.finfo(torch.float16).max
+
+
+def test_eigh_gradient_condition_is_that_of_the_symmetrised_matrix() -> None:
+    """OpInfo's wrapper decomposes A + A^H: n * max|lambda| / gap of that, not of A."""
+    lower = torch.tensor([[1.0, 0.0, 0.0], [0.0, 2.0, 0.0], [0.0, 0.0, -3.0]], dtype=torch.float64)
+    # A + A^H has eigenvalues 2, 4, -6: max |lambda| 6, gap 2.
+    assert measures.eigh_gradient_condition(None, sample(lower)) == pytest.approx(3 * 6 / 2)
+    close = torch.diag(torch.tensor([1.0, 1.0 + 1e-4], dtype=torch.float64))
+    assert measures.eigh_gradient_condition(None, sample(close)) > 1e4
+    assert measures.eigh_gradient_condition(None, sample(torch.ones(1, 1))) == 1.0
+
+
+class _Named:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def test_lowrank_condition_is_of_the_factorised_product() -> None:
+    """a b^T minus M (svd_lowrank) or centred (pca_lowrank): its sigma_1 / (sigma_q -
+    sigma_q+1), n times; a and b themselves may be perfectly conditioned."""
+    a = torch.eye(4, 2, dtype=torch.float64)
+    b = torch.eye(4, 2, dtype=torch.float64) * torch.tensor([10.0, 0.01], dtype=torch.float64)
+    svd = _Named("svd_lowrank")
+    # a b^T = diag(10, 0.01, 0, 0): q = 2 is its rank, sigma_1 / sigma_2 = 1000.
+    assert measures.lowrank_condition(svd, sample(a, args=(b,), kwargs={"q": 2})) == (
+        pytest.approx(4 * 1000)
+    )
+    # q = 1: the gap to sigma_2 is 9.99.
+    assert measures.lowrank_condition(svd, sample(a, args=(b,), kwargs={"q": 1})) == (
+        pytest.approx(4 * 10 / 9.99)
+    )
+    m = torch.diag(torch.tensor([0.0, 0.0, 9.0, 0.0], dtype=torch.float64))
+    # minus M: singular values 10, 9, 0.01: q = 2 now has a gap of 8.99 to sigma_3.
+    assert measures.lowrank_condition(svd, sample(a, args=(b,), kwargs={"q": 2, "M": m})) == (
+        pytest.approx(4 * 10 / 8.99)
+    )
+    # centring (pca_lowrank) subtracts the row mean: a b^T's first column becomes
+    # (7.5, -2.5, -2.5, -2.5), the second's (-0.0025, 0.0075, ...).
+    pca = _Named("pca_lowrank")
+    centred = a @ b.mT - (a @ b.mT).mean(-2, keepdim=True)
+    values = torch.linalg.svdvals(centred)
+    assert measures.lowrank_condition(pca, sample(a, args=(b,), kwargs={"q": 2})) == (
+        pytest.approx(4 * float(values[0] / values[1]))
+    )
+    grad = measures.lowrank_gradient_condition(svd, sample(a, args=(b,), kwargs={"q": 2}))
+    assert grad == pytest.approx(4 * 1000**2)  # kappa ** 2 of the top q
+
+
+def test_mvlgamma_terms_sum_each_lgamma_in_magnitude() -> None:
+    """The largest sum over an element of |lgamma(x - j / 2)|, plus the constant: at 1.2,
+    lgamma(0.7) and lgamma(0.2) are of opposite sign to lgamma(1.2) and cancel in the answer."""
+    p = 3
+
+    def terms(x: float) -> float:
+        return sum(abs(math.lgamma(x - j / 2)) for j in range(p)) + p * (p - 1) / 4 * math.log(
+            math.pi
+        )
+
+    x = torch.tensor([[3.0, 1.2]], dtype=torch.float64)
+    found = measures.mvlgamma_terms(None, sample(x, args=(p,)), None)
+    assert found == pytest.approx(max(terms(3.0), terms(1.2)))
+    answer = float(torch.special.multigammaln(torch.tensor(1.2, dtype=torch.float64), p))
+    assert abs(answer) < terms(1.2)
+
+
+def test_bce_logits_terms_add_the_parts_magnitudes_as_the_reduction_does() -> None:
+    x = torch.tensor([2.0, -3.0], dtype=torch.float64)
+    y = torch.tensor([0.5, 1.5], dtype=torch.float64)
+    w = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    parts = [
+        abs(w_) * (abs((1 - y_) * x_) + math.log1p(math.exp(-x_)))
+        for x_, y_, w_ in zip(x.tolist(), y.tolist(), w.tolist(), strict=True)
+    ]
+
+    def terms(reduction: str) -> float:
+        kwargs = {"weight": w, "reduction": reduction}
+        return measures.bce_logits_terms(None, sample(x, args=(y,), kwargs=kwargs), None)
+
+    assert terms("sum") == pytest.approx(sum(parts))
+    assert terms("mean") == pytest.approx(sum(parts) / 2)
+    assert terms("none") == pytest.approx(max(parts))
+    # The signed sum cancels; the terms do not.
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(x, y, weight=w, reduction="sum")
+    assert abs(float(loss)) < terms("sum")
+
+
+def test_airy_series_condition_grows_towards_the_series_end() -> None:
+    """Cephes sums c1 f - c2 g for |x| < 2.09: 2.5 at 0 ... 70 at 2.09; elements the
+    asymptotic expansions compute add nothing."""
+    at = [measures.airy_series_condition(None, sample(torch.tensor([x]))) for x in (0.5, 1.72)]
+    assert 1.0 <= at[0] < at[1]
+    assert at[1] == pytest.approx(25.9, rel=0.01)  # seed 1's element: c1 f + c2 g = 25.9 Ai
+    assert measures.airy_series_condition(None, sample(torch.tensor([2.0899]))) == pytest.approx(
+        70.1, rel=0.01
+    )
+    assert measures.airy_series_condition(None, sample(torch.tensor([3.0, -5.0]))) == 1.0
+
+
+def test_interpolation_condition_counts_dimensions_and_the_largest_size() -> None:
+    x = torch.zeros(2, 3, 4, 6, dtype=torch.float64)
+    assert measures.interpolation_condition(None, sample(x), slope=3.0) == 2 * 3.0 * 6
+    assert measures.interpolation_condition(None, sample(torch.zeros(2, 3)), slope=2.0) == 1.0

@@ -315,6 +315,16 @@ CASES = (
     ("native_layer_norm/float32/grad", 0, 1e-3),  # rstd 316 over one element
     ("native_layer_norm/float32/grad", 2, 1e-3),  # var 0.018 of elements near 8
     ("matrix_exp/complex64/grad", 0, 1e-3),  # ||A||_2 30
+    # The eager full breadth's failures at seeds 1 and 3 (derived bounds, seeds 0-11 measured)
+    ("addcdiv/float16/grad", 1, 0.02),  # value * t1 / t2 ** 2 overflows float16
+    ("linalg.eigh/float32/grad", 1, 1e-3),  # n max|lambda| / gap 44 of A + A^H
+    ("linalg.vecdot/bfloat16", 1, 0.05),  # products rounded before the sum: 2% goes unseen
+    ("mvlgamma.mvlgamma_p_5/bfloat16", 1, 0.03),  # lgamma terms rounded before the sum
+    ("nn.functional.binary_cross_entropy_with_logits/float16", 1, 0.02),  # signed weights
+    ("nn.functional.interpolate.bicubic/float32", 1, 1e-3),  # the coordinate's rounding
+    ("special.airy_ai/float32", 1, 1e-3),  # the Maclaurin series cancels towards 2.09
+    ("svd_lowrank/complex64", 1, 1e-3),  # the reference drew another R (opinfo.draws)
+    ("pca_lowrank/float32", 3, 1e-3),  # sigma_1 / sigma_2 696 of the centred product
 )
 
 CASE_RUN = """
