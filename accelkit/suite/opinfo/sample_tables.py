@@ -315,13 +315,14 @@ SAMPLE_CONDITION = by_key(
             op=op,
             grad=True,
             kind="normwise",
-            factor=1.0,
+            factor=4.0,
             kappa=measure.svd_gradient_condition,
             reason=(
                 "the SVD's backward divides by sigma_j ** 2 - sigma_i ** 2: its error grows "
                 "with sigma_max / gap as well as with kappa ** 2 (the linear algebra rule), "
-                "and OpInfo's samples have kappa 2.25 but sigma_max / gap 18 (up to 0.53 of "
-                "n * sigma_max / gap * eps * magnitude measured in float32, 4.6e-5 absolute); "
+                "and OpInfo's samples have kappa 2.25 but sigma_max / gap 18 (up to 2.0 times "
+                "n * sigma_max / gap * eps * magnitude measured in float32 over seeds 0-39, "
+                "8.4e-5 absolute at seed 18, 0.68 in complex64 over seeds 0-19); "
                 "in complex64 a gradient through |U| or |Vh| (OpInfo's fn_U, fn_Vh) also "
                 "divides by the entries' magnitudes (the phase z / |z|): 1 / 0.037 in a sample "
                 "where 1.6e-5 absolute was measured (0.06 of the bound)"
