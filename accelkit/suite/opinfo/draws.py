@@ -11,9 +11,11 @@ another approximation, and the comparison measured the randomized algorithm's ow
 (1.7e-4 absolute on U V^H for svd_lowrank in complex64, where eps * ||A|| / gap is 3e-7).
 
 `same_draws` makes every `torch.randn` / `torch.rand` that asks for a reference dtype
-(float64, complex128) draw in the case's dtype and convert exactly, so the reference
-factorises from the device's R. The device's own draws already ask for the case's dtype
-and are left alone.
+(float64, complex128) draw on the case's device in the case's dtype and convert exactly, so
+the reference factorises from the device's R: a CUDA or XPU generator's stream is not the
+CPU's either (`wrapper_set_seed` reseeds every device's generator, so the reference's first
+draw on the device is the device run's first draw). The device's own draws already ask for
+the case's dtype and device and are left alone.
 """
 
 from __future__ import annotations
@@ -40,9 +42,10 @@ def draw_dtype(case_dtype: torch.dtype, wanted: torch.dtype) -> torch.dtype:
 
 
 class _CaseDraws(TorchFunctionMode):
-    def __init__(self, case_dtype: torch.dtype) -> None:
+    def __init__(self, case_dtype: torch.dtype, device: torch.device) -> None:
         super().__init__()
         self.case_dtype = case_dtype
+        self.device = device
 
     def __torch_function__(
         self,
@@ -53,18 +56,23 @@ class _CaseDraws(TorchFunctionMode):
     ) -> Any:
         kwargs = kwargs or {}
         wanted = kwargs.get("dtype")
-        if func in (torch.randn, torch.rand) and wanted in _REFERENCE_DTYPES:
-            drawn = func(*args, **{**kwargs, "dtype": draw_dtype(self.case_dtype, wanted)})
-            return drawn.to(wanted)
-        return func(*args, **kwargs)
+        if func not in (torch.randn, torch.rand) or wanted not in _REFERENCE_DTYPES:
+            return func(*args, **kwargs)
+        where = torch.device(kwargs.get("device") or "cpu")
+        drawn_as = draw_dtype(self.case_dtype, wanted)
+        on_device = where.type == self.device.type and self.device.index in (None, where.index)
+        if drawn_as == wanted and on_device:  # the device's own draw
+            return func(*args, **kwargs)
+        drawn = func(*args, **{**kwargs, "dtype": drawn_as, "device": self.device})
+        return drawn.to(where, wanted)
 
 
 @contextlib.contextmanager
-def same_draws(op_name: str, case_dtype: torch.dtype) -> Iterator[None]:
+def same_draws(op_name: str, case_dtype: torch.dtype, device: str) -> Iterator[None]:
     """Within: a DRAWS_INSIDE op's reference draws what the device draws (nothing changes for
-    other ops, or where the case's dtype is a reference dtype)."""
-    if op_name.partition("/")[0] not in DRAWS_INSIDE or case_dtype in _REFERENCE_DTYPES:
+    other ops, or where the reference computes on the case's device in its dtype)."""
+    if op_name.partition("/")[0] not in DRAWS_INSIDE:
         yield
         return
-    with _CaseDraws(case_dtype):
+    with _CaseDraws(case_dtype, torch.device(device)):
         yield

@@ -157,7 +157,7 @@ def check_forward_sample(
 ) -> bool:
     """One sample's outputs (and in-place variant) against the reference; False if the
     sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
-    with same_draws(op_name, dtype):
+    with same_draws(op_name, dtype, device):
         return _check_forward_sample(op, op_name, device, dtype, index, sample)
 
 
@@ -335,7 +335,7 @@ def check_grad_sample(
 ) -> bool:
     """One sample's gradients against the reference's (as `run_grad`); False if the sample
     has nothing to compare; a failure raises AssertionError."""
-    with same_draws(op_name, dtype):
+    with same_draws(op_name, dtype, device):
         return _check_grad_sample(op, op_name, device, dtype, index, sample)
 
 
