@@ -297,3 +297,44 @@ def test_interpolation_condition_counts_dimensions_and_the_largest_size() -> Non
     x = torch.zeros(2, 3, 4, 6, dtype=torch.float64)
     assert measures.interpolation_condition(None, sample(x), slope=3.0) == 2 * 3.0 * 6
     assert measures.interpolation_condition(None, sample(torch.zeros(2, 3)), slope=2.0) == 1.0
+
+
+def test_tensor_equation_condition_is_of_the_system_solved() -> None:
+    """tensorsolve(A, B) solves A flattened to B.numel() rows; tensorinv(A, ind) inverts A
+    flattened to prod(A.shape[:ind]) rows: A's last two dimensions are not its matrices."""
+    matrix = with_singular_values([100.0, 10.0, 1.0, 1.0, 1.0, 0.5])  # kappa 200
+    tensor = matrix.reshape(2, 3, 6)
+    b = torch.ones(2, 3, dtype=torch.float64)
+    solve = _Named("linalg.tensorsolve")
+    assert measures.tensor_equation_condition(solve, sample(tensor, args=(b,))) == (
+        pytest.approx(6 * 200)
+    )
+    assert measures.tensor_equation_condition(solve, sample(tensor, args=(b,)), power=2) == (
+        pytest.approx(6 * 200**2)
+    )
+    inverse = _Named("linalg.tensorinv")
+    square = matrix.reshape(2, 3, 2, 3)
+    assert measures.tensor_equation_condition(inverse, sample(square, kwargs={"ind": 2})) == (
+        pytest.approx(6 * 200)
+    )
+    # dims moves those dimensions of A to the end before the flattening.
+    moved = tensor.movedim(2, 0)  # (6, 2, 3): dims=(0,) puts the 6 back last
+    assert measures.tensor_equation_condition(
+        solve, sample(moved, args=(b,), kwargs={"dims": (0,)})
+    ) == pytest.approx(6 * 200)
+
+
+def test_poisson_nll_terms_add_the_parts_the_loss_cancels() -> None:
+    x = torch.tensor([2.0, 0.5], dtype=torch.float64)
+    t = torch.tensor([3.0, 0.25], dtype=torch.float64)
+
+    def terms(**kwargs: Any) -> float:
+        return measures.poisson_nll_terms(None, sample(x, args=(t,), kwargs=kwargs), None)
+
+    logged = [math.exp(2.0) + 6.0, math.exp(0.5) + 0.125]
+    assert terms(reduction="sum") == pytest.approx(sum(logged))
+    assert terms() == pytest.approx(sum(logged) / 2)  # the default reduction is the mean
+    plain = [2.0 + 3.0 * abs(math.log(2.0 + 1e-8)), 0.5 + 0.25 * abs(math.log(0.5 + 1e-8))]
+    assert terms(log_input=False, reduction="none") == pytest.approx(max(plain))
+    stirling = 3.0 * math.log(3.0) + 3.0 + 0.5 * math.log(2 * math.pi * 3.0)  # t > 1 only
+    assert terms(full=True, reduction="sum") == pytest.approx(sum(logged) + stirling)

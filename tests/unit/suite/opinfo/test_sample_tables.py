@@ -325,6 +325,9 @@ CASES = (
     ("special.airy_ai/float32", 1, 1e-3),  # the Maclaurin series cancels towards 2.09
     ("svd_lowrank/complex64", 1, 1e-3),  # the reference drew another R (opinfo.draws)
     ("pca_lowrank/float32", 3, 1e-3),  # sigma_1 / sigma_2 696 of the centred product
+    ("addcdiv/float32/grad", 4, 1e-3),  # a broadcast divisor of -0.117: terms of 8e3
+    ("linalg.tensorsolve/float32", 4, 1e-3),  # kappa 663 of the 6 x 6 system solved
+    ("nn.functional.poisson_nll_loss/float16", 4, 0.02),  # a sum that cancels
 )
 
 CASE_RUN = """
