@@ -243,13 +243,53 @@ def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> fl
     input and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
     if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
         return 0.0
-    x, w = _real64(ref.input), weights[0].detach().to(torch.float64)
-    p = float(argument(ref, 0, "p", 2.0))
-    dim = argument(ref, 1, "dim", 1)
-    eps = float(argument(ref, 2, "eps", 1e-12))
+    return _normalize_terms(
+        _real64(ref.input),
+        weights[0].detach().to(torch.float64),
+        float(argument(ref, 0, "p", 2.0)),
+        argument(ref, 1, "dim", 1),
+        float(argument(ref, 2, "eps", 1e-12)),
+    )
+
+
+def masked_normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """As `normalize_terms`, for masked.normalize(x, ord, dim, eps=, mask=): the norm over
+    the elements the mask keeps (all without one)."""
+    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
+        return 0.0
+    mask = ref.kwargs.get("mask")
+    keep = mask.to("cpu") if isinstance(mask, torch.Tensor) else None
+    return _normalize_terms(
+        _real64(ref.input),
+        weights[0].detach().to(torch.float64),
+        float(argument(ref, 0, "ord", 2.0)),
+        argument(ref, 1, "dim", None),
+        float(ref.kwargs.get("eps", 1e-12)),
+        keep,
+    )
+
+
+def _normalize_terms(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    p: float,
+    dim: Any,
+    eps: float,
+    keep: torch.Tensor | None = None,
+) -> float:
     if x.dim() == 0:
         x, w, dim = x.reshape(1), w.reshape(1), 0
-    n = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True).clamp_min(eps)
+        keep = None if keep is None else keep.reshape(1)
+    if keep is not None:  # masked-out elements: left out of the norm and of the terms
+        keep = keep.expand(x.shape)
+        w = torch.where(keep, w.expand(x.shape), 0.0)
+        n = torch.linalg.vector_norm(
+            torch.where(keep, x, math.inf if p < 0 else 0.0), p, dim=dim, keepdim=True
+        )
+        x = torch.where(keep, x, 0.0)
+    else:
+        n = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True)
+    n = n.clamp_min(eps)
     first = w.abs() / n
     ratio = torch.where(x == 0, 0.0, (x.abs() / n).pow(p - 1))
     second = (w * x).abs().sum(dim, keepdim=True) / n**2 * ratio

@@ -216,6 +216,17 @@ SAMPLE_TERMS = by_key(
             "0.004; up to 0.67 NORMWISE_EPS * eps * terms in float32 and bfloat16)"
         ),
     ),
+    SampleTerms(
+        op="masked.normalize",
+        grad=True,
+        factor=1.5,
+        terms=measure.masked_normalize_terms,
+        reason=(
+            "as nn.functional.normalize: over one element x / |x| is sign(x), and the "
+            "gradient's two terms w / |x| cancel to 0 (bfloat16 at seed 5, a 0-d input: "
+            "-0.031 where 0 is exact)"
+        ),
+    ),
     *(
         SampleTerms(
             op=op,
@@ -776,6 +787,17 @@ DISCONTINUOUS = by_key(
             "0.80078125 in bfloat16), so an input on a rounded bound is inside where float64 "
             "has it outside (w / (x (1 - x)) = 3.7 where float64 has 0, measured in "
             "bfloat16); compared with the reference at those bounds"
+        ),
+    ),
+    Discontinuity(
+        op="nn.functional.hinge_embedding_loss",
+        grad=True,
+        mode="normwise",
+        reason=(
+            "where the target is -1 the loss is max(0, margin - x), with margin - x formed in "
+            "the case dtype: within rounding of 0 the gradient is either 0 or -w (float16 at "
+            "seed 5: margin 5.3208 rounds to x = 5.3203, so the kernel's hinge is inactive "
+            "where float64's is active by 5e-4: 1.50 absolute, the whole weight)"
         ),
     ),
     *(

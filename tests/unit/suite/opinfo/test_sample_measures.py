@@ -338,3 +338,22 @@ def test_poisson_nll_terms_add_the_parts_the_loss_cancels() -> None:
     assert terms(log_input=False, reduction="none") == pytest.approx(max(plain))
     stirling = 3.0 * math.log(3.0) + 3.0 + 0.5 * math.log(2 * math.pi * 3.0)  # t > 1 only
     assert terms(full=True, reduction="sum") == pytest.approx(sum(logged) + stirling)
+
+
+def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> None:
+    w = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    x = torch.tensor([0.01, 5.0], dtype=torch.float64)
+    plain = measures.masked_normalize_terms(None, sample(x, args=(2.0, 0)), [w])
+    assert plain == pytest.approx(measures.normalize_terms(None, sample(x, args=(2.0, 0)), [w]))
+    keep = torch.tensor([True, False])
+    masked = measures.masked_normalize_terms(
+        None, sample(x, args=(2.0, 0), kwargs={"mask": keep}), [w]
+    )
+    # Over the element 0.01 alone: w / |x| = 100, far above the unmasked norm's 1 / 5.
+    assert masked == pytest.approx(100.0)
+    assert plain < 1.0
+    # A 0-d input (seed 5's bfloat16 sample): one element, both terms w / |x|.
+    one = measures.masked_normalize_terms(
+        None, sample(torch.tensor(0.25, dtype=torch.float64), args=(1.0, 0)), [torch.tensor(0.5)]
+    )
+    assert one == pytest.approx(2.0)

@@ -328,6 +328,9 @@ CASES = (
     ("addcdiv/float32/grad", 4, 1e-3),  # a broadcast divisor of -0.117: terms of 8e3
     ("linalg.tensorsolve/float32", 4, 1e-3),  # kappa 663 of the 6 x 6 system solved
     ("nn.functional.poisson_nll_loss/float16", 4, 0.02),  # a sum that cancels
+    # bfloat16: the terms of a one-element norm leave ~4 units of rounding; 3% goes unseen
+    ("masked.normalize/bfloat16/grad", 5, 0.1),
+    ("nn.functional.hinge_embedding_loss/float16/grad", 5, 0.02),  # margin - x rounds to 0
 )
 
 CASE_RUN = """
