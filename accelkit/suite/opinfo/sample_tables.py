@@ -217,6 +217,21 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
+        op="cov",
+        grad=True,
+        factor=2.0,
+        terms=measure.cov_terms,
+        reason=(
+            "with aweights, the backward divides by the normaliser sum(w) - correction * "
+            "sum(w * a) / sum(w), formed in the weights' float32 and cancelling where one "
+            "weight dominates (kappa 600 for weights 0.0017 and 0.85), and two observations' "
+            "weighted covariance does not depend on the weights, so the weights' gradient "
+            "cancels terms of order kappa to an exact 0 (0.18 absolute measured in complex64 "
+            "at seed 6, twice the 3000-fold normwise bound this replaces); up to 0.34 of this "
+            "bound over seeds 0-11 in float32, complex64 and float64"
+        ),
+    ),
+    SampleTerms(
         op="masked.normalize",
         grad=True,
         factor=1.5,
@@ -718,6 +733,30 @@ BACKWARD_OVERFLOW = by_key(
             "normalised dimension: for ord = -inf the norm is the smallest |x| (0.011 "
             "measured) and the sum overflows float16, giving inf and, through the norm's "
             "backward, NaN (0 * inf) where float64 is finite"
+        ),
+    ),
+    *(
+        BackwardOverflow(
+            op=op,
+            grad=True,
+            intermediates=measure.prod_intermediates,
+            reason=(
+                "prod's backward is w * (result / x): result / x, the product of the other "
+                "elements, overflows float16 where the gradient is in range (a product of "
+                "5.7e4 over an element of -0.07 at seed 6: 8.2e5, and -inf came out where "
+                "float64 has -1.3e4)"
+            ),
+        )
+        for op in ("prod", "masked.prod")
+    ),
+    BackwardOverflow(
+        op="nn.functional.binary_cross_entropy",
+        grad=True,
+        intermediates=measure.bce_intermediates,
+        reason=(
+            "the backward kernel forms w * (x - y) / max((1 - x) x, 1e-12) before the mean's "
+            "division by the count: an input of 1.0e-6 (float16 at seed 7) gives 5.7e5, inf, "
+            "where the gradient is 3.9e4"
         ),
     ),
     BackwardOverflow(

@@ -249,19 +249,6 @@ NORMWISE_SCALE = by_key(
             "(4.6e-5 absolute measured: 10.3x the normwise bound)"
         ),
     ),
-    NormwiseScale(
-        op="cov",
-        grad=True,
-        factor=3000.0,
-        reason=(
-            "the gradient with respect to float32 aweights divides by sum(w) - correction * "
-            "sum(w ** 2) / sum(w), which cancels when one weight dominates (samples draw "
-            "weights down to ~0.01): terms ~100x the largest input or output cancel to an "
-            "exact 0 in 2-observation samples, leaving 9.8e-3 absolute in float32 (960x the "
-            "normwise bound; for input 0's gradient and float64 this is still below "
-            "1e-3 * max|x|)"
-        ),
-    ),
     *(
         NormwiseScale(
             op=op,

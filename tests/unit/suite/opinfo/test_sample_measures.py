@@ -357,3 +357,67 @@ def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> N
         None, sample(torch.tensor(0.25, dtype=torch.float64), args=(1.0, 0)), [torch.tensor(0.5)]
     )
     assert one == pytest.approx(2.0)
+
+
+class _Op:
+    """An OpInfo stand-in for the measures that call the op (`op.op`)."""
+
+    def __init__(self, fn: Any, name: str = "op") -> None:
+        self.op = fn
+        self.name = name
+
+
+def test_prod_intermediates_are_the_products_of_the_other_elements() -> None:
+    """Seed 6's float16 sample: a product of 5.7e4 over an element of -0.07 is 8.2e5."""
+    x = torch.tensor([[-0.07, 100.0], [90.0, 91.0]], dtype=torch.float64)
+    (others,), divisors = measures.prod_intermediates(_Op(torch.prod), sample(x), [])
+    assert divisors == []
+    total = float(x.prod())
+    assert others == pytest.approx((total / x).abs())
+    assert float(others.max()) > torch.finfo(torch.float16).max
+    (rows,), _ = measures.prod_intermediates(_Op(torch.prod), sample(x, args=(1,)), [])
+    assert rows == pytest.approx(torch.tensor([[100.0, 0.07], [91.0, 90.0]], dtype=torch.float64))
+
+
+def test_cov_terms_grow_as_the_normaliser_cancels() -> None:
+    """Two observations: the weighted covariance does not depend on the weights, and the
+    weights' gradient cancels terms that grow as one weight dominates."""
+    x = torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64)
+    w = [torch.ones(2, 2, dtype=torch.float64)]
+
+    def terms(a: list[float]) -> list[float]:
+        aweights = torch.tensor(a, dtype=torch.float64, requires_grad=True)
+        smp = sample(x.clone().requires_grad_(True), kwargs={"aweights": aweights})
+        return measures.cov_terms(None, smp, w)
+
+    even, skewed = terms([0.5, 0.5]), terms([0.0017, 0.85])
+    assert len(even) == 2 and all(t > 0 for t in even)
+    assert skewed[1] > 100 * even[1]  # the aweights' terms
+    assert skewed[0] > even[0]  # the input's: its gradient divides by the normaliser too
+    # The exact weights' gradient is 0 for two observations: the terms cancel.
+    aweights = torch.tensor([0.0017, 0.85], dtype=torch.float64, requires_grad=True)
+    (grad,) = torch.autograd.grad(torch.cov(x, aweights=aweights).sum(), aweights)
+    assert float(grad.abs().max()) < 1e-9 * skewed[1]
+    # Without aweights that need a gradient there is nothing to add.
+    assert measures.cov_terms(None, sample(x.clone().requires_grad_(True)), w) == []
+
+
+def test_bce_intermediates_are_the_quotient_before_the_means_division() -> None:
+    """Seed 7's float16 sample: x = 1.0e-6, y = 0.58, w = 1: 5.7e5 before the division by
+    the 25 elements of the mean, whose gradient (3.9e4 with its other factors) is in range."""
+    x = torch.tensor([1.0133e-6, 0.5], dtype=torch.float64)
+    y = torch.tensor([0.5786, 0.25], dtype=torch.float64)
+    (quotient,), divisors = measures.bce_intermediates(
+        None, sample(x, args=(y,)), [torch.tensor(1.0, dtype=torch.float64)]
+    )
+    assert divisors == []
+    assert float(quotient[0]) == pytest.approx((1.0133e-6 - 0.5786) / (1.0133e-6 * (1 - 1.0133e-6)))
+    assert abs(float(quotient[0])) > torch.finfo(torch.float16).max
+    assert float(quotient[1]) == pytest.approx(0.25 / 0.25)
+    # x = 0 and x = 1 divide by the kernel's floor 1e-12, not by 0.
+    (edges,), _ = measures.bce_intermediates(
+        None,
+        sample(torch.tensor([0.0, 1.0], dtype=torch.float64), args=(y,)),
+        [torch.tensor(2.0, dtype=torch.float64)],
+    )
+    assert edges == pytest.approx(2.0 * (torch.tensor([0.0, 1.0], dtype=torch.float64) - y) / 1e-12)
