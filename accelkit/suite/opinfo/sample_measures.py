@@ -773,6 +773,20 @@ def instance_norm_condition(op: Any, ref: Any) -> float:
     return variance_condition(x, tuple(range(2, x.dim())), eps)
 
 
+def group_norm_condition(op: Any, ref: Any) -> float:
+    """variance_condition of each (sample, group) group_norm normalises: the input as (N,
+    groups, rest), with the op's eps. native_group_norm(input, weight, bias, N, C, HxW,
+    group, eps); nn.functional.group_norm(input, num_groups, weight, bias, eps)."""
+    x = ref.input
+    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
+        return 1.0
+    if getattr(op, "name", "") == "native_group_norm":
+        groups, eps = int(argument(ref, 5, "group", 1)), float(argument(ref, 6, "eps", 1e-5))
+    else:
+        groups, eps = int(argument(ref, 0, "num_groups", 1)), float(argument(ref, 3, "eps", 1e-5))
+    return variance_condition(x.reshape(x.shape[0], groups, -1), (-1,), eps)
+
+
 def layer_norm_condition(op: Any, ref: Any) -> float:
     """variance_condition of each group layer_norm normalises (its last
     len(normalized_shape) dimensions), with the op's eps."""

@@ -329,8 +329,6 @@ NORMWISE_SCALE = by_key(
             ),
         )
         for op in (
-            "native_group_norm",
-            "nn.functional.group_norm",
             "nn.functional.instance_norm",
             "nn.functional.batch_norm",
             "native_batch_norm",

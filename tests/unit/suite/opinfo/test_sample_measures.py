@@ -421,3 +421,20 @@ def test_bce_intermediates_are_the_quotient_before_the_means_division() -> None:
         [torch.tensor(2.0, dtype=torch.float64)],
     )
     assert edges == pytest.approx(2.0 * (torch.tensor([0.0, 1.0], dtype=torch.float64) - y) / 1e-12)
+
+
+def test_group_norm_condition_is_over_each_group() -> None:
+    """Seed 8's bfloat16 sample: one group of two nearly equal elements has kappa 1.4e5."""
+    x = torch.tensor([[5.875, 5.84375]], dtype=torch.float64)
+    native = _Op(None, "native_group_norm")
+    kappa = measures.group_norm_condition(native, sample(x, args=(None, None, 1, 2, 1, 1, 1e-5)))
+    assert kappa == pytest.approx(1.35e5, rel=0.01)
+    # Two groups of one element each: the variance is 0, and eps decides (mean(x^2) / eps).
+    split = measures.group_norm_condition(native, sample(x, args=(None, None, 1, 2, 1, 2, 1e-5)))
+    assert split == pytest.approx(5.875**2 / 1e-5)
+    functional = _Op(None, "nn.functional.group_norm")
+    spread = torch.tensor([[[1.0, -1.0], [3.0, 5.0]]], dtype=torch.float64)  # (N, C, L)
+    # num_groups = 2: groups [1, -1] (mean(x^2) / var = 1) and [3, 5] (17 / 1).
+    assert measures.group_norm_condition(functional, sample(spread, args=(2,))) == (
+        pytest.approx(17.0, rel=1e-4)
+    )

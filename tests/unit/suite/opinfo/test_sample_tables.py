@@ -335,6 +335,10 @@ CASES = (
     ("cov/float32/grad", 6, 1e-3),
     ("masked.prod/float16/grad", 6, 0.02),  # result / x overflows float16
     ("nn.functional.binary_cross_entropy/float16/grad", 7, 0.02),  # w (x - y) / (x (1 - x))
+    # a group of 5.875 and 5.844 has no digits; the per-group condition replaced a 24-fold
+    # normwise scale under which 10% went unseen
+    ("native_group_norm/bfloat16/grad", 8, 0.05),
+    ("native_group_norm/float16/grad", 0, 0.02),
 )
 
 CASE_RUN = """
