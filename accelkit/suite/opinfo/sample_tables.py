@@ -64,6 +64,29 @@ SAMPLE_TERMS = by_key(
         )
     ),
     SampleTerms(
+        op="addcmul",
+        grad=True,
+        factor=1.0,
+        terms=measure.broadcast_terms,
+        reason=(
+            "as addcdiv: the gradient with respect to a broadcast factor sums w * value * t, "
+            "each rounded in the dtype, over the broadcast elements, and the random weights "
+            "cancel (bfloat16 at seed 9: a 0-d t2 over 25 elements, 0.30 absolute on 6.4)"
+        ),
+    ),
+    SampleTerms(
+        op="combinations",
+        grad=True,
+        factor=1.0,
+        terms=measure.absolute_grad_terms,
+        reason=(
+            "an element's gradient sums the weights of every combination that copies it, "
+            "in the dtype: with replacement a one-element input is copied r times, and the "
+            "weights cancel (bfloat16 at seed 9: four weights summing to 0.049, 2.0e-3 "
+            "absolute where their magnitudes sum to about 3)"
+        ),
+    ),
+    SampleTerms(
         op="addcdiv",
         grad=True,
         factor=1.0,
