@@ -485,6 +485,24 @@ SAMPLE_CONDITION = by_key(
         for op in ("linalg.tensorsolve", "linalg.tensorinv")
         for grad in (False, True)
     ),
+    *(
+        SampleCondition(
+            op=op,
+            grad=True,
+            kind="normwise",
+            factor=6.0,
+            kappa=measure.linalg_condition_squared,
+            reason=(
+                "least squares' gradient goes through A^+ twice and, for a wide or tall A, "
+                "through the projectors I - A A^+ and I - A^+ A: the linear algebra rule's "
+                "n * kappa ** 2 with a constant of 1 was exceeded 3.0-fold (complex64 "
+                "grad_oriented at seed 10, sample 3: 4.5e-5 absolute on a gradient of 23, "
+                "gelsy on a 2 x 3 matrix); up to 3.05 times measured over seeds 0-29 in "
+                "complex64 and float32"
+            ),
+        )
+        for op in ("linalg.lstsq", "linalg.lstsq.grad_oriented")
+    ),
     SampleCondition(
         op="linalg.cond",
         grad=True,
