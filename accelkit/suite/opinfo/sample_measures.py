@@ -252,6 +252,29 @@ def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> fl
     )
 
 
+def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """cosine_similarity(x1, x2, dim)'s gradients, per input that needs one: the gradient
+    w.r.t. x1 is w * (x2 / (|x1| |x2|) - cos * x1 / |x1| ** 2), two terms that cancel where
+    x1 and x2 are parallel (float16 at seed 12: 0.031 where 0 is exact); their magnitudes
+    |w| (|x2| / (|x1| |x2|) + |cos| |x1| / |x1| ** 2), summed over a broadcast input's
+    elements (the largest such sum), and the same for x2."""
+    if weights is None:
+        return []
+    x1, x2 = _real64(ref.input), _real64(ref.args[0])
+    dim = int(argument(ref, 1, "dim", 1))
+    eps = float(argument(ref, 2, "eps", 1e-8))
+    a, b = torch.broadcast_tensors(x1, x2)
+    n1 = torch.linalg.vector_norm(a, dim=dim, keepdim=True).clamp_min(eps)
+    n2 = torch.linalg.vector_norm(b, dim=dim, keepdim=True).clamp_min(eps)
+    cos = ((a * b).sum(dim, keepdim=True) / (n1 * n2)).abs()
+    w = weights[0].detach().to(torch.float64).abs().unsqueeze(dim)
+    found = {}
+    for x, mine, norm, other in ((ref.input, a, n1, b), (ref.args[0], b, n2, a)):
+        terms = w * (other.abs() / (n1 * n2) + cos * mine.abs() / norm**2)
+        found[id(x)] = float(terms.sum_to_size(x.shape).max()) if terms.numel() else 0.0
+    return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
+
+
 def masked_normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """As `normalize_terms`, for masked.normalize(x, ord, dim, eps=, mask=): the norm over
     the elements the mask keeps (all without one)."""

@@ -438,3 +438,18 @@ def test_group_norm_condition_is_over_each_group() -> None:
     assert measures.group_norm_condition(functional, sample(spread, args=(2,))) == (
         pytest.approx(17.0, rel=1e-4)
     )
+
+
+def test_cosine_terms_are_large_where_the_gradient_cancels() -> None:
+    """Parallel vectors: the exact gradient is 0, its two terms are |w| / |x| each."""
+    x1 = torch.tensor([[3.0, 4.0]], dtype=torch.float64, requires_grad=True)  # |x1| = 5
+    x2 = torch.tensor([[0.6, 0.8]], dtype=torch.float64, requires_grad=True)  # |x2| = 1
+    w = [torch.tensor([2.0], dtype=torch.float64)]
+    smp = sample(x1, args=(x2,), kwargs={"dim": 1})
+    first, second = measures.cosine_terms(None, smp, w)
+    # x1's: 2 * (max |x2| / 5 + 1 * max |x1| / 25) = 2 * (0.8 / 5 + 4 / 25)
+    assert first == pytest.approx(2 * (0.8 / 5 + 4 / 25))
+    assert second == pytest.approx(2 * (4.0 / 5 + 0.8 / 1))
+    out = torch.nn.functional.cosine_similarity(x1, x2, dim=1)
+    grads = torch.autograd.grad(out, (x1, x2), w[0])
+    assert all(float(g.abs().max()) < 1e-12 for g in grads)

@@ -344,6 +344,9 @@ CASES = (
     ("linalg.lstsq.grad_oriented/complex64/grad", 10, 1e-3),  # 3x n kappa^2 eps M
     ("linalg.multi_dot/float16", 11, 0.02),  # a chain of rounded products cancels
     ("native_layer_norm/float32", 11, 1e-3),  # rstd of two elements 0.03 apart
+    # in units of 1 / x (own_units): under the inputs' magnitudes 10% went unseen
+    ("nn.functional.cosine_similarity/float16/grad", 12, 0.02),
+    ("nn.functional.multi_head_attention_forward/float32/grad", 12, 1e-2),  # as before it
 )
 
 CASE_RUN = """
