@@ -263,7 +263,7 @@ def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[
     x1, x2 = _real64(ref.input), _real64(ref.args[0])
     dim = int(argument(ref, 1, "dim", 1))
     eps = float(argument(ref, 2, "eps", 1e-8))
-    a, b = torch.broadcast_tensors(x1, x2)
+    a, b = torch.broadcast_tensors(x1, x2)  # type: ignore[no-untyped-call]
     n1 = torch.linalg.vector_norm(a, dim=dim, keepdim=True).clamp_min(eps)
     n2 = torch.linalg.vector_norm(b, dim=dim, keepdim=True).clamp_min(eps)
     cos = ((a * b).sum(dim, keepdim=True) / (n1 * n2)).abs()
