@@ -23,6 +23,7 @@ sample tables name them from one module: they are many small, independent functi
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -629,13 +630,8 @@ def tensor_equation_condition(op: Any, ref: Any, power: int = 1) -> float:
     """n * kappa_2 ** power of `_tensor_equation_matrix` (power 2 for a gradient), as the
     linear algebra rule would of the matrix that is actually solved (tensorsolve at seed 4:
     kappa 663 of the 6 x 6 system, 7.6 of A's 3 x 6 slices)."""
-    matrix = _tensor_equation_matrix(op, ref)
-    if matrix.numel() == 0:
-        return 1.0
-    values = torch.linalg.svdvals(matrix)
-    high, low = float(values.max()), float(values.min())
-    kappa = high / low if low > 0 else (math.inf if high > 0 else 1.0)
-    return max(matrix.shape) * kappa**power
+    system = SimpleNamespace(input=_tensor_equation_matrix(op, ref), args=(), kwargs={})
+    return max((n * kappa**power for n, kappa in _matrix_conditions(system)), default=1.0)
 
 
 def quotient_intermediates(
@@ -900,6 +896,13 @@ def lower_hermitian_condition(op: Any, ref: Any) -> float:
     return a.shape[-1] * float(kappa.max())
 
 
+def _smallest_gaps(values: torch.Tensor) -> torch.Tensor:
+    """The smallest distance between two of the values along the last dimension (per batch
+    element; inf where there are fewer than two)."""
+    distances = (values.unsqueeze(-1) - values.unsqueeze(-2)).abs()
+    return (distances + torch.diag_embed(torch.full_like(values, math.inf))).amin((-1, -2))
+
+
 def svd_gradient_condition(op: Any, ref: Any) -> float:
     """n * max(kappa_2 ** 2, sigma_max / gap) of the input (the largest over the batch), gap
     the smallest distance between two of its singular values. The singular vectors move by
@@ -914,14 +917,8 @@ def svd_gradient_condition(op: Any, ref: Any) -> float:
     values = torch.linalg.svdvals(a)
     low, high = values.amin(-1), values.amax(-1)
     kappa = torch.where(low > 0, high / low, torch.where(high > 0, math.inf, 1.0))
-    k = values.shape[-1]
-    if k > 1:
-        distances = (values.unsqueeze(-1) - values.unsqueeze(-2)).abs()
-        distances = distances + torch.diag_embed(torch.full_like(values, math.inf))
-        gap = distances.amin((-1, -2))
-        spread = torch.where(gap > 0, high / gap, math.inf)
-    else:
-        spread = torch.zeros_like(high)
+    gap = _smallest_gaps(values)  # inf for one singular value: no spread
+    spread = torch.where(gap > 0, high / gap, math.inf)
     condition = max(a.shape[-2:]) * float(torch.maximum(kappa**2, spread).max())
     return condition * _phase_condition(a, ref.output_process_fn_grad)
 
@@ -941,8 +938,7 @@ def eigh_gradient_condition(op: Any, ref: Any) -> float:
     high = values.abs().amax(-1)
     if values.shape[-1] < 2:
         return 1.0
-    distances = (values.unsqueeze(-1) - values.unsqueeze(-2)).abs()
-    gap = (distances + torch.diag_embed(torch.full_like(values, math.inf))).amin((-1, -2))
+    gap = _smallest_gaps(values)
     spread = torch.where(gap > 0, high / gap, math.inf)
     return int(values.shape[-1]) * max(1.0, float(spread.max()))
 
@@ -992,8 +988,7 @@ def lowrank_gradient_condition(op: Any, ref: Any) -> float:
     top = values[..., :q]
     high, low = top[..., 0], top[..., -1]
     kappa = torch.where(low > 0, high / low, math.inf)
-    distances = (top.unsqueeze(-1) - top.unsqueeze(-2)).abs()
-    gap = (distances + torch.diag_embed(torch.full_like(top, math.inf))).amin((-1, -2))
+    gap = _smallest_gaps(top)
     if q < values.shape[-1]:
         gap = torch.minimum(gap, values[..., q - 1] - values[..., q])
     spread = torch.where(gap > 0, high / gap, math.inf)
