@@ -347,6 +347,7 @@ CASES = (
     # in units of 1 / x (own_units): under the inputs' magnitudes 10% went unseen
     ("nn.functional.cosine_similarity/float16/grad", 12, 0.02),
     ("nn.functional.multi_head_attention_forward/float32/grad", 12, 1e-2),  # as before it
+    ("masked.logsumexp/complex64/grad", 13, 1e-3),  # complex terms cancel: kappa 71
 )
 
 CASE_RUN = """
