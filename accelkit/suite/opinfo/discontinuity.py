@@ -45,6 +45,8 @@ def perturbed(
         return rounded_exponent(ref, dtype, op_name)
     if mode == "clamp":
         return rounded_clamp(ref, dtype)
+    if mode == "coordinates":
+        return moved_coordinates(ref, dtype, factor)
     pinned = pinned_range(ref, op_name) if pin_range else None
     parts = (ref.input, ref.args, ref.kwargs if pinned is None else pinned[0])
     leaves, spec = pytree.tree_flatten(parts)
@@ -77,6 +79,28 @@ def perturbed(
             moved[i] = y.requires_grad_(leaves[i].requires_grad)
         inp, args, kwargs = pytree.tree_unflatten(moved, spec)
         samples.append(with_parts(ref, inp, args, kwargs))
+    return samples
+
+
+def moved_coordinates(ref: Any, dtype: torch.dtype, factor: float = PERTURB_EPS) -> list[Any]:
+    """Copies of a grid sampler's reference sample with the grid (the first argument, whose
+    last dimension holds a point's coordinates) moved by `factor` units of `dtype`'s rounding
+    of the sample's largest magnitude, each coordinate independently, in every combination of
+    directions (4 in 2-d, 8 in 3-d). The kernel rounds each coordinate apart, and a gradient
+    with respect to one coordinate moves with the others (bilinear interpolation: linear in
+    each; the mixed difference of the pixels times the other coordinate's error): within a
+    cell that gradient is multilinear in the other coordinates, so its range over the box of
+    their roundings is taken at the box's corners, which the uniform moves of "normwise"
+    (two corners) miss. None without a floating grid."""
+    grid = ref.args[0] if ref.args else None
+    if not (isinstance(grid, torch.Tensor) and grid.is_floating_point() and grid.ndim):
+        return []
+    step = factor * torch.finfo(dtype).eps * max_magnitude((ref.input, ref.args, ref.kwargs))
+    g = grid.detach()
+    samples = []
+    for pattern in itertools.product((-1.0, 1.0), repeat=g.shape[-1]):
+        moved = (g + step * torch.tensor(pattern, dtype=g.dtype)).requires_grad_(grid.requires_grad)
+        samples.append(with_parts(ref, ref.input, (moved, *ref.args[1:]), ref.kwargs))
     return samples
 
 

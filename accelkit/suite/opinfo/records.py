@@ -41,7 +41,7 @@ SquaredTermsFunction = Callable[[Any], float | None]
 SamplePredicate = Callable[[Any], bool]
 
 ConditionKind = Literal["relative", "normwise", "tie"]
-DiscontinuityMode = Literal["relative", "normwise", "exponent", "clamp"]
+DiscontinuityMode = Literal["relative", "normwise", "coordinates", "exponent", "clamp"]
 CaseKind = Literal["forward", "grad"]
 
 

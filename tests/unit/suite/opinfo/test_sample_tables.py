@@ -209,6 +209,37 @@ def test_logit_is_evaluated_at_its_bounds_as_the_kernel_rounds_them() -> None:
     assert discontinuity.rounded_clamp(sample(x), torch.bfloat16) == []  # no eps: no clamp
 
 
+def test_a_grid_gradient_is_bracketed_over_each_coordinates_rounding() -> None:
+    """Trilinear sampling of a 2x2x2 volume whose x-differences are (1 - 2y)(1 - 2z) at the
+    point (y, z): the x gradient moves with y and z in opposite directions at y = 0.25,
+    z = 0.75, so the kernel's coordinates rounded apart (y up, z down) give a gradient that
+    only the corners of the box reach, not the uniform moves of "normwise"."""
+    pattern = torch.tensor([[1.0, -1.0], [-1.0, 1.0]], dtype=torch.float64)  # [z][y]
+    volume = torch.stack([torch.zeros(2, 2, dtype=torch.float64), pattern], -1)[None, None]
+    # pixel = (g + 1) / 2 with align_corners over 2 pixels: x = 0.5, y = 0.25, z = 0.75
+    point = torch.tensor([0.0, -0.5, 0.5], dtype=torch.float64).view(1, 1, 1, 1, 3)
+
+    def grid_grads(moved: Any) -> torch.Tensor:
+        grid = moved.args[0].detach().requires_grad_(True)
+        out = torch.grid_sampler_3d(moved.input, grid, 0, 0, True)
+        (grad,) = torch.autograd.grad(out.sum(), grid)
+        return grad
+
+    ref = sample(volume, args=(point.requires_grad_(True), 0, 0, True))
+    moved = discontinuity.moved_coordinates(ref, torch.float32)
+    assert len(moved) == 8 and all(m.args[1:] == (0, 0, True) for m in moved)
+    assert all(m.args[0].requires_grad and m.input is volume for m in moved)
+    step = discontinuity.PERTURB_EPS * EPS32 * 1.0  # the sample's largest magnitude is 1
+    kernel = sample(volume, args=(point + torch.tensor([0.0, 1.0, -1.0]) * step / 2, 0, 0, True))
+    got = float(grid_grads(kernel)[..., 0])
+    low, high = discontinuity.reference_bracket(grid_grads(ref), [grid_grads(m) for m in moved])
+    assert float(low[..., 0]) <= got <= float(high[..., 0])
+    uniform = discontinuity.perturbed(ref, torch.float32, "normwise")
+    low, high = discontinuity.reference_bracket(grid_grads(ref), [grid_grads(m) for m in uniform])
+    assert not float(low[..., 0]) <= got <= float(high[..., 0])
+    assert discontinuity.moved_coordinates(sample(volume, args=(0,)), torch.float32) == []
+
+
 def test_trapezoid_terms_are_the_trapezoids_magnitudes() -> None:
     y = torch.tensor([9.0, -9.0, 9.0], dtype=torch.float64)
     x = torch.tensor([0.0, 9.0, 18.0], dtype=torch.float64)
@@ -253,7 +284,7 @@ def test_sample_tables_give_reasons_and_known_kinds() -> None:
         assert overflow.key.endswith("/grad") and callable(overflow.intermediates), overflow.key
         assert len(overflow.reason) > 40, overflow.key
     for step in sample_tables.DISCONTINUOUS.values():
-        assert step.mode in ("relative", "normwise", "exponent", "clamp"), step.key
+        assert step.mode in ("relative", "normwise", "coordinates", "exponent", "clamp"), step.key
         assert len(step.reason) > 40, step.key
 
 
@@ -348,6 +379,8 @@ CASES = (
     ("nn.functional.cosine_similarity/float16/grad", 12, 0.02),
     ("nn.functional.multi_head_attention_forward/float32/grad", 12, 1e-2),  # as before it
     ("masked.logsumexp/complex64/grad", 13, 1e-3),  # complex terms cancel: kappa 71
+    # y and z rounded apart move the x gradient: outside the uniform moves' range (was 24x)
+    ("grid_sampler_3d/float32/grad", 14, 1e-4),
 )
 
 CASE_RUN = """
