@@ -204,6 +204,18 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
+        op="nn.functional.cross_entropy",
+        factor=1.0,
+        terms=measure.cross_entropy_terms,
+        reason=(
+            "w_c * y * log_softmax(x)_c rounds per element before the reduction, and "
+            "OpInfo's weights and targets of either sign make the sum cancel (float16 at "
+            "seed 17, sample 17: 0.050 absolute on 14.2, where the normwise bound at the "
+            "answer allowed 0.028: 0.19 of this bound); up to 0.38 of it over seeds 0-17 "
+            "(float16, bfloat16; float32 0.73 where the answer's own bound applies)"
+        ),
+    ),
+    SampleTerms(
         op="nn.functional.poisson_nll_loss",
         factor=2.0,
         terms=measure.poisson_nll_terms,

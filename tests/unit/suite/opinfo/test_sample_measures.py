@@ -470,3 +470,35 @@ def test_exp_sum_condition_is_the_cancellation_of_complex_exponentials() -> None
     masked = _Op(torch.masked.logsumexp, "masked.logsumexp")
     none = torch.zeros(2, 2, dtype=torch.bool)
     assert measures.exp_sum_condition(masked, sample(x, kwargs={"dim": 1, "mask": none})) == 1.0
+
+
+def test_cross_entropy_terms_bound_a_sum_that_signed_weights_cancel() -> None:
+    """Seed 17's float16 sample: probability targets, weights of either sign, a sum."""
+    x = torch.tensor([[3.3223, -7.0117, -5.8672], [-4.7734, 4.6094, 2.6777]], dtype=torch.float16)
+    y = torch.tensor([[0.5703, 0.2158, 0.9341], [0.8926, 0.4224, 0.6030]], dtype=torch.float16)
+    w = torch.tensor([-5.25, -6.3906, 7.4688], dtype=torch.float16)
+    loss = torch.nn.functional.cross_entropy
+    kwargs = {"weight": w.double(), "reduction": "sum"}
+    ref = sample(x.double(), args=(y.double(),), kwargs=kwargs)
+    terms = measures.cross_entropy_terms(_Op(loss), ref, None)
+    exact = float(loss(x.double(), y.double(), **kwargs))
+    assert terms == pytest.approx(132.6, rel=1e-3) and abs(exact) < terms / 9
+    error = abs(float(loss(x, y, weight=w, reduction="sum")) - exact)
+    eps16 = torch.finfo(torch.float16).eps
+    assert 2 * eps16 * abs(exact) < error <= 2 * eps16 * terms  # the answer's bound is short
+    # A mean over class indices divides by sum(w_target): weights that cancel carry the loss.
+    t = torch.tensor([0, 2])
+    even = sample(x.double(), args=(t,), kwargs={"weight": torch.ones(3, dtype=torch.float64)})
+    near = sample(
+        x.double(), args=(t,), kwargs={"weight": torch.tensor([-1.0, 0.0, 1.001]).double()}
+    )
+    assert measures.cross_entropy_terms(_Op(loss), near, None) > 100 * (
+        measures.cross_entropy_terms(_Op(loss), even, None)
+    )
+    zero = sample(x.double(), args=(t,), kwargs={"weight": torch.tensor([-1.0, 0.0, 1.0]).double()})
+    assert measures.cross_entropy_terms(_Op(loss), zero, None) == math.inf
+    ignored = sample(x.double(), args=(torch.tensor([0, 1]),), kwargs={"ignore_index": 1})
+    # the one class index not ignored: its term, and the loss over a divisor of 1
+    assert measures.cross_entropy_terms(_Op(loss), ignored, None) == pytest.approx(
+        2 * float(-torch.log_softmax(x.double(), 1)[0, 0])
+    )
