@@ -312,27 +312,6 @@ NORMWISE_SCALE = by_key(
             "measured)"
         ),
     ),
-    *(
-        NormwiseScale(
-            op=op,
-            dtype=dtype,
-            grad=True,
-            factor=24.0,
-            reason=(
-                f"normalisation over few elements (samples normalise over 2-3): the gradient "
-                f"scales with 1 / sigma, and sigma formed in {dtype} from nearly equal elements "
-                "has relative error eps * |x| / sigma (up to 7x the normwise bound measured)"
-            ),
-        )
-        for op in (
-            "nn.functional.instance_norm",
-            "nn.functional.batch_norm",
-            "native_batch_norm",
-            "_native_batch_norm_legit",
-            "_batch_norm_with_update",
-        )
-        for dtype in ("float16", "bfloat16")
-    ),
     NormwiseScale(
         op="nn.functional.nll_loss",
         dtype="bfloat16",

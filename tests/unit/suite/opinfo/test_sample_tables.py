@@ -385,6 +385,10 @@ CASES = (
     # y and z rounded apart move the x gradient: outside the uniform moves' range (was 24x)
     ("grid_sampler_3d/float32/grad", 14, 1e-4),
     ("nn.functional.cross_entropy/float16", 17, 0.02),  # signed weights cancel in a sum
+    # per-channel conditions alone, without the 24-fold scale under which these passed
+    ("_batch_norm_with_update/bfloat16/grad", 3, 0.05),
+    ("nn.functional.instance_norm/bfloat16/grad", 11, 0.05),
+    ("native_batch_norm/float16/grad", 15, 0.02),
 )
 
 CASE_RUN = """
