@@ -137,25 +137,6 @@ TOLERANCE_SCALE = by_key(
     ),
     *(
         ToleranceScale(
-            op=op,
-            dtype="float32",
-            grad=True,
-            factor=4.0,
-            reason=(
-                "normalisation over few elements: the gradient scales with 1 / sigma of "
-                "nearly equal elements (1.7e-5 absolute, 3.9e-5 relative measured for "
-                "native_group_norm)"
-            ),
-        )
-        for op in (
-            "native_layer_norm",
-            "nn.functional.layer_norm",
-            "native_group_norm",
-            "nn.functional.group_norm",
-        )
-    ),
-    *(
-        ToleranceScale(
             op=f"mvlgamma.mvlgamma_p_{p}",
             grad=True,
             factor=8.0,
@@ -220,16 +201,6 @@ TOLERANCE_SCALE = by_key(
 
 # Sums of products of inputs, terms like |x| ** (p - 1) for p < 1.
 NORMWISE_SCALE = by_key(
-    NormwiseScale(
-        op="nn.functional.normalize",
-        grad=True,
-        factor=48.0,
-        reason=(
-            "p < 1 norms (samples use p = 0.5): the gradient has terms |x| ** (p - 1) that "
-            "exceed every input and output magnitude (8x the normwise bound measured in "
-            "bfloat16, 8.3x in float32)"
-        ),
-    ),
     NormwiseScale(
         op="cdist",
         grad=True,
@@ -310,26 +281,6 @@ NORMWISE_SCALE = by_key(
             "complex log-sum-exp cancels where exp(a) + exp(b) ~ 0 (opposite phases): the "
             "running sums lose digits relative to their terms (1.06x the normwise bound "
             "measured)"
-        ),
-    ),
-    NormwiseScale(
-        op="nn.functional.nll_loss",
-        dtype="bfloat16",
-        factor=8.0,
-        reason=(
-            "reduction='sum' with class weights accumulates -w[t] * x in bfloat16 over the "
-            "batch: the error grows with the number of terms (2.8x the normwise bound "
-            "measured)"
-        ),
-    ),
-    NormwiseScale(
-        op="nn.functional.nll_loss",
-        dtype="float16",
-        factor=4.0,
-        reason=(
-            "with class weights the terms -w[t] * x (up to 81: nine times the largest input) "
-            "are rounded in float16 before the reduction, where they cancel (73.0 - 70.9: "
-            "1.2x the normwise bound measured on 8 seeds)"
         ),
     ),
     *(

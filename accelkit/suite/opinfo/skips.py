@@ -283,7 +283,7 @@ KNOWN_SKIPS = skips_by_key(
             "the p = 0.5 sample's gradient has terms |x| ** -0.5, unbounded at elements near "
             "0, which float16's small range of normal numbers and 11-bit mantissa resolve "
             "poorly: 0.125 absolute where the exact gradient is ~0 (64x the normwise bound "
-            "measured); bfloat16, float32 and float64 are checked (NORMWISE_SCALE)"
+            "measured); bfloat16, float32 and float64 are checked (SAMPLE_TERMS)"
         ),
     ),
     KnownSkip(

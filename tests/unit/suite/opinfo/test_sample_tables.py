@@ -389,6 +389,11 @@ CASES = (
     ("_batch_norm_with_update/bfloat16/grad", 3, 0.05),
     ("nn.functional.instance_norm/bfloat16/grad", 11, 0.05),
     ("native_batch_norm/float16/grad", 15, 0.02),
+    # a mean divides by class weights that cancel (seed 18); the normwise scales are gone
+    ("nn.functional.nll_loss/float32", 18, 1e-3),
+    ("nn.functional.nll_loss/bfloat16", 18, 0.05),
+    ("nn.functional.normalize/float32/grad", 0, 1e-3),  # its terms alone (was 48x)
+    ("native_layer_norm/float32/grad", 2, 1e-3),  # its condition alone (was a 4x rtol)
 )
 
 CASE_RUN = """
