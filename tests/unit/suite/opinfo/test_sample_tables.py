@@ -394,6 +394,7 @@ CASES = (
     ("nn.functional.nll_loss/bfloat16", 18, 0.05),
     ("nn.functional.normalize/float32/grad", 0, 1e-3),  # its terms alone (was 48x)
     ("native_layer_norm/float32/grad", 2, 1e-3),  # its condition alone (was a 4x rtol)
+    ("_unsafe_masked_index_put_accumulate/bfloat16", 18, 0.05),  # 80 values into one
 )
 
 CASE_RUN = """
