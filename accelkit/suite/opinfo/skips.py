@@ -262,6 +262,24 @@ KNOWN_SKIPS = skips_by_key(
     ),
     *(
         KnownSkip(
+            op="nn.functional.multi_head_attention_forward",
+            dtype=dtype,
+            kind="grad",
+            reason=(
+                f"the backward of softmax over q.k logits of order 100 rounded in {dtype}: the "
+                "attention weights' relative error is up to eps * kappa, kappa = max|q'| "
+                "max|k'| / sqrt(head_dim) of 1e3-1e4 for the samples (eps * kappa reaches 1: "
+                f"no digits). Measured: {measured}; a 1000-fold rtol (0.98 in float16) hid "
+                "this before. float32 and float64 are checked"
+            ),
+        )
+        for dtype, measured in (
+            ("float16", "69 absolute on gradients of 686 at seed 23 (kappa 2600)"),
+            ("bfloat16", "153 on 238 at seed 25 (kappa 4239)"),
+        )
+    ),
+    *(
+        KnownSkip(
             op=op,
             dtype=dtype,
             kind="grad",
