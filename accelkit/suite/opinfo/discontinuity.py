@@ -34,13 +34,14 @@ def perturbed(
     op_name: str = "",
     *,
     numbers: bool = False,
-    factor: float = PERTURB_EPS,
+    factor: float | None = None,
 ) -> list[Any]:
     """Copies of the reference sample with every floating input moved by `factor` units of
     `dtype`'s rounding, in every combination of directions (the two uniform ones beyond three
     inputs), or for mode "exponent" the one copy whose exponent is fl(e - 1) + 1. With
     `numbers`, Python floats among the arguments move too (mode "relative"). Inputs that need
-    a gradient stay leaves that need one."""
+    a gradient stay leaves that need one. `factor` None: PERTURB_EPS."""
+    factor = PERTURB_EPS if factor is None else factor
     if mode == "exponent":
         return rounded_exponent(ref, dtype, op_name)
     if mode == "clamp":

@@ -173,6 +173,9 @@ class Discontinuity(CaseRule):
 
     mode: DiscontinuityMode
     cumulative: bool = False
+    factor: float | None = None
+    """How far the inputs move, in units of the case dtype's rounding (None:
+    `discontinuity.PERTURB_EPS`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -218,7 +218,14 @@ def compare_with_steps(
             raise
         process = ref.output_process_fn_grad
         with torch.no_grad():
-            nearby = perturbed(ref, dtype, step.mode, pin_range=step.cumulative, op_name=op_name)
+            nearby = perturbed(
+                ref,
+                dtype,
+                step.mode,
+                pin_range=step.cumulative,
+                op_name=op_name,
+                factor=step.factor,
+            )
             variants = [process(_call(op, p)) for p in nearby]
         if step.cumulative:
             actual, expected = cumsum(actual), cumsum(expected)
@@ -294,7 +301,8 @@ def _check_inplace(
             raise
         with torch.no_grad():  # the in-place answer is the out-of-place one
             variants = [
-                _call(inplace, p) for p in perturbed(ref, dtype, step.mode, op_name=op_name)
+                _call(inplace, p)
+                for p in perturbed(ref, dtype, step.mode, op_name=op_name, factor=step.factor)
             ]
         bracket = reference_bracket(ref_target, variants)
         compare(
@@ -408,7 +416,7 @@ def _check_grad_sample(
             if variants is None:
                 variants = [
                     reference_grads(op, p, weights)
-                    for p in perturbed(ref, dtype, step.mode, op_name=op_name)
+                    for p in perturbed(ref, dtype, step.mode, op_name=op_name, factor=step.factor)
                 ]
                 if step.mode == "exponent":  # also e * b ** fl(e - 1), e unrounded
                     kernel = rounded_exponent_grads(ref, dtype, op_name, weights)

@@ -37,6 +37,20 @@ _GRID_SAMPLER_OPS = ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_s
 # computed from the sample, where those exceed every input and output:
 # atol >= factor * NORMWISE_EPS * eps * terms (a list: per input that needs a gradient).
 SAMPLE_TERMS = by_key(
+    SampleTerms(
+        op="cdist",
+        grad=True,
+        factor=0.5,  # eps * terms; up to 0.14 of it needed over seeds 0-40 (seed 29)
+        terms=measure.euclid_mm_grad_terms,
+        reason=(
+            "on the matrix-multiplication path the gradient of x_i is x_i sum_j w_ij / d_ij "
+            "- sum_j w_ij / d_ij y_j, terms that cancel to w (x_i - y_j) / d, and d carries "
+            "the squared distance's cancellation, eps (|x|^2 + |y|^2) / d^2 relative "
+            "(float32 at seed 29: a gradient of 1.54 off by 1.7e-4, points 0.19 apart with "
+            "|x|^2 + |y|^2 = 4.6, over the 32-fold normwise scale this replaces; off the "
+            "path the normwise bound alone holds)"
+        ),
+    ),
     *(
         SampleTerms(
             op=op,
@@ -993,9 +1007,15 @@ DISCONTINUOUS = by_key(
             op=op,
             mode="normwise",
             cumulative=True,
+            # The position's four roundings (x - min, the product, max - min, the quotient)
+            # move it by up to 4 u = 2 eps of itself: by 2 eps (x - min) <= 4 eps max|x| in
+            # x (float16 at seed 29: 7.332 at 91.88 of 100 bins, counted in bin 92; the
+            # default 2 eps max|x| reaches 0.1 bins there).
+            factor=4.0,
             reason=(
                 "the bin position (x - min) * bins / (max - min) is computed in the case "
-                "dtype: an element within rounding of a bin edge lands in either bin (counts "
+                "dtype, up to 2 eps of it off: an element within 4 eps max|x| of a bin edge "
+                "lands in either bin (counts "
                 "compared as cumulative sums, which are monotone in every element; for "
                 "histogram a single value's range is [x - 0.5, x + 0.5] and x lies exactly on "
                 "the middle edge of an even number of bins: 4.0 (density) in bin 1 where "
