@@ -135,19 +135,6 @@ TOLERANCE_SCALE = by_key(
             "(2.6e-5 relative measured)"
         ),
     ),
-    *(
-        ToleranceScale(
-            op=f"mvlgamma.mvlgamma_p_{p}",
-            grad=True,
-            factor=8.0,
-            reason=(
-                "the gradient is sum_j digamma(x - j / 2) over p terms that partly cancel, "
-                "each from digamma's float32 kernel (about 13 units of rounding): 2.7e-6 "
-                "relative measured (p = 3, seed 1)"
-            ),
-        )
-        for p in (3,)  # p = 1 and 5 pass without it (seeds 0-9)
-    ),
     ToleranceScale(
         op="sinc",
         grad=True,

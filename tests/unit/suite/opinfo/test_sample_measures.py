@@ -535,3 +535,51 @@ def test_euclid_mm_grad_terms_bound_the_gradient_of_near_points_on_the_mm_path()
         x.double().requires_grad_(True), args=(y.double(), 2.0, "donot_use_mm_for_euclid_dist")
     )
     assert measures.euclid_mm_grad_terms(_Op(torch.cdist), plain, [w]) == []
+
+
+def test_hinge_terms_bound_a_sum_whose_terms_take_either_sign() -> None:
+    """Negative x where the target is 1 and a negative margin: terms of either sign."""
+    torch.manual_seed(0)
+    x = (torch.randn(125) * 5).bfloat16()
+    t = torch.where(torch.rand(125) < 0.5, 1.0, -1.0).bfloat16()
+    loss = torch.nn.functional.hinge_embedding_loss
+    kwargs = {"margin": -4.77, "reduction": "sum"}
+    ref = sample(x.double(), args=(t.double(),), kwargs=kwargs)
+    terms = measures.hinge_terms(_Op(loss), ref, None)
+    exact = float(loss(x.double(), t.double(), **kwargs))
+    parts = torch.where(t.double() != -1, x.double().abs(), 0.0)
+    parts += torch.where(t.double() != 1, (-4.77 - x.double()).clamp_min(0), 0.0)
+    assert terms == pytest.approx(float(parts.sum())) and abs(exact) < terms / 10
+    error = abs(float(loss(x, t, **kwargs)) - exact)
+    assert error <= 2 * torch.finfo(torch.bfloat16).eps * terms
+
+
+def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
+    """Near digamma's root (1.46) the terms stay ~4.6 while the gradient goes to 0."""
+    x = torch.tensor([1.4616, 3.0, 30.0], dtype=torch.float64)
+    w = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
+    one = measures.mvlgamma_grad_terms(_Op(torch.mvlgamma), sample(x, args=(1,)), [w])
+    assert one == pytest.approx(2 * measures.digamma_terms(None, sample(x[:1]), None))
+    three = measures.mvlgamma_grad_terms(_Op(torch.mvlgamma), sample(x, args=(3,)), [w])
+    assert three > one  # three digammas per element
+    exact = float(torch.special.digamma(x[:1]) * 2)
+    assert abs(exact) < 1e-4 < 0.5 < one
+
+
+def test_logcumsumexp_grad_terms_cover_the_backwards_cancelling_halves() -> None:
+    """Weights of either sign: the backward's positive and negative halves cancel, each off
+    by its exponents' rounding; the terms bound the 16-bit gradient's error."""
+    torch.manual_seed(3)
+    x = (torch.rand(5, 6, dtype=torch.float64) * 18 - 9).bfloat16()
+    w = torch.randn(5, 6, dtype=torch.float64)
+
+    def grad(a: torch.Tensor) -> torch.Tensor:
+        a = a.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(torch.logcumsumexp(a, 1), a, w.to(a.dtype))
+        return g
+
+    ref = sample(x.double(), args=(1,))
+    terms = measures.logcumsumexp_grad_terms(_Op(torch.logcumsumexp), ref, [w])
+    error = float((grad(x).double() - grad(x.double())).abs().max())
+    assert 0 < error <= 0.25 * 2 * torch.finfo(torch.bfloat16).eps * terms
+    assert measures.logcumsumexp_grad_terms(_Op(torch.logcumsumexp), ref, None) == 0.0

@@ -399,6 +399,11 @@ CASES = (
     ("cdist/float32/grad", 29, 1e-4),  # the mm path's terms (was a 32-fold normwise scale)
     ("cdist/float32/grad", 27, 1e-4),
     ("histc/float16", 29, None),  # elements moved 4 eps max|x|: bin 92 for 91.88
+    ("nn.functional.hinge_embedding_loss/bfloat16", 30, 0.05),  # signed terms cancel
+    ("mvlgamma.mvlgamma_p_1/float32/grad", 30, 1e-4),  # digamma's terms near its root
+    ("mvlgamma.mvlgamma_p_3/float32/grad", 1, 1e-4),  # the same, without an 8-fold rtol
+    # the backward's exponents of ~20 carry 4% in bfloat16: 10% is caught, 5% no longer
+    ("logcumsumexp/bfloat16/grad", 30, 0.1),
 )
 
 CASE_RUN = """
