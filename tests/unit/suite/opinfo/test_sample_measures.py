@@ -583,3 +583,39 @@ def test_logcumsumexp_grad_terms_cover_the_backwards_cancelling_halves() -> None
     error = float((grad(x).double() - grad(x.double())).abs().max())
     assert 0 < error <= 0.25 * 2 * torch.finfo(torch.bfloat16).eps * terms
     assert measures.logcumsumexp_grad_terms(_Op(torch.logcumsumexp), ref, None) == 0.0
+
+
+def test_svdvals_gradient_terms_grow_with_the_singular_values_spread_over_their_gap() -> None:
+    """U diag(w) V^H: its error follows sigma_max / gap, in the gradient's units (w), not
+    the entries' magnitudes."""
+    close = with_singular_values([300.0, 200.0, 199.9])
+    apart = with_singular_values([300.0, 200.0, 100.0])
+    w = torch.tensor([1.0, -2.0, 0.5], dtype=torch.float64)
+    op = _Op(torch.linalg.svdvals)
+    near = measures.svdvals_gradient_terms(op, sample(close), [w])
+    far = measures.svdvals_gradient_terms(op, sample(apart), [w])
+    assert near == pytest.approx(3 * 3000 * 2) and far == pytest.approx(3 * 3 * 2)
+
+    def grad(a: torch.Tensor) -> torch.Tensor:
+        a = a.detach().requires_grad_(True)
+        (g,) = torch.autograd.grad(torch.linalg.svdvals(a), a, w.to(a.dtype))
+        return g
+
+    error = float((grad(close.float()).double() - grad(close)).abs().max())
+    assert error <= 0.25 * 2 * torch.finfo(torch.float32).eps * near
+    assert measures.svdvals_gradient_terms(op, sample(close), None) == 0.0
+
+
+def test_multilabel_soft_margin_terms_bound_a_loss_that_signed_weights_cancel() -> None:
+    torch.manual_seed(1)
+    x = (torch.randn(5, 5) * 4).half()
+    y = torch.rand(5, 5).half()
+    w = torch.randn(5, 5).half()
+    loss = torch.nn.functional.multilabel_soft_margin_loss
+    ref = sample(x.double(), args=(y.double(),), kwargs={"weight": w.double()})
+    terms = measures.multilabel_soft_margin_terms(_Op(loss), ref, None)
+    exact = float(loss(x.double(), y.double(), weight=w.double()))
+    parts = (y.double() * torch.nn.functional.logsigmoid(x.double())).abs()
+    parts += ((1 - y.double()) * torch.nn.functional.logsigmoid(-x.double())).abs()
+    assert terms == pytest.approx(float((parts * w.double().abs()).sum(-1).mean() / 5))
+    assert abs(float(loss(x, y, weight=w)) - exact) <= 2 * torch.finfo(torch.float16).eps * terms
