@@ -131,10 +131,7 @@ def mvlgamma_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
     2.2e-6 relative)."""
     if not weights:
         return 0.0
-    x = _real64(ref.input)
-    p = int(argument(ref, 0, "p", 1))
-    shifted = x.unsqueeze(-1) - torch.arange(p, dtype=torch.float64) / 2
-    sums = _digamma_term_sums(shifted).sum(-1)
+    sums = _digamma_term_sums(_mvlgamma_arguments(ref)).sum(-1)
     w = _real64(weights[0]).abs()
     terms = sums * w if w.shape == sums.shape else sums * float(w.max())
     return float(terms.max()) if terms.numel() else 0.0
@@ -144,13 +141,19 @@ def mvlgamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> flo
     """mvlgamma(x, p) = sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), as torch's composite
     forms it: each lgamma term rounds to the dtype before the sum, so an answer keeps eps / 2
     of each term's magnitude: the largest sum of |lgamma(x - j / 2)| and the constant."""
-    x = _real64(ref.input).flatten()
-    if not x.numel():
+    shifted = _mvlgamma_arguments(ref)
+    if not shifted.numel():
         return 0.0
-    p = int(argument(ref, 0, "p", 1))
-    shifted = x.unsqueeze(-1) - torch.arange(p, dtype=torch.float64) / 2
+    p = shifted.shape[-1]
     constant = p * (p - 1) / 4 * math.log(math.pi)
     return float(torch.lgamma(shifted).abs().sum(-1).max()) + constant
+
+
+def _mvlgamma_arguments(ref: Any) -> torch.Tensor:
+    """x - j / 2 for j < p, along a new last dimension: the arguments of mvlgamma's lgamma
+    terms (and of its gradient's digammas)."""
+    p = int(argument(ref, 0, "p", 1))
+    return _real64(ref.input).unsqueeze(-1) - torch.arange(p, dtype=torch.float64) / 2
 
 
 def _reduced(parts: torch.Tensor, reduction: str) -> float:
@@ -722,7 +725,7 @@ def euclid_mm_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) 
     found = []
     for leaf, terms in ((ref.input, terms_x), (ref.args[0], terms_y)):
         if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            summed = terms.sum_to_size(leaf.shape) if terms.shape != leaf.shape else terms
+            summed = terms.sum_to_size(leaf.shape)  # over a broadcast batch
             found.append(float(summed.max()) if summed.numel() else 0.0)
     return found
 
