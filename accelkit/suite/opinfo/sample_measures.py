@@ -212,6 +212,29 @@ def hinge_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
+def multi_margin_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """multi_margin_loss's terms: per row |w_y| sum_{i != y} s_i^p / C over the active hinges
+    (margin - x_y + x_i > 0), s_i = |margin| + |x_y| + |x_i| the magnitude of the hinge's
+    operands (a bound on each term's rounding, and on its inner difference's to the power
+    p), then reduced as the loss is. One class weight scales each row and OpInfo's weights
+    take either sign (-10 to 10), so a sum or mean over rows cancels."""
+    x = _real64(ref.input)
+    if not x.numel():
+        return 0.0
+    rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
+    target = ref.args[0].reshape(-1, 1).to("cpu", torch.long)
+    p = int(argument(ref, 1, "p", 1))
+    margin = float(argument(ref, 2, "margin", 1.0))
+    picked = rows.gather(1, target)
+    active = (margin - picked + rows > 0) & (torch.arange(rows.shape[1]) != target)
+    size = torch.where(active, abs(margin) + picked.abs() + rows.abs(), 0.0) ** p
+    per_row = size.sum(1) / rows.shape[1]
+    w = argument(ref, 3, "weight", None)
+    if isinstance(w, torch.Tensor):
+        per_row = per_row * _real64(w).abs()[target.squeeze(1)]
+    return _reduced(per_row, ref.kwargs.get("reduction", "mean"))
+
+
 def poisson_nll_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """poisson_nll_loss's terms: per element exp(x) and t * x (log_input) or x and
     t * log(x + eps), plus Stirling's t log t - t + log(2 pi t) / 2 where full and t > 1,

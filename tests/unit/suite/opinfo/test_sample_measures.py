@@ -554,6 +554,41 @@ def test_hinge_terms_bound_a_sum_whose_terms_take_either_sign() -> None:
     assert error <= 2 * torch.finfo(torch.bfloat16).eps * terms
 
 
+def test_multi_margin_terms_bound_rows_weighted_either_way() -> None:
+    """Class weights of either sign: rows' losses cancel in the mean; rounding each row's
+    loss to bfloat16 before the mean stays within 2 eps of the terms."""
+    torch.manual_seed(3)
+    x = torch.randn(10, 5, dtype=torch.float64) * 4
+    target = torch.randint(0, 5, (10,))
+    weight = torch.tensor([-9.0, 8.5, -7.0, 9.5, -8.0], dtype=torch.float64)
+    loss = torch.nn.functional.multi_margin_loss
+    kwargs = {"p": 2, "margin": -3.14, "weight": weight}
+    terms = measures.multi_margin_terms(_Op(loss), sample(x, args=(target,), kwargs=kwargs), None)
+    rows = loss(x, target, reduction="none", **kwargs)
+    hinge = (-3.14 - x.gather(1, target[:, None]) + x).clamp_min(0)
+    hinge[torch.arange(10), target] = 0
+    size = torch.where(hinge > 0, 3.14 + x.gather(1, target[:, None]).abs() + x.abs(), 0.0)
+    expected = float(((size**2).sum(1) / 5 * weight.abs()[target]).mean())
+    assert terms == pytest.approx(expected)
+    assert float(rows.abs().mean()) <= terms and abs(float(rows.mean())) < terms / 4
+    rounded = rows.bfloat16().double().mean()
+    assert abs(float(rounded - rows.mean())) <= 2 * torch.finfo(torch.bfloat16).eps * terms
+    none = sample(x, args=(target,), kwargs={"reduction": "none"})
+    assert measures.multi_margin_terms(_Op(loss), none, None) == pytest.approx(
+        float(
+            (
+                torch.where(
+                    (1 - x.gather(1, target[:, None]) + x > 0)
+                    & (torch.arange(5) != target[:, None]),
+                    1 + x.gather(1, target[:, None]).abs() + x.abs(),
+                    0.0,
+                ).sum(1)
+                / 5
+            ).max()
+        )
+    )
+
+
 def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
     """Near digamma's root (1.46) the terms stay ~4.6 while the gradient goes to 0."""
     x = torch.tensor([1.4616, 3.0, 30.0], dtype=torch.float64)
