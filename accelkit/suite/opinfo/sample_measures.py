@@ -235,6 +235,30 @@ def multi_margin_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) ->
     return _reduced(per_row, ref.kwargs.get("reduction", "mean"))
 
 
+def polar_subnormal_terms(
+    op: Any, ref: Any, weights: list[torch.Tensor] | None, dtype: torch.dtype
+) -> list[float]:
+    """polar's gradients: the abs gradient Re(conj(w) sgn(r)) normalises the result
+    r = abs e^(i angle), which the kernel rounds to `dtype`; where |r| is below the smallest
+    normal number, each part rounds by half the smallest subnormal s, not by a relative eps,
+    so sgn(r) turns by up to s / |r| and its length moves by s / (2 |r|): |w| s / (eps |abs|)
+    in units of eps, over those elements only (summed where abs broadcasts), so that
+    2 eps T covers 1.5 |w| s / |abs| (float16 at seed 34: abs = 1.07e-6, 0.020 off a
+    gradient of 0.449). The angle's gradient Re(conj(w) i r) is off by |w| s at most,
+    nothing beside the normwise bound: 0."""
+    if not weights:
+        return []
+    info = torch.finfo(dtype)
+    subnormal = info.tiny * info.eps  # the smallest subnormal: the spacing below tiny
+    size = _real64(ref.input)
+    w = _magnitude(_real64(weights[0]))
+    expanded = size.expand(w.shape)
+    below = (expanded > 0) & (expanded < info.tiny)
+    parts = torch.where(below, w * subnormal / (info.eps * expanded), 0.0)
+    found = float(parts.sum_to_size(size.shape).max()) if parts.numel() else 0.0
+    return [found, 0.0]
+
+
 def poisson_nll_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """poisson_nll_loss's terms: per element exp(x) and t * x (log_input) or x and
     t * log(x + eps), plus Stirling's t log t - t + log(2 pi t) / 2 where full and t > 1,

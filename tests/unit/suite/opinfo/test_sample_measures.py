@@ -7,6 +7,7 @@ error)."""
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -587,6 +588,30 @@ def test_multi_margin_terms_bound_rows_weighted_either_way() -> None:
             ).max()
         )
     )
+
+
+def test_polar_subnormal_terms_cover_a_result_below_the_smallest_normal() -> None:
+    """float16 abs of 1.07e-6: the result's parts are subnormal, sgn(r) turns by s / |r|."""
+    size = torch.tensor([1.0728836e-06, 0.5, 3.0], dtype=torch.float16)
+    angle = torch.tensor([0.7705, 2.0, -1.0], dtype=torch.float16)
+    w = torch.tensor([1.25 - 0.646j, 0.3 + 1.0j, -2.0 + 0.5j], dtype=torch.complex128)
+    terms = functools.partial(measures.polar_subnormal_terms, dtype=torch.float16)
+    found = terms(_Op(torch.polar), sample(size.double(), args=(angle.double(),)), [w])
+    eps, subnormal = torch.finfo(torch.float16).eps, 2.0**-24
+    magnitude = abs(w[0].real) + abs(w[0].imag)  # a complex weight as |Re| + |Im|
+    assert found == [pytest.approx(magnitude * subnormal / (eps * float(size[0]))), 0.0]
+
+    def abs_grad(a: torch.Tensor, t: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+        a = a.clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(torch.polar(a, t), a, weight)
+        return grad.double()
+
+    exact = abs_grad(size.double(), angle.double(), w)
+    error = (abs_grad(size, angle, w.to(torch.complex32)) - exact).abs()
+    assert float(error[0]) > 2 * eps * 3.0  # beyond the normwise bound at the inputs
+    assert float(error[0]) <= 2 * eps * found[0]
+    normal = sample(size[1:].double(), args=(angle[1:].double(),))
+    assert terms(_Op(torch.polar), normal, [w[1:]]) == [0.0, 0.0]
 
 
 def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
