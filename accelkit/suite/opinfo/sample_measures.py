@@ -22,6 +22,7 @@ sample tables name them from one module: they are many small, independent functi
 
 from __future__ import annotations
 
+import functools
 import math
 from types import SimpleNamespace
 from typing import Any
@@ -257,6 +258,30 @@ def polar_subnormal_terms(
     parts = torch.where(below, w * subnormal / (info.eps * expanded), 0.0)
     found = float(parts.sum_to_size(size.shape).max()) if parts.numel() else 0.0
     return [found, 0.0]
+
+
+def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """triplet_margin_loss's terms: per row d(a, p) + d(a, n) + |margin| (and d(p, n) with
+    swap), the distances (the sample's distance_function, else pairwise_distance with its p
+    and eps) each off by about eps of
+    itself in the dtype, then their difference rounded; reduced as the loss is. The
+    distances (up to ~33 for OpInfo's 10 features in [-9, 9]) exceed every input, and the
+    loss is their difference."""
+    anchor, positive, negative = (_real64(x) for x in (ref.input, *ref.args[:2]))
+    if not anchor.numel():
+        return 0.0
+    distance = ref.kwargs.get("distance_function") or functools.partial(
+        torch.nn.functional.pairwise_distance,
+        p=float(ref.kwargs.get("p", 2.0)),
+        eps=float(ref.kwargs.get("eps", 1e-6)),
+    )
+    pairs = [(anchor, positive), (anchor, negative)]
+    if ref.kwargs.get("swap", False):
+        pairs.append((positive, negative))
+    with torch.no_grad():
+        parts = sum((distance(x, y).abs() for x, y in pairs), torch.zeros(()))
+    parts = parts + abs(float(ref.kwargs.get("margin", 1.0)))
+    return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
 def poisson_nll_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:

@@ -118,6 +118,26 @@ SAMPLE_TERMS = by_key(
             "other seed of 0-40 passes at 0.01 of it)"
         ),
     ),
+    *(
+        SampleTerms(
+            op=op,
+            dtype=dtype,
+            factor=1.0,
+            terms=measure.triplet_terms,
+            reason=(
+                f"the loss max(d(a, p) - d(a, n) + margin, 0) is a difference of two "
+                f"distances (norms of up to ~33 over 10 features in [-9, 9]), each formed in "
+                f"{dtype} to about eps of itself, larger than any input (float16 needed 0.19 "
+                f"of this bound at worst over seeds 0-40, bfloat16 under 0.01; in place of a "
+                f"measured 6-fold normwise scale)"
+            ),
+        )
+        for op in (
+            "nn.functional.triplet_margin_loss",
+            "nn.functional.triplet_margin_with_distance_loss",
+        )
+        for dtype in ("float16", "bfloat16")
+    ),
     SampleTerms(
         op="combinations",
         grad=True,

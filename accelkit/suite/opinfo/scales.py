@@ -22,10 +22,6 @@ _ATTENTION_OPS = (
     "nn.functional.scaled_dot_product_attention",
     "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
 )
-_TRIPLET_LOSSES = (
-    "nn.functional.triplet_margin_loss",
-    "nn.functional.triplet_margin_with_distance_loss",
-)
 
 # Long recurrences, iterative or series algorithms, condition-number amplification.
 TOLERANCE_SCALE = by_key(
@@ -191,19 +187,6 @@ NORMWISE_SCALE = by_key(
                 "magnitude (3.6x the normwise bound measured in bfloat16)"
             ),
         )
-        for dtype in ("float16", "bfloat16")
-    ),
-    *(
-        NormwiseScale(
-            op=op,
-            dtype=dtype,
-            factor=6.0,
-            reason=(
-                f"the loss is a difference of two distances (norms of order 10-20) formed in "
-                f"{dtype}: cancellation (1.7x the normwise bound measured in float16)"
-            ),
-        )
-        for op in _TRIPLET_LOSSES
         for dtype in ("float16", "bfloat16")
     ),
     *(

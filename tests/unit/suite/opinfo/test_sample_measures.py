@@ -614,6 +614,31 @@ def test_polar_subnormal_terms_cover_a_result_below_the_smallest_normal() -> Non
     assert terms(_Op(torch.polar), normal, [w[1:]]) == [0.0, 0.0]
 
 
+def test_triplet_terms_sum_the_distances_that_the_loss_subtracts() -> None:
+    """Per row d(a, p) + d(a, n) + |margin| (d(p, n) too with swap), reduced as the loss."""
+    torch.manual_seed(11)
+    a, p, n = (torch.rand(5, 10, dtype=torch.float64) * 18 - 9 for _ in range(3))
+    loss = torch.nn.functional.triplet_margin_loss
+    d = torch.nn.functional.pairwise_distance
+    rows = d(a, p) + d(a, n) + 10.0
+    kwargs: dict[str, Any] = {"margin": -10.0, "reduction": "sum"}
+    found = measures.triplet_terms(_Op(loss), sample(a, args=(p, n), kwargs=kwargs), None)
+    assert found == pytest.approx(float(rows.sum()))
+    swapped = sample(a, args=(p, n), kwargs={"swap": True, "reduction": "none"})
+    assert measures.triplet_terms(_Op(loss), swapped, None) == pytest.approx(
+        float((d(a, p) + d(a, n) + d(p, n) + 1.0).max())
+    )
+    custom = {"distance_function": lambda x, y: (x - y).abs().sum(-1)}
+    with_distance = sample(a, args=(p, n), kwargs=custom)
+    assert measures.triplet_terms(_Op(loss), with_distance, None) == pytest.approx(
+        float(((a - p).abs().sum(-1) + (a - n).abs().sum(-1) + 1.0).mean())
+    )
+    exact = float(loss(a, p, n, margin=1.0))
+    error = abs(float(loss(a.half(), p.half(), n.half(), margin=1.0)) - exact)
+    bound = measures.triplet_terms(_Op(loss), sample(a, args=(p, n)), None)
+    assert error <= 2 * torch.finfo(torch.float16).eps * bound
+
+
 def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
     """Near digamma's root (1.46) the terms stay ~4.6 while the gradient goes to 0."""
     x = torch.tensor([1.4616, 3.0, 30.0], dtype=torch.float64)
