@@ -177,20 +177,6 @@ NORMWISE_SCALE = by_key(
     ),
     *(
         NormwiseScale(
-            op="nn.functional.gaussian_nll_loss",
-            dtype=dtype,
-            grad=True,
-            factor=12.0,
-            reason=(
-                "var is clamped at eps (samples down to 7e-5): the gradient "
-                "(1 / var - (x - t) ** 2 / var ** 2) / 2 exceeds every input and output "
-                "magnitude (3.6x the normwise bound measured in bfloat16)"
-            ),
-        )
-        for dtype in ("float16", "bfloat16")
-    ),
-    *(
-        NormwiseScale(
             op="sinc",
             dtype=dtype,
             grad=True,

@@ -639,6 +639,37 @@ def test_triplet_terms_sum_the_distances_that_the_loss_subtracts() -> None:
     assert error <= 2 * torch.finfo(torch.float16).eps * bound
 
 
+def test_gaussian_nll_grad_terms_cover_the_terms_that_cancel() -> None:
+    """var of 0.1 against differences of up to 18: 1 / var - (x - t)^2 / var^2 cancels in
+    each element, and a var given per row (input.shape[:-1]) sums its row's terms."""
+    torch.manual_seed(23)
+    x = (torch.rand(4, 6) * 18 - 9).half()
+    t = (torch.rand(4, 6) * 18 - 9).half()
+    var = (torch.rand(4) * 0.3 + 0.1).half()
+    loss = torch.nn.functional.gaussian_nll_loss
+
+    def grads(*inputs: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        leaves = [y.clone().requires_grad_(True) for y in inputs]
+        return torch.autograd.grad(loss(*leaves, reduction="sum"), leaves)
+
+    ref = sample(
+        x.double().requires_grad_(True),
+        args=(t.double().requires_grad_(True), var.double().requires_grad_(True)),
+        kwargs={"reduction": "sum"},
+    )
+    w = torch.tensor(1.0, dtype=torch.float64)
+    found = measures.gaussian_nll_grad_terms(_Op(loss), ref, [w])
+    v = var.double().unsqueeze(-1)
+    size = x.double().abs() + t.double().abs()
+    assert found[0] == pytest.approx(float((size / v).max()))
+    assert found[2] == pytest.approx(float(((1 / v + size**2 / v**2) / 2).sum(-1).max()))
+    exact = grads(x.double(), t.double(), var.double())
+    eps = torch.finfo(torch.float16).eps
+    for got, want, terms in zip(grads(x, t, var), exact, found, strict=True):
+        assert float((got.double() - want).abs().max()) <= 2 * eps * terms
+    assert float(exact[2].abs().max()) < found[2] / 2  # the terms cancel
+
+
 def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
     """Near digamma's root (1.46) the terms stay ~4.6 while the gradient goes to 0."""
     x = torch.tensor([1.4616, 3.0, 30.0], dtype=torch.float64)
