@@ -121,17 +121,6 @@ TOLERANCE_SCALE = by_key(
         for op in ("pow", "__rpow__")
     ),
     ToleranceScale(
-        op="logaddexp",
-        dtype="complex64",
-        grad=True,
-        factor=60.0,
-        reason=(
-            "complex logaddexp is singular where exp(a) + exp(b) = 0 (a - b = i pi (2k + 1)): "
-            "near it the derivative 1 / (1 + exp(b - a)) amplifies complex64 rounding "
-            "(2.6e-5 relative measured)"
-        ),
-    ),
-    ToleranceScale(
         op="sinc",
         grad=True,
         factor=4.0,
