@@ -34,9 +34,9 @@ from accelkit.suite.opinfo.sample_tables import (
     SQUARED,
 )
 from accelkit.suite.opinfo.scales import (
+    CANCELLING_GRAD_OPS,
     LINALG_CONDITION_FACTOR,
     LINALG_OPS_PREFIXES,
-    NORMWISE_GRAD_OPS,
     RECURRENCE_OPS,
     WELL_CONDITIONED_LINALG,
 )
@@ -193,9 +193,9 @@ def grad_brackets(
     sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more than one node, or one
     that reads both the result and the inputs, widens the range by the roundings of all its
     intermediates instead (`_graph_brackets`), as does every 16-bit backward
-    (CHAINED_ROUNDING_DTYPES). None (normwise) outside GRAD_BRACKET_DTYPES, for an op of
-    several outputs whose backward is not one node, and for `scales.NORMWISE_GRAD_OPS` (a
-    backward formula that cancels).
+    (CHAINED_ROUNDING_DTYPES) and every backward of `scales.CANCELLING_GRAD_OPS` (a formula
+    whose terms cancel). None (normwise) outside GRAD_BRACKET_DTYPES and for an op of
+    several outputs whose backward is not one node.
 
     With `GradBrackets.may_overflow`: whether an intermediate of the forward and backward
     leaves the range of the dtype the sample computes in (`roundings.leaves_range`; the
@@ -205,13 +205,14 @@ def grad_brackets(
     its roundings are measured (that run finds its largest intermediate too)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
-    if least not in GRAD_BRACKET_DTYPES or not inputs or op_name in NORMWISE_GRAD_OPS:
+    if least not in GRAD_BRACKET_DTYPES or not inputs:
         return GradBrackets((), False)
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
     one_node = (
         uses is not None
         and least not in CHAINED_ROUNDING_DTYPES
+        and op_name not in CANCELLING_GRAD_OPS
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     )
     if not one_node and len(outputs) != 1:
