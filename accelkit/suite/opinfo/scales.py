@@ -73,14 +73,6 @@ TOLERANCE_SCALE = by_key(
             "the alpha-beta recursion runs over 50 time steps in float32 (1.0e-4 relative measured)"
         ),
     ),
-    ToleranceScale(
-        op="_upsample_bilinear2d_aa",
-        factor=5.0,
-        reason=(
-            "antialiasing weights are normalised float32 sums; "
-            "outputs near zero carry ~1.8e-5 absolute error"
-        ),
-    ),
     *(
         ToleranceScale(
             op=op,

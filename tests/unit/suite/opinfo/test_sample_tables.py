@@ -418,6 +418,7 @@ CASES = (
     ("pow/float16/grad", 0, 0.02),  # the graph's roundings alone (a 32x rtol passed 2%)
     ("__rpow__/float16/grad", 1, 0.02),
     ("pow/complex64", 0, 1e-4),  # the condition bracket alone (was a 10-fold rtol)
+    ("_upsample_bilinear2d_aa/float32", 21, 1e-4),  # the centre's rounding (was a 5x rtol)
 )
 
 CASE_RUN = """
