@@ -978,6 +978,21 @@ SAMPLE_CONDITION = by_key(
     SampleCondition(
         op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
         dtype="float32",
+        kind="normwise",
+        factor=0.75,
+        kappa=measure.sdpa_condition,
+        reason=(
+            "softmax over logits up to scale * max||q|| * max||k||: the logits' absolute "
+            "rounding is the weights' relative error, carried into the weighted sum of "
+            "values (1.9e-5 absolute at seed 6 where the float32 atol is 1e-5; up to 0.21 of "
+            "this bound over seeds 0-40), in "
+            "place of a measured 10-fold rtol on every dtype (16-bit and the functional "
+            "op's forwards pass seeds 0-40 without it)"
+        ),
+    ),
+    SampleCondition(
+        op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
+        dtype="float32",
         grad=True,
         kind="normwise",
         factor=0.75,

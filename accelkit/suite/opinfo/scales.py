@@ -54,17 +54,6 @@ TOLERANCE_SCALE = by_key(
             "(2.3e-5 relative measured in float32)"
         ),
     ),
-    *(
-        ToleranceScale(
-            op=op,
-            factor=10.0,
-            reason=(
-                "attention: softmax over q.k logits of order 100 (samples up to +-9) and "
-                "a weighted sum of values (1.9e-5 absolute measured in float32)"
-            ),
-        )
-        for op in _ATTENTION_OPS
-    ),
     ToleranceScale(
         op="nn.functional.ctc_loss",
         grad=True,
@@ -97,15 +86,6 @@ TOLERANCE_SCALE = by_key(
         reason=(
             "the derivative (cos(pi z) pi z - sin(pi z)) / (pi z ** 2) for large complex z: "
             "pi * z rounds in complex64 (1.6e-6 relative measured)"
-        ),
-    ),
-    ToleranceScale(
-        op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
-        grad=True,
-        factor=4.0,
-        reason=(
-            "attention backward: softmax over logits of order 100 (samples up to +-9) "
-            "(1.3e-5 absolute measured in float32)"
         ),
     ),
 )
