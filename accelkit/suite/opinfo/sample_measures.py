@@ -1374,3 +1374,10 @@ def exp_norm_condition(op: Any, ref: Any) -> float:
     if a.numel() == 0:
         return 1.0
     return max(1.0, float(torch.linalg.matrix_norm(a, 2).max()))
+
+
+def exp_product_condition(op: Any, ref: Any) -> float:
+    """n * `exp_norm_condition`: the squaring phase's n x n products each round an entry's
+    n terms (|fl(AB) - AB| <= n eps |A| |B|), on top of the eps * ||A|| the scaling carries."""
+    n = int(ref.input.shape[-1]) if ref.input.ndim else 1
+    return n * exp_norm_condition(op, ref)

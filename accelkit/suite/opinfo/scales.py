@@ -47,14 +47,6 @@ TOLERANCE_SCALE = by_key(
         for op in ("linalg.eig", "linalg.eigvals")
     ),
     ToleranceScale(
-        op="matrix_exp",
-        factor=100.0,
-        reason=(
-            "scaling and squaring multiplies the rounding error by the norm "
-            "(2.3e-5 relative measured in float32)"
-        ),
-    ),
-    ToleranceScale(
         op="nn.functional.ctc_loss",
         grad=True,
         factor=300.0,

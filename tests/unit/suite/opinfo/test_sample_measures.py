@@ -83,6 +83,7 @@ def test_exp_norm_condition_is_the_spectral_norm() -> None:
     a = torch.diag(torch.tensor([30.0, -2.0], dtype=torch.float64))
     assert math.isclose(measures.exp_norm_condition(None, sample(a)), 30.0)
     assert measures.exp_norm_condition(None, sample(a / 100)) == 1.0
+    assert math.isclose(measures.exp_product_condition(None, sample(a)), 2 * 30.0)
 
 
 def test_conv_terms_sum_the_product_magnitudes() -> None:
