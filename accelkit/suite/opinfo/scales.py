@@ -25,14 +25,6 @@ _ATTENTION_OPS = (
 
 # Long recurrences, iterative or series algorithms, condition-number amplification.
 TOLERANCE_SCALE = by_key(
-    ToleranceScale(
-        op="linalg.cond",
-        factor=100.0,
-        reason=(
-            "the condition number's relative error grows with the condition "
-            "number itself (kappa * eps; ~3.5e-6 measured for kappa ~ 110)"
-        ),
-    ),
     *(
         ToleranceScale(
             op=op,
