@@ -4,7 +4,8 @@
 values within the case's tolerance (`tolerances.case_tolerance`), integers, booleans and
 shapes exactly, NaN and inf where the reference has them. Beyond the tolerance, rules derived
 from how the answer may legitimately differ, never per case: an answer must overflow exactly
-where the exact one rounds to inf (beyond max + ulp(max) / 2), an intermediate that the
+where the exact one rounds to inf (beyond max + ulp(max) / 2; with a bracket, where its whole
+range does, and it may where any of it does), an intermediate that the
 sample overflows (`Rules.may_overflow`) allows inf/NaN, and a step function's answer may be
 anywhere in the reference's range over the inputs' rounding (`Rules.bracket`). A failure
 raises `Mismatch` with the worst element, the dtype and the tolerances.
@@ -126,14 +127,18 @@ def _compare_tensors(
     # max + ulp(max) / 2 (65520 in float16): below that the answer rounds to max, finite.
     # Low-precision kernels round a float32 result (double rounding): within one float32
     # rounding of the threshold either answer is right.
+    # Where the answer is compared with a range of the reference (`rules.bracket`: its
+    # values over the inputs' and the kernel's roundings), it must overflow only where the
+    # whole range does, and may overflow where any of it reaches the threshold.
     threshold = overflow_threshold(actual.dtype)
     slack = torch.finfo(torch.float32).eps if actual.dtype.itemsize < 4 else 0.0
-    overflow = want.abs() >= threshold * (1 + slack)
+    least, most = _range_magnitudes(want, rules, target)
+    overflow = least >= threshold * (1 + slack)
     if bool(overflow.any()):
         finite_there = torch.isfinite(got) & overflow
         if bool(finite_there.any()):
             raise Mismatch(f"{what}: finite values where the reference overflows {actual.dtype}")
-    overflow |= (want.abs() >= threshold * (1 - slack)) & ~torch.isfinite(got)
+    overflow |= (most >= threshold * (1 - slack)) & ~torch.isfinite(got)
     if rules.may_overflow:  # an intermediate legitimately overflowed: inf/NaN here is right
         overflow |= ~torch.isfinite(got)
     if bool(overflow.any()):
@@ -177,6 +182,27 @@ def _compare_tensors(
         check = {"what": what, "rtol": rtol, "atol": atol, **worst_element(got, want)}
         add_failure_info(error, check=check)
         raise
+
+
+def _range_magnitudes(
+    want: torch.Tensor, rules: Rules, target: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The smallest and the largest magnitude, element by element, of the reference's range:
+    |want| for both where the sample has no real bracket of its shape, else over
+    [low, high] (0 the smallest where the range holds 0)."""
+    bracket = rules.bracket
+    if (
+        bracket is None
+        or not isinstance(bracket[0], torch.Tensor)
+        or bracket[0].shape != want.shape
+        or want.is_complex()
+    ):
+        return want.abs(), want.abs()
+    low, high = (b.detach().to(target) for b in bracket)
+    low, high = torch.minimum(low, want), torch.maximum(high, want)
+    straddles = (low <= 0) & (high >= 0)
+    least = torch.where(straddles, 0.0, torch.minimum(low.abs(), high.abs()))
+    return least, torch.maximum(low.abs(), high.abs())
 
 
 def _nearest(got: torch.Tensor, low: torch.Tensor, high: torch.Tensor) -> torch.Tensor:
