@@ -132,7 +132,8 @@ def _compare_tensors(
     # whole range does, and may overflow where any of it reaches the threshold.
     threshold = overflow_threshold(actual.dtype)
     slack = torch.finfo(torch.float32).eps if actual.dtype.itemsize < 4 else 0.0
-    least, most = _range_magnitudes(want, rules, target)
+    bracket = _bracket(rules, want, target)
+    least, most = _range_magnitudes(want, bracket)
     overflow = least >= threshold * (1 + slack)
     if bool(overflow.any()):
         finite_there = torch.isfinite(got) & overflow
@@ -147,14 +148,12 @@ def _compare_tensors(
         op_name, case_dtype, actual.dtype, want, magnitude, rules.inputs_dtype, rules
     )
     outputs.record(what, actual, rtol, atol)
-    if rules.bracket is not None and isinstance(rules.bracket[0], torch.Tensor):
+    if bracket is not None:
         # Where the reference jumps within the inputs' rounding (or, for an elementwise op,
         # moves with it), the answer is compared with the nearest value that the reference
         # takes there.
-        low, high = (b.detach().to(target) for b in rules.bracket)
-        if low.shape == want.shape:
-            low, high = low.masked_fill(overflow, 0), high.masked_fill(overflow, 0)
-            want = torch.where(torch.isfinite(got), _nearest(got, low, high), want)
+        low, high = (b.masked_fill(overflow, 0) for b in bracket)
+        want = torch.where(torch.isfinite(got), _nearest(got, low, high), want)
     notes = "".join(
         f"; {o.describe()}"
         for o in overrides(
@@ -184,22 +183,29 @@ def _compare_tensors(
         raise
 
 
+def _bracket(
+    rules: Rules, want: torch.Tensor, target: torch.dtype
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The reference's range (`rules.bracket`) as (low, high) in `target`, where the sample
+    has one of the reference's shape; else None."""
+    bracket = rules.bracket
+    if bracket is None or not isinstance(bracket[0], torch.Tensor):
+        return None
+    if bracket[0].shape != want.shape:
+        return None
+    low, high = bracket
+    return low.detach().to(target), high.detach().to(target)
+
+
 def _range_magnitudes(
-    want: torch.Tensor, rules: Rules, target: torch.dtype
+    want: torch.Tensor, bracket: tuple[torch.Tensor, torch.Tensor] | None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The smallest and the largest magnitude, element by element, of the reference's range:
-    |want| for both where the sample has no real bracket of its shape, else over
-    [low, high] (0 the smallest where the range holds 0)."""
-    bracket = rules.bracket
-    if (
-        bracket is None
-        or not isinstance(bracket[0], torch.Tensor)
-        or bracket[0].shape != want.shape
-        or want.is_complex()
-    ):
+    |want| for both without a real bracket, else over [low, high] (0 the smallest where the
+    range holds 0)."""
+    if bracket is None or want.is_complex():
         return want.abs(), want.abs()
-    low, high = (b.detach().to(target) for b in bracket)
-    low, high = torch.minimum(low, want), torch.maximum(high, want)
+    low, high = torch.minimum(bracket[0], want), torch.maximum(bracket[1], want)
     straddles = (low <= 0) & (high >= 0)
     least = torch.where(straddles, 0.0, torch.minimum(low.abs(), high.abs()))
     return least, torch.maximum(low.abs(), high.abs())

@@ -60,6 +60,13 @@ def _magnitude(x: torch.Tensor) -> torch.Tensor:
     return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
 
 
+def _largest_sum(parts: torch.Tensor, shape: torch.Size) -> float:
+    """The largest of `parts` summed over the elements each of `shape`'s stands for (a
+    broadcast input's gradient sums its elements' terms); 0 without elements."""
+    summed = parts.sum_to_size(shape)
+    return float(summed.max()) if summed.numel() else 0.0
+
+
 def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
     |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
@@ -256,17 +263,15 @@ def polar_subnormal_terms(
     expanded = size.expand(w.shape)
     below = (expanded > 0) & (expanded < info.tiny)
     parts = torch.where(below, w * subnormal / (info.eps * expanded), 0.0)
-    found = float(parts.sum_to_size(size.shape).max()) if parts.numel() else 0.0
-    return [found, 0.0]
+    return [_largest_sum(parts, size.shape), 0.0]
 
 
 def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """triplet_margin_loss's terms: per row d(a, p) + d(a, n) + |margin| (and d(p, n) with
     swap), the distances (the sample's distance_function, else pairwise_distance with its p
-    and eps) each off by about eps of
-    itself in the dtype, then their difference rounded; reduced as the loss is. The
-    distances (up to ~33 for OpInfo's 10 features in [-9, 9]) exceed every input, and the
-    loss is their difference."""
+    and eps) each off by about eps of itself in the dtype, then their difference rounded;
+    reduced as the loss is. The distances (up to ~33 for OpInfo's 10 features in [-9, 9])
+    exceed every input, and the loss is their difference."""
     anchor, positive, negative = (_real64(x) for x in (ref.input, *ref.args[:2]))
     if not anchor.numel():
         return 0.0
@@ -293,7 +298,8 @@ def gaussian_nll_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | Non
     and var down to 0.1)."""
     if not weights:
         return []
-    x, t, var = (_real64(y) for y in (ref.input, ref.args[0], argument(ref, 1, "var", None)))
+    originals = (ref.input, ref.args[0], argument(ref, 1, "var", None))
+    x, t, var = (_real64(y) for y in originals)
     if var.shape != x.shape and x.shape[:-1] == var.shape:
         var = var.unsqueeze(-1)
     eps = float(ref.kwargs.get("eps", 1e-6))
@@ -304,15 +310,16 @@ def gaussian_nll_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | Non
         scale = scale / size.numel()
     difference = scale * size / v
     quotients = torch.where(var > eps, scale * (1 / v + size**2 / v**2) / 2, 0.0)
-    originals = (ref.input, ref.args[0], argument(ref, 1, "var", None))
-    found = []
-    for original, shape, parts in zip(
-        originals, (x.shape, t.shape, var.shape), (difference, difference, quotients), strict=True
-    ):
-        if isinstance(original, torch.Tensor) and original.requires_grad:
-            summed = parts.sum_to_size(shape)
-            found.append(float(summed.max()) if summed.numel() else 0.0)
-    return found
+    return [
+        _largest_sum(parts, shape)
+        for original, shape, parts in zip(
+            originals,
+            (x.shape, t.shape, var.shape),
+            (difference, difference, quotients),
+            strict=True,
+        )
+        if original.requires_grad
+    ]
 
 
 def logaddexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
@@ -329,7 +336,7 @@ def logaddexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) 
     parts = core * (_magnitude(a) + _magnitude(b) + 2)
     parts = torch.where(torch.isfinite(parts), parts, 0.0)
     return [
-        float(parts.sum_to_size(x.shape).max()) if parts.numel() else 0.0
+        _largest_sum(parts, x.shape)
         for x in (ref.input, ref.args[0])
         if isinstance(x, torch.Tensor) and x.requires_grad
     ]
@@ -1344,23 +1351,18 @@ def logcumsumexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | Non
 
 def exp_sum_condition(op: Any, ref: Any) -> float:
     """The largest sum |exp(x_i)| / |sum exp(x_i)| over the sums a log-sum-exp forms (each
-    reduction, each prefix of logcumsumexp, each element of logaddexp's exp(a) + exp(b)),
-    computed by the op itself as exp(op(Re x) - Re op(x)), Re of every tensor argument:
-    complex terms cancel in the sum (real ones cannot: 1), so its relative error
+    reduction, or each prefix of logcumsumexp), computed by the op itself as exp(op(Re x) -
+    Re op(x)): complex terms cancel in the sum (real ones cannot: 1), so its relative error
     is eps times this ratio, and so are the log's absolute error and the gradient's
     softmax exp(x_i - lse) (71 for a complex64 sample at seed 13, whose gradient of 43 came
     out 2.5e-4 off)."""
-    tensors = [y for y in pytree.tree_leaves((ref.input, ref.args)) if isinstance(y, torch.Tensor)]
-    if not any(y.is_complex() for y in tensors) or not ref.input.numel():
+    x = ref.input.detach()
+    if not x.is_complex() or not x.numel():
         return 1.0
-
-    def real(y: Any) -> Any:
-        return y.detach().real.contiguous() if isinstance(y, torch.Tensor) else y
-
     with torch.no_grad():
-        whole = op.op(ref.input.detach(), *ref.args, **ref.kwargs)
-        parts = op.op(real(ref.input), *pytree.tree_map(real, ref.args), **ref.kwargs)
-    ratio = torch.exp(parts - whole.real)
+        whole = op.op(x, *ref.args, **ref.kwargs)
+        real = op.op(x.real.contiguous(), *ref.args, **ref.kwargs)
+    ratio = torch.exp(real - whole.real)
     ratio = ratio[torch.isfinite(ratio)]  # a sum of no terms (all masked out) has no error
     return max(1.0, float(ratio.max())) if ratio.numel() else 1.0
 
