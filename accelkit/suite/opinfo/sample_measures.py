@@ -31,6 +31,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.opinfo.records import Intermediates
+from accelkit.suite.opinfo.roundings import measure_graph
 from accelkit.suite.opinfo.tolerances import max_magnitude
 
 
@@ -637,33 +638,44 @@ def cov_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[flo
     """cov's gradients with aweights, per input that needs one (input, aweights): kappa times
     their terms, kappa = `cov_condition` (the normaliser the backward divides by, formed in
     the weights' dtype) + `variance_condition` of the observations (the centring). cov =
-    num / norm; the input's terms are its gradient's magnitudes; the aweights' |T1| + 2 |T2|
-    with T1 = d(num)/da / norm and T2 = -num * d(norm)/da / norm ** 2 (weighted by the
-    outputs' weights; T2 divides by the normaliser twice). With two observations the
-    weighted covariance does not depend on the weights, so T1 and T2 cancel to an exact 0:
-    float32 weights leave eps * kappa of them (0.18 absolute measured on complex64 at seed 6,
-    sample 24, a weight of 0.0017 against 0.85). [] without aweights that need a gradient."""
+    num / norm, num = sum_k w_k c_k c_k^H with c_k = x_k - mean (w = a * f). The input's
+    terms are its gradient's magnitudes. The aweights' gradient sums, over the outputs'
+    weights W, terms whose signs cancel (for two observations and correction 1 exactly: the
+    covariance does not depend on the weights), so their magnitudes, not their signed sums,
+    bound its rounding: f_k |c_k|^T |W| |c_k| / |norm| (num's own derivative), 2 f_k s^T
+    |W| |c_k| / |sum w| / |norm| (through the mean, s_i = sum_l w_l |c_li|; exactly 0 in
+    the sum, not in the kernel) and sum |W| |num| * |d norm / d a_k| / norm ** 2 (a signed
+    bound, 1.2e-5 where the error was 1.6e-5, missed complex64 at seed 38, sample 20).
+    [] without aweights that need a gradient."""
     aweights = ref.kwargs.get("aweights")
     if weights is None or not isinstance(aweights, torch.Tensor) or not aweights.requires_grad:
         return []
     x = _real64(ref.input).requires_grad_(True)
     rows = x.reshape(1, -1) if x.dim() < 2 else x
-    a = _real64(aweights).requires_grad_(True)
+    a = _real64(aweights)
     fweights = ref.kwargs.get("fweights")
+    f = _real64(fweights) if isinstance(fweights, torch.Tensor) else torch.ones_like(a)
     correction = float(ref.kwargs.get("correction", 1))
     w_out = weights[0].detach().to(x.dtype if x.is_complex() else torch.float64)
+    w = a * f
+    total = w.sum()
     with torch.enable_grad():
-        w = a * _real64(fweights) if isinstance(fweights, torch.Tensor) else a
-        total = w.sum()
         centred = rows - ((rows * w).sum(-1, keepdim=True) / total)
-        num = ((centred * w) @ centred.mH).reshape(w_out.shape)
+        num = (centred * w) @ centred.mH
         norm = total - correction * (w * a).sum() / total
-        grad_x, t1 = torch.autograd.grad(num / norm.detach(), (x, a), w_out, retain_graph=True)
-        (t2,) = torch.autograd.grad(num.detach() / norm, a, w_out)
+        (grad_x,) = torch.autograd.grad(num.reshape(w_out.shape) / norm, x, w_out)
+    c, num, big_w = centred.detach().abs(), num.detach().abs(), w_out.abs().reshape(num.shape)
+    spread = (w * c).sum(-1)
+    d_norm = f * (1 + correction * (2 * a * total.abs() + (w * a).abs().sum()) / total**2)
+    aweights_terms = (
+        f * torch.einsum("ik,ij,jk->k", c, big_w, c) / norm.abs()
+        + 2 * f * torch.einsum("i,ij,jk->k", spread, big_w, c) / (total.abs() * norm.abs())
+        + (big_w * num).sum() * d_norm / norm**2
+    )
     kappa = cov_condition(op, ref) + variance_condition(rows.detach(), (-1,))
     found = {
         id(ref.input): kappa * float(grad_x.abs().max()),
-        id(aweights): kappa * float((t1.abs() + 2 * t2.abs()).max()),
+        id(aweights): kappa * float(aweights_terms.max()),
     }
     return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
@@ -1010,17 +1022,24 @@ def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -
 
 
 def prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """result / x, which prod's backward forms in the case dtype before scaling by the
-    incoming gradient (where no element is 0): the product of the other elements, the
-    gradient of the product with respect to x (float16 at seed 6: a product of 5.7e4 over
-    an element of -0.07 gives 8.2e5, inf, where w * result / x is -1.3e4)."""
+    """The largest intermediate of the weighted backward's graph (`roundings.measure_graph`),
+    which prod's backward forms in the case dtype: grad * (result / x), where result / x, the
+    product of the other elements, overflows float16 while the gradient is in range (seed 6:
+    a product of 5.7e4 over an element of -0.07 gives 8.2e5, inf, where w * result / x is
+    -1.3e4); masked.prod reduces a tuple of dims one at a time, so the gradient of each
+    partial product, w * result / partial, is formed too (seed 38: 6.6e4 over a partial
+    product of 0.185, inf, where every element's gradient is under 3.9e4)."""
     x = _real64(ref.input).requires_grad_(True)
-    with torch.enable_grad():
-        output = op.op(x, *ref.args, **ref.kwargs)
-        if not isinstance(output, torch.Tensor) or not output.requires_grad:
-            return [], []
-        (others,) = torch.autograd.grad(output, x, torch.ones_like(output), allow_unused=True)
-    return ([] if others is None else [others.detach().abs()]), []
+
+    def weighted() -> tuple[Any, ...]:
+        with torch.enable_grad():
+            output = op.op(x, *ref.args, **ref.kwargs)
+            if not isinstance(output, torch.Tensor) or not output.requires_grad:
+                return ()
+            grad = weights[0].detach().to(torch.float64).reshape(output.shape)
+            return torch.autograd.grad(output, x, grad, allow_unused=True)
+
+    return [torch.tensor(measure_graph(weighted, sensitivity=False).largest)], []
 
 
 def bce_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
@@ -1071,18 +1090,64 @@ def instance_norm_condition(op: Any, ref: Any) -> float:
     return variance_condition(x, tuple(range(2, x.dim())), eps)
 
 
+def _group_norm_arguments(op: Any, ref: Any) -> tuple[int, float, Any]:
+    """(groups, eps, weight) of native_group_norm(input, weight, bias, N, C, HxW, group,
+    eps) or nn.functional.group_norm(input, num_groups, weight, bias, eps)."""
+    if getattr(op, "name", "") == "native_group_norm":
+        groups, eps = int(argument(ref, 5, "group", 1)), float(argument(ref, 6, "eps", 1e-5))
+        return groups, eps, argument(ref, 0, "weight", None)
+    groups, eps = int(argument(ref, 0, "num_groups", 1)), float(argument(ref, 3, "eps", 1e-5))
+    return groups, eps, argument(ref, 1, "weight", None)
+
+
 def group_norm_condition(op: Any, ref: Any) -> float:
     """variance_condition of each (sample, group) group_norm normalises: the input as (N,
-    groups, rest), with the op's eps. native_group_norm(input, weight, bias, N, C, HxW,
-    group, eps); nn.functional.group_norm(input, num_groups, weight, bias, eps)."""
+    groups, rest), with the op's eps."""
     x = ref.input
     if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
         return 1.0
-    if getattr(op, "name", "") == "native_group_norm":
-        groups, eps = int(argument(ref, 5, "group", 1)), float(argument(ref, 6, "eps", 1e-5))
-    else:
-        groups, eps = int(argument(ref, 0, "num_groups", 1)), float(argument(ref, 3, "eps", 1e-5))
+    groups, eps, _ = _group_norm_arguments(op, ref)
     return variance_condition(x.reshape(x.shape[0], groups, -1), (-1,), eps)
+
+
+def group_norm_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
+    """The terms group_norm's backward rounds in the input's gradient, times each group's
+    variance condition kappa_g (`variance_condition`); 0 for the weight and bias (their
+    gradients sum dy * y and dy, which the normwise condition bounds).
+
+    With y = (x - mean) rstd, rstd = 1 / sqrt(var + eps) over a group of n elements and
+    g = gamma * dy, dx = rstd (g - mean(g) - y mean(g y)) (+ w_mean / n + w_rstd * -rstd ** 2
+    y / n for native_group_norm's mean and rstd outputs): terms of rstd (|g| + mean|g| + |y|
+    mean|g y|), which cancel (to exactly 0 for a group of two elements, y = +-1) and scale
+    with 1 / sigma, not with any input or output; each carries the variance's relative error
+    eps * kappa_g."""
+    x = ref.input
+    found = [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
+    if weights is None or not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
+        return found
+    groups, eps, gamma = _group_norm_arguments(op, ref)
+    grouped = _real64(x).reshape(x.shape[0], groups, -1)
+    n = grouped.shape[-1]
+    mean = grouped.mean(-1, keepdim=True)
+    variance = (grouped - mean).pow(2).mean(-1, keepdim=True) + eps
+    square = grouped.pow(2).mean(-1, keepdim=True) + eps
+    if not bool((variance > 0).all()):
+        return found  # no digits: group_norm_condition is infinite
+    kappa = torch.clamp(square / variance, min=1.0)
+    rstd = variance.rsqrt()
+    y = (grouped - mean) * rstd
+    g = _real64(weights[0]).abs()
+    if isinstance(gamma, torch.Tensor):
+        g = g * _real64(gamma).abs().reshape(1, -1, *([1] * (x.dim() - 2)))
+    g = g.reshape(grouped.shape)
+    terms = rstd * (g + g.mean(-1, keepdim=True) + y.abs() * (g * y.abs()).mean(-1, keepdim=True))
+    if len(weights) == 3:  # native_group_norm's mean and rstd, (N, groups)
+        w_mean = _real64(weights[1]).abs().reshape(mean.shape)
+        w_rstd = _real64(weights[2]).abs().reshape(mean.shape)
+        terms = terms + (w_mean + w_rstd * rstd.pow(2) * y.abs()) / n
+    if ref.input.requires_grad:
+        found[0] = max_magnitude(kappa * terms)
+    return found
 
 
 def layer_norm_condition(op: Any, ref: Any) -> float:

@@ -427,6 +427,9 @@ CASES = (
     ("matrix_exp/complex64", 12, 1e-4),
     ("linalg.cond/float32", 5, 1e-4),  # rtol n kappa eps (a 100-fold tolerance passed 1e-4)
     ("linalg.cond/complex64", 33, 1e-4),
+    ("nn.functional.group_norm/bfloat16/grad", 38, 0.05),  # rstd 10: terms past magnitude 1
+    ("cov/complex64/grad", 38, 1e-3),  # the weights' terms as magnitudes, not a signed sum
+    ("masked.prod/float16/grad", 38, 0.02),  # a partial product's gradient overflows
 )
 
 CASE_RUN = """
