@@ -1062,7 +1062,8 @@ def prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Interm
             grad = _real64(weights[0]).reshape(output.shape)
             return torch.autograd.grad(output, x, grad, allow_unused=True)
 
-    return [torch.tensor(measure_graph(weighted, sensitivity=False).largest)], []
+    largest = measure_graph(weighted, sensitivity=False).largest
+    return [torch.tensor(largest, dtype=torch.float64)], []
 
 
 def bce_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:

@@ -369,16 +369,47 @@ class _Op:
         self.name = name
 
 
-def test_prod_intermediates_are_the_products_of_the_other_elements() -> None:
+def test_prod_intermediates_reach_the_products_of_the_other_elements() -> None:
     """Seed 6's float16 sample: a product of 5.7e4 over an element of -0.07 is 8.2e5."""
     x = torch.tensor([[-0.07, 100.0], [90.0, 91.0]], dtype=torch.float64)
-    (others,), divisors = measures.prod_intermediates(_Op(torch.prod), sample(x), [])
+    one = [torch.tensor(1.0, dtype=torch.float64)]
+    (largest,), divisors = measures.prod_intermediates(_Op(torch.prod), sample(x), one)
     assert divisors == []
-    total = float(x.prod())
-    assert others == pytest.approx((total / x).abs())
-    assert float(others.max()) > torch.finfo(torch.float16).max
-    (rows,), _ = measures.prod_intermediates(_Op(torch.prod), sample(x, args=(1,)), [])
-    assert rows == pytest.approx(torch.tensor([[100.0, 0.07], [91.0, 90.0]], dtype=torch.float64))
+    assert float(largest) >= float((x.prod() / x).abs().max())
+    assert float(largest) > torch.finfo(torch.float16).max
+    # Along a dim the other elements are a row's: 100 at most, the rows' products 7.0e3.
+    rows = [torch.ones(2, dtype=torch.float64)]
+    (along,), _ = measures.prod_intermediates(_Op(torch.prod), sample(x, args=(1,)), rows)
+    assert float(along) == pytest.approx(90.0 * 91.0)
+
+
+def test_prod_intermediates_see_masked_prods_partial_products() -> None:
+    """masked.prod over a tuple of dims reduces one dim at a time: the gradient of each
+    partial product, w * result / partial, is formed (seed 38's float16 sample: 6.6e4 over
+    a partial product of 0.185), though no element's gradient is that large."""
+    x = torch.tensor(
+        [
+            [[[-2.9336, -1.7871]], [[-7.1094, 0.79883]]],
+            [[[-5.082, 6.5195]], [[-1.6768, 4.3477]]],
+            [[[0.31299, 0.59033]], [[-1.6992, 4.1875]]],
+        ],
+        dtype=torch.float64,
+    )
+    w = torch.tensor(1.289, dtype=torch.float64)
+    op = _Op(torch.masked.prod)
+    smp = sample(x, kwargs={"dim": (0, 1, 2, 3), "mask": None, "keepdim": False})
+    (largest,), _ = measures.prod_intermediates(op, smp, [w])
+    result = float(x.prod())
+    partial = 0.31299 * 0.59033  # the last dim's product, reduced first
+    assert float(largest) >= abs(float(w) * result / partial) * (1 - 1e-9)
+    assert abs(float(w) * result / partial) > torch.finfo(torch.float16).max
+    assert float((w * result / x).abs().max()) < torch.finfo(torch.float16).max
+    # A complex product's backward is weighted in complex128 (a RuntimeError once); its
+    # complex intermediates are not counted (roundings: complex64 reaches no range here).
+    z = x.to(torch.complex128)
+    zw = torch.tensor(1.0 - 0.5j, dtype=torch.complex128)
+    (complex_largest,), _ = measures.prod_intermediates(op, sample(z, kwargs=smp.kwargs), [zw])
+    assert float(complex_largest) < torch.finfo(torch.float32).max
 
 
 def test_cov_terms_grow_as_the_normaliser_cancels() -> None:
@@ -425,6 +456,20 @@ def test_bce_intermediates_are_the_quotient_before_the_means_division() -> None:
     assert edges == pytest.approx(2.0 * (torch.tensor([0.0, 1.0], dtype=torch.float64) - y) / 1e-12)
 
 
+def test_cov_weights_terms_are_magnitudes_not_a_signed_sum() -> None:
+    """One variable observed at 1, -1 and 0 with unit aweights and correction 0: c = x,
+    num = 2, norm = 3. The first weight's terms: c_0^2 / 3 through the numerator, 2 s |c_0|
+    / (3 * 3) through the mean (s = sum w |c| = 2), |num| * 1 / 3 ** 2 through the
+    normaliser: 1/3 + 4/9 + 2/9 = 1, times kappa = 1 (the normaliser) + 1 (the variance)."""
+    x = torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64, requires_grad=True)
+    a = torch.ones(3, dtype=torch.float64, requires_grad=True)
+    smp = sample(x, kwargs={"aweights": a, "correction": 0})
+    terms = measures.cov_terms(None, smp, [torch.tensor(1.0, dtype=torch.float64)])
+    assert terms[1] == pytest.approx(2.0)
+    # The signed sum of those terms is the gradient, d(num / norm)/da_0 = 1/3 - 2/9 = 1/9.
+    assert terms[1] > 8 * 2 * (1 / 9)
+
+
 def test_group_norm_condition_is_over_each_group() -> None:
     """Seed 8's bfloat16 sample: one group of two nearly equal elements has kappa 1.4e5."""
     x = torch.tensor([[5.875, 5.84375]], dtype=torch.float64)
@@ -440,6 +485,55 @@ def test_group_norm_condition_is_over_each_group() -> None:
     assert measures.group_norm_condition(functional, sample(spread, args=(2,))) == (
         pytest.approx(17.0, rel=1e-4)
     )
+
+
+def test_group_norm_grad_terms_grow_with_rstd_past_the_inputs() -> None:
+    """Seed 38's bfloat16 sample: one group of 0.106 and -0.093 has rstd 10; the output is
+    +-1 whatever x is, so the exact gradient cancels (to eps / sigma ** 3), while its terms
+    are rstd * (|g| + mean|g| + |y| mean|g y|) = 3 rstd for unit weights."""
+    x = torch.tensor([[0.106, -0.093]], dtype=torch.float64, requires_grad=True)
+    functional = _Op(None, "nn.functional.group_norm")
+    w = [torch.ones(1, 2, dtype=torch.float64)]
+    (terms,) = measures.group_norm_grad_terms(functional, sample(x, args=(1,)), w)
+    sigma = 0.0995
+    assert terms == pytest.approx(3.0 / sigma, rel=0.01)  # kappa 1: centred
+    # The weight's terms scale g; a spread group (sigma 4) has terms 3 / 4.
+    gamma = torch.tensor([2.0, 2.0], dtype=torch.float64)
+    (doubled,) = measures.group_norm_grad_terms(
+        functional, sample(x, args=(1,), kwargs={"weight": gamma}), w
+    )
+    assert doubled == pytest.approx(2 * terms)
+    wide = torch.tensor([[4.0, -4.0]], dtype=torch.float64, requires_grad=True)
+    (spread,) = measures.group_norm_grad_terms(functional, sample(wide, args=(1,)), w)
+    assert spread == pytest.approx(0.75, rel=1e-3)
+    # native_group_norm's rstd output adds w_rstd * rstd ** 2 |y| / n per element.
+    native = _Op(None, "native_group_norm")
+    args = (None, None, 1, 2, 1, 1, 1e-5)
+    outs = [torch.ones(1, 2, dtype=torch.float64), torch.zeros(1, 1), torch.ones(1, 1)]
+    (with_rstd,) = measures.group_norm_grad_terms(native, sample(x, args=args), outs)
+    assert with_rstd == pytest.approx(terms + (1 / sigma) ** 2 / 2, rel=0.01)
+    # A negative eps that leaves no variance: no terms (the condition skips the sample).
+    flat = torch.tensor([[1.0, 1.0]], dtype=torch.float64, requires_grad=True)
+    assert measures.group_norm_grad_terms(
+        functional, sample(flat, args=(1,), kwargs={"eps": -0.5}), w
+    ) == [0.0]
+
+
+def test_householder_terms_exceed_the_product_for_reflectors_far_from_unitary() -> None:
+    """LAPACK's tau = 2 / ||v||^2 makes each reflector orthogonal; OpInfo's taus (up to 9)
+    do not, and the product's terms |H_1| |H_2| then exceed its entries."""
+    a = torch.tensor([[1.0, 0.0], [0.5, 1.0], [0.25, -0.5]], dtype=torch.float64)
+    v = a.tril(-1)
+    v.diagonal().fill_(1)
+    tau = 2 / v.pow(2).sum(0)
+    q = torch.linalg.householder_product(a, tau)
+    unitary = measures.householder_terms(None, sample(a, args=(tau,)), None)
+    assert float(q.abs().max()) <= unitary <= 3.0  # |H| of an orthogonal H: entries <= 1
+    far = torch.tensor([4.75, -3.5], dtype=torch.float64)
+    terms = measures.householder_terms(None, sample(a, args=(far,)), None)
+    product = torch.linalg.householder_product(a, far)
+    assert terms > 1.25 * float(product.abs().max())  # 12.8 against 8.6
+    assert measures.householder_terms(None, sample(a[:0], args=(far[:0],)), None) == 0.0
 
 
 def test_cosine_terms_are_large_where_the_gradient_cancels() -> None:
