@@ -22,7 +22,7 @@ gets None (the caller keeps its normwise bound).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -127,11 +127,15 @@ class Roundings:
 
 
 def measure_graph(
-    gradients: Callable[[], tuple[Any, ...]], *, sensitivity: bool = True
+    gradients: Callable[[], tuple[Any, ...]],
+    *,
+    sensitivity: bool = True,
+    ulps: Mapping[str, float] | None = None,
 ) -> Roundings:
     """The graph that `gradients()` runs (forward and backward on float64 leaves, anew each
     call): its largest intermediate from one run, and with `sensitivity` each gradient's S
-    from one more run per intermediate."""
+    from one more run per intermediate. `ulps`: per aten op, how many roundings its kernel's
+    error is worth (`scales.KERNEL_ULPS`); its intermediates' terms count that many times."""
     with _Intermediates() as counting:
         base = gradients()
     names, largest = counting.names, counting.largest
@@ -152,7 +156,8 @@ def measure_graph(
             if total is None or not isinstance(m, torch.Tensor):
                 continue
             term = ((m - g) / STEP).abs().nan_to_num(nan=0.0, posinf=torch.inf)
-            totals[i] = total + term.detach()
+            weight = ulps.get(names[target], 1.0) if ulps else 1.0
+            totals[i] = total + weight * term.detach()
     return Roundings(tuple(totals), largest)
 
 

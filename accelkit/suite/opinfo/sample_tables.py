@@ -596,14 +596,16 @@ SAMPLE_CONDITION = by_key(
         op="linalg.householder_product",
         grad=True,
         kind="normwise",
-        factor=0.3,
+        factor=1.0,
         kappa=measure.householder_condition,
         reason=(
             "the backward applies each reflector H_i = I - tau_i v_i v_i^H and its inverse in "
             "turn; the samples' taus are not LAPACK's (|tau|^2 ||v||^2 != 2 Re(tau)), so H_i "
             "is far from unitary (cond up to 140) and the errors grow with prod_i cond(H_i): "
-            "up to 0.10 eps * prod cond(H_i) * max|grad| measured (1.4e-3 relative in "
-            "complex64; 0.06 in float32, 2.5e-5 absolute where prod cond(H_i) is 287)"
+            "up to 0.10 eps * prod cond(H_i) * max|grad| measured over seeds 0-40 (1.4e-3 "
+            "relative in complex64; 0.06 in float32, 2.5e-5 absolute where prod cond(H_i) is "
+            "287), then 0.33 at seed 42 (float32, tau's gradient 0.108 off 78.7), past the "
+            "0.3 fitted to those seeds: the derived 1"
         ),
     ),
     *(

@@ -52,6 +52,22 @@ def test_terms_that_cancel_count_at_their_own_size() -> None:
     assert float(total[1]) < 20 * abs(float(g[1]))
 
 
+def test_a_less_accurate_kernel_counts_its_own_error() -> None:
+    # i0e'(x) = i1e(x) - sgn(x) i0e(x) cancels for large |x|; float32's i1e kernel is up to
+    # 9.5 eps off there (scales.KERNEL_ULPS), so its term counts ten roundings, no others do.
+    run = _grads(torch.special.i0e, [-7.7, 0.5])
+    names = _names(run)
+    assert "aten::special_i1e" in names
+    plain = roundings.measure_graph(run).terms
+    weighted = roundings.measure_graph(run, ulps={"aten::special_i1e": 10.0}).terms
+    assert plain is not None and weighted is not None
+    p, w = plain[0], weighted[0]
+    assert p is not None and w is not None
+    x = torch.tensor([-7.7, 0.5], dtype=torch.float64)
+    i1e_term = torch.special.i1e(x).abs()  # the gradient moves by i1e's own relative error
+    assert (w - p).tolist() == pytest.approx((9 * i1e_term).tolist(), rel=1e-4)
+
+
 def test_views_copies_and_selections_round_nothing() -> None:
     def fn(t: torch.Tensor) -> torch.Tensor:
         v = t.view(2, 1).expand(2, 3).clone()  # no rounding in any of these

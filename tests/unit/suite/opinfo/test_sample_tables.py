@@ -431,6 +431,8 @@ CASES = (
     ("cov/complex64/grad", 38, 1e-3),  # the weights' terms as magnitudes, not a signed sum
     ("masked.prod/float16/grad", 38, 0.02),  # a partial product's gradient overflows
     ("linalg.householder_product/float32", 39, 1e-4),  # |H_1| |H_2| |H_3|: 18x max|Q|
+    ("linalg.householder_product/float32/grad", 42, 1e-3),  # prod cond(H_i) at factor 1
+    ("special.i0e/float32/grad", 42, 1e-4),  # i1e's 8 eps in a cancelling backward
 )
 
 CASE_RUN = """
