@@ -163,6 +163,22 @@ SAMPLE_TERMS = by_key(
             "absolute where their magnitudes sum to about 3)"
         ),
     ),
+    *(
+        SampleTerms(
+            op=op,
+            grad=True,
+            factor=1.0,
+            terms=measure.absolute_grad_terms,
+            reason=(
+                "an element's gradient sums the weights of its copies, and the backward sums "
+                "them a dimension at a time, rounding each partial sum to the dtype: signed "
+                "weights cancel (bfloat16 at seed 43, a 0-d input repeated (2, 3): six weights "
+                "summing to -0.353 came out -0.344, a column sum of -2.13 rounded by 0.0078, "
+                "where the normwise bound at the gradient's magnitude allowed 0.0055)"
+            ),
+        )
+        for op in ("repeat", "tile")
+    ),
     SampleTerms(
         op="addcdiv",
         grad=True,
