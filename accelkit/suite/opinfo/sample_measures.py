@@ -192,6 +192,20 @@ def bce_logits_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> f
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
+def bce_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """binary_cross_entropy's terms: per element |w| (|y log x| + |(1 - y) log(1 - x)|) (the
+    logs clamped at -100, as the kernel clamps them), each rounded to the dtype, then
+    reduced. OpInfo's weights are signed, so a sum cancels (float16 at seed 45: 0.578 where
+    0.558 is exact)."""
+    x, y = _real64(ref.input), _real64(ref.args[0])
+    log_x, log_1mx = x.log().clamp_min(-100), (1 - x).log().clamp_min(-100)
+    parts = (y * log_x).abs() + ((1 - y) * log_1mx).abs()
+    w = argument(ref, 1, "weight", None)
+    if isinstance(w, torch.Tensor):
+        parts = parts * _real64(w).abs()
+    return _reduced(parts, ref.kwargs.get("reduction", "mean"))
+
+
 def multilabel_soft_margin_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """multilabel_soft_margin_loss's terms: per element |w| (|y logsigmoid(x)| +
     |(1 - y) logsigmoid(-x)|), each rounded to the dtype, summed over the class dimension
