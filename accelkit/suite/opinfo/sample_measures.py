@@ -596,23 +596,29 @@ def trapezoid_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> fl
     return max_magnitude((widths * heights).sum(-1))
 
 
+def _reflectors(ref: Any) -> list[torch.Tensor]:
+    """The reflectors H_i = I - tau_i v_i v_i^H (complex128, batched) that
+    householder_product(A, tau) multiplies, v_i the i-th column of A's strict lower triangle
+    with a unit diagonal; [] for an empty sample."""
+    a, tau = _real64(ref.input), _real64(ref.args[0])
+    if a.numel() == 0 or tau.numel() == 0:
+        return []
+    a, tau = a.to(torch.complex128), tau.to(torch.complex128)
+    v = a.tril(-1)
+    v.diagonal(0, -2, -1).fill_(1)
+    eye = torch.eye(a.shape[-2], dtype=torch.complex128)
+    columns = (v[..., :, i : i + 1] for i in range(tau.shape[-1]))
+    return [eye - tau[..., i, None, None] * (c @ c.mH) for i, c in enumerate(columns)]
+
+
 def householder_condition(op: Any, ref: Any) -> float:
     """prod_i cond_2(H_i) of the reflectors H_i = I - tau_i v_i v_i^H (the largest over the
     batch): householder_product's backward applies each H_i and its inverse to the running
     product in turn, and each step amplifies the error by the condition of the two."""
-    a, tau = _real64(ref.input), _real64(ref.args[0])
-    if a.numel() == 0 or tau.numel() == 0:
+    reflectors = _reflectors(ref)
+    if not reflectors:
         return 1.0
-    a, tau = a.to(torch.complex128), tau.to(torch.complex128)
-    m = a.shape[-2]
-    v = a.tril(-1)
-    v.diagonal(0, -2, -1).fill_(1)
-    kappa = torch.ones(tau.shape[:-1], dtype=torch.float64)
-    eye = torch.eye(m, dtype=torch.complex128)
-    for i in range(tau.shape[-1]):
-        column = v[..., :, i : i + 1]
-        reflector = eye - tau[..., i, None, None] * (column @ column.mH)
-        kappa = kappa * torch.linalg.cond(reflector)
+    kappa = functools.reduce(torch.mul, (torch.linalg.cond(h) for h in reflectors))
     return float(kappa.max())
 
 
@@ -623,20 +629,11 @@ def householder_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> 
     samples' taus are not LAPACK's, so the reflectors are far from unitary and these terms
     exceed the product's own entries (seed 39, float32: 3.1e-5 off on an entry of 5.9, where
     the normwise bound at the largest entry, 76, allowed 1.8e-5)."""
-    a, tau = _real64(ref.input), _real64(ref.args[0])
-    if a.numel() == 0 or tau.numel() == 0:
+    reflectors = _reflectors(ref)
+    if not reflectors:
         return 0.0
-    a, tau = a.to(torch.complex128), tau.to(torch.complex128)
-    m, n = a.shape[-2], a.shape[-1]
-    v = a.tril(-1)
-    v.diagonal(0, -2, -1).fill_(1)
-    eye = torch.eye(m, dtype=torch.complex128)
-    product = torch.eye(m, dtype=torch.float64).expand(*a.shape[:-2], m, m)
-    for i in range(tau.shape[-1]):
-        column = v[..., :, i : i + 1]
-        reflector = eye - tau[..., i, None, None] * (column @ column.mH)
-        product = product @ reflector.abs()
-    return float(product[..., :n].max())
+    product = functools.reduce(torch.matmul, (h.abs() for h in reflectors))
+    return float(product[..., : ref.input.shape[-1]].max())
 
 
 def hermitian_condition(op: Any, ref: Any) -> float:
@@ -717,18 +714,27 @@ def cov_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[flo
     return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
 
+def _group_statistics(
+    x: torch.Tensor, dims: tuple[int, ...], eps: float
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(mean, var + eps, kappa) of each group over `dims` (kept), x in float64: kappa =
+    (mean(|x| ** 2) + eps) / (var + eps), the biased variance of |x - mean|, inf where
+    var + eps is not positive."""
+    x = _real64(x)
+    mean = x.mean(dims, keepdim=True)
+    variance = (x - mean).abs().pow(2).mean(dims, keepdim=True) + eps
+    square = x.abs().pow(2).mean(dims, keepdim=True) + eps
+    return mean, variance, torch.where(variance > 0, square / variance, math.inf)
+
+
 def variance_condition(x: torch.Tensor, dims: tuple[int, ...], eps: float = 0.0) -> float:
     """max over the groups of mean(x ** 2) / (var(x) + eps) (biased variance over `dims`):
     the relative condition of a variance formed as a difference of the case dtype's numbers,
     and of 1 / sigma, which normalised outputs and their gradients scale with. Complex x:
     |x| ** 2 and |x - mean| ** 2, as torch's var is real."""
-    x = _real64(x)
     if x.numel() == 0 or not dims:
         return 1.0
-    mean = x.mean(dims, keepdim=True)
-    variance = (x - mean).abs().pow(2).mean(dims) + eps
-    square = x.abs().pow(2).mean(dims) + eps
-    kappa = torch.where(variance > 0, square / variance, math.inf)
+    _, _, kappa = _group_statistics(x, dims, eps)
     return max(1.0, float(kappa.max()))
 
 
@@ -1166,12 +1172,10 @@ def group_norm_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None)
     groups, eps, gamma = _group_norm_arguments(op, ref)
     grouped = _real64(x).reshape(x.shape[0], groups, -1)
     n = grouped.shape[-1]
-    mean = grouped.mean(-1, keepdim=True)
-    variance = (grouped - mean).pow(2).mean(-1, keepdim=True) + eps
-    square = grouped.pow(2).mean(-1, keepdim=True) + eps
-    if not bool((variance > 0).all()):
+    mean, variance, kappa = _group_statistics(grouped, (-1,), eps)
+    if not bool(torch.isfinite(kappa).all()):
         return found  # no digits: group_norm_condition is infinite
-    kappa = torch.clamp(square / variance, min=1.0)
+    kappa = kappa.clamp_min(1.0)
     rstd = variance.rsqrt()
     y = (grouped - mean) * rstd
     g = _real64(weights[0]).abs()
