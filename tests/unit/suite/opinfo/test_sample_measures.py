@@ -873,3 +873,40 @@ def test_multilabel_soft_margin_terms_bound_a_loss_that_signed_weights_cancel() 
     parts += ((1 - y.double()) * torch.nn.functional.logsigmoid(-x.double())).abs()
     assert terms == pytest.approx(float((parts * w.double().abs()).sum(-1).mean() / 5))
     assert abs(float(loss(x, y, weight=w)) - exact) <= 2 * torch.finfo(torch.float16).eps * terms
+
+
+def test_exp_condition_is_that_of_a_normal_matrix_and_grows_past_it() -> None:
+    """c I: L(c I, E) = e^c E, so the condition is |c|. A normal M: ||L(M)|| = ||exp(M)||_2.
+    A non-normal M of the same norm is worse conditioned than its normal counterpart."""
+    assert float(measures._exp_condition(-3.0 * torch.eye(3, dtype=torch.float64))) == (
+        pytest.approx(3.0)
+    )
+    torch.manual_seed(0)
+    q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.complex128))
+    normal = q @ torch.diag(torch.tensor([2.0, -1.0, 1j, 0.5 - 2j], dtype=torch.complex128))
+    normal = normal @ q.mH
+    e = torch.linalg.matrix_exp(normal)
+    expected = (
+        torch.linalg.matrix_norm(e, 2)
+        * torch.linalg.matrix_norm(normal)
+        / torch.linalg.matrix_norm(e)
+    )
+    assert float(measures._exp_condition(normal)) == pytest.approx(float(expected))
+    skewed = torch.tensor([[1.0, 30.0], [0.0, -1.0]], dtype=torch.float64)
+    balanced = torch.diag(torch.linalg.svdvals(skewed)).to(torch.float64)  # normal, same norms
+    batch = measures._exp_condition(torch.stack([skewed, balanced]))
+    assert float(batch[0]) > 4 * float(batch[1])  # 144 against 30
+
+
+def test_exp_gradient_terms_take_the_condition_of_the_backward_block() -> None:
+    """The backward reads L(A^H, W) off exp([[A^H, W], [0, A^H]]): the terms are that block's
+    condition times its largest entry, the largest over the batch; the weights count."""
+    a = torch.tensor([[[0.5, 2.0], [0.0, -0.5]], [[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
+    w = torch.ones(2, 2, 2, dtype=torch.float64)
+    (terms,) = measures.exp_gradient_terms(None, sample(a), [w])
+    block = torch.cat([torch.cat([a.mT, w], -1), torch.cat([torch.zeros_like(a), a.mT], -1)], -2)
+    largest = torch.linalg.matrix_exp(block).abs().amax((-2, -1))
+    assert terms == pytest.approx(float((measures._exp_condition(block) * largest).max()))
+    (heavier,) = measures.exp_gradient_terms(None, sample(a), [10 * w])
+    assert heavier > 5 * terms  # the weights' scale enters the block
+    assert measures.exp_gradient_terms(None, sample(a), None) == []
