@@ -1505,9 +1505,9 @@ def _exp_condition(m: torch.Tensor) -> torch.Tensor:
     )
     columns = torch.linalg.matrix_exp(blocks)[..., :k, k:].reshape(*m.shape[:-2], k * k, k * k)
     frechet = torch.linalg.matrix_norm(columns.mT, 2)
-    return (
-        frechet * torch.linalg.matrix_norm(m) / torch.linalg.matrix_norm(torch.linalg.matrix_exp(m))
-    )
+    size = torch.linalg.matrix_norm(m) / torch.linalg.matrix_norm(torch.linalg.matrix_exp(m))
+    condition: torch.Tensor = frechet * size
+    return condition
 
 
 def exp_gradient_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
