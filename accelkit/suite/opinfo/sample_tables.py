@@ -421,6 +421,20 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
+        op="_unsafe_masked_index",
+        grad=True,
+        factor=1.0,
+        terms=measure.absolute_grad_terms,
+        reason=(
+            "the backward is _unsafe_masked_index_put_accumulate's sum: the samples' "
+            "broadcast indices gather an element into many outputs, and its gradient "
+            "accumulates their weights in the dtype (bfloat16 at seed 54, sample 4: 0.367 "
+            "off a gradient of 8.9, where the normwise bound at the largest magnitude "
+            "allowed 0.228; 0.28 of this bound there, the only sample over seeds 0-54 in "
+            "bfloat16, float16 and float32 that the normwise bound does not hold)"
+        ),
+    ),
+    SampleTerms(
         op="nn.functional.nll_loss",
         factor=1.5,
         terms=measure.nll_loss_terms,
