@@ -1208,11 +1208,14 @@ def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
     for a multilinear op (a convolution): the reference gradient with every floating input
     and the outputs' weights taken in magnitude (|Re| + |Im| for complex), so each gradient
     element is the sum of |x| |w| over the products it accumulates (a weight's gradient
-    sums x * dy over every output position)."""
+    sums x * dy over every output position). A float or complex scalar argument (a fill
+    value) is taken in magnitude too, so a complex one meets real tensors."""
     if weights is None:
         return []
 
     def absolute(x: Any) -> Any:
+        if isinstance(x, (float, complex)):
+            return abs(x.real) + abs(x.imag)
         return _magnitude(_real64(x)).requires_grad_(x.requires_grad) if _floating(x) else x
 
     inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))

@@ -97,6 +97,18 @@ def test_conv_terms_sum_the_product_magnitudes() -> None:
     assert measures.absolute_grad_terms(conv, sample(x, (w,)), [dy]) == [9.0]  # w[1]: 2+3+4
 
 
+def test_masked_index_grad_terms_sum_the_weights_of_gathered_copies() -> None:
+    """_unsafe_masked_index's backward accumulates the weights of an element's copies; a
+    complex fill value is taken in magnitude with the rest (it once met a real tensor)."""
+    x = torch.tensor([1 + 1j, 2 - 1j, -3j], dtype=torch.complex128, requires_grad=True)
+    mask = torch.tensor([True, True, False, True])
+    indices = [torch.tensor([0, 0, 1, 2])]
+    w = [torch.tensor([1.0, -1.0, 5.0, 2j], dtype=torch.complex128)]
+    op = torch.ops.aten._unsafe_masked_index
+    terms = measures.absolute_grad_terms(op, sample(x, (mask, indices, 0.5 + 2j)), w)
+    assert terms == [2.0]  # x[0]: |1| + |-1| (x[1]'s copy is masked out, x[2]'s is 2)
+
+
 def test_prelu_weight_terms_sum_x_dy_where_x_is_negative_per_channel() -> None:
     prelu = torch.nn.functional.prelu
     x = torch.tensor([[[-1.0, 2.0], [-3.0, -4.0]], [[5.0, -6.0], [7.0, 8.0]]], dtype=torch.float64)
