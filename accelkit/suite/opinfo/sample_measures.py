@@ -1234,11 +1234,17 @@ def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
 
 def layer_norm_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """The terms layer_norm's backward rounds, per input that needs a gradient (input,
-    weight, bias). The input's gradient is a * w * dy + b * x + c with a = rstd and c
-    containing -rstd * mean(w * dy): terms of rstd * |w * dy|, which cancel (to 0 where the
-    group has one element) and exceed every input and output where var << 1 (rstd =
-    1 / sqrt(var + eps) is 316 for a constant group); the weight's sums dy * (x * rstd -
-    mean * rstd) over the batch, terms |dy| (|x| + |mean|) rstd. The bias's sums dy only."""
+    weight, bias), as ATen's CPU kernel forms the input's gradient over a group of n
+    elements: g = w * dy, ds = sum(g * x), db = sum(g), b = (db * mean - ds) * rstd ** 3 / n,
+    c = -b * mean - db * rstd / n, dx = rstd * g + b * x + c. Terms of rstd (|g| + mean|g|);
+    b's own cancellation, rstd ** 3 mean(|g| (|x| + |mean|)), which b carries to |x - mean|;
+    and b * x + c, the uncentred form of b (x - mean), rstd ** 3 mean(|g| |x - mean|)
+    (|x| + |mean|). They cancel (to 0 where the group has one element, where
+    rstd = 1 / sqrt(var + eps) is 316) and exceed every input and output where var << 1 or
+    the group lies far from 0 for its spread (seed 57: two elements 0.22 apart near 1.2, a
+    gradient of -0.0417 from terms of 800). The weight's gradient sums
+    dy * (x * rstd - mean * rstd) over the batch, terms |dy| (|x| + |mean|) rstd. The bias's
+    sums dy only. native_layer_norm's mean and rstd outputs are not differentiable."""
     if weights is None:
         return []
     x = _real64(ref.input)
@@ -1247,20 +1253,25 @@ def layer_norm_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> l
     bias = argument(ref, 2, "bias", None)
     eps = float(argument(ref, 3, "eps", 1e-5))
     dims = tuple(range(x.dim() - len(shape), x.dim()))
+    found = [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
     if x.numel() == 0 or not dims:
-        return [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
+        return found
     mean = x.mean(dims, keepdim=True)
     rstd = ((x - mean).pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+    if not bool(torch.isfinite(rstd).all()):
+        return found  # a constant group without eps: layer_norm_condition is infinite
     dy = _real64(weights[0]).abs()
     w = _real64(weight).abs() if isinstance(weight, torch.Tensor) else torch.ones(())
-    w_dy = w * dy
-    input_terms = rstd * (w_dy + w_dy.mean(dims, keepdim=True))
-    batch = tuple(range(x.dim() - len(shape)))
-    weight_terms = (
-        (dy * (x.abs() + mean.abs()) * rstd).sum(batch)
-        if batch
-        else dy * (x.abs() + mean.abs()) * rstd
+    g = w * dy
+    uncentred, centred = x.abs() + mean.abs(), (x - mean).abs()
+    input_terms = rstd * (g + g.mean(dims, keepdim=True)) + rstd.pow(3) * (
+        (g * uncentred).mean(dims, keepdim=True) * centred
+        + (g * centred).mean(dims, keepdim=True) * uncentred
     )
+    batch = tuple(range(x.dim() - len(shape)))
+    weight_terms = dy * uncentred * rstd
+    if batch:
+        weight_terms = weight_terms.sum(batch)
     terms = {id(ref.input): max_magnitude(input_terms)}
     if isinstance(weight, torch.Tensor):
         terms[id(weight)] = max_magnitude(weight_terms)

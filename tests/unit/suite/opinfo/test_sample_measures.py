@@ -142,7 +142,24 @@ def test_layer_norm_terms_of_a_one_element_group() -> None:
     # An ordinary group: terms of the inputs' and outputs' order.
     y = torch.tensor([1.0, -1.0, 2.0, -2.0], dtype=torch.float64, requires_grad=True)
     ordinary = measures.layer_norm_terms(None, sample(y, ((4,),)), [torch.ones(4)])
-    assert ordinary[0] < 2.0
+    assert ordinary[0] < 3.0  # rstd 2 + rstd^3 2 mean|x| |x| = 2.78 where |x| <= 2
+
+
+def test_layer_norm_terms_of_an_uncentred_group_take_the_kernels_form() -> None:
+    # Seed 57's native_layer_norm sample: two elements 0.22 apart near 1.2 (rstd 9.08). The
+    # CPU kernel's dx = rstd g + b x + c, b = (db mean - ds) rstd^3 / n, c = -b mean - ...:
+    # b's cancellation error meets |x - mean|, and b meets |x| + |mean| in b x + c, terms
+    # of 794 where rstd (|g| + mean|g|) is 45.
+    x = torch.tensor([[1.2821624279, 1.0620743036]], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([-6.1093931198, 0.6754038334], dtype=torch.float64, requires_grad=True)
+    ref = sample(x, ((2,), w, None, 1e-5))
+    dy = torch.tensor([[0.5, -1.0]], dtype=torch.float64)
+    (input_terms, _) = measures.layer_norm_terms(None, ref, [dy])
+    assert input_terms == pytest.approx(793.61, rel=1e-4)
+    # Centred, the same spread: terms of the order of rstd (|g| + |y| mean|g y|).
+    centred = sample((x - x.mean()).detach().requires_grad_(), ((2,), w, None, 1e-5))
+    (small, _) = measures.layer_norm_terms(None, centred, [dy])
+    assert small == pytest.approx(78.54, rel=1e-4)
 
 
 def test_layer_norm_condition_of_nearly_equal_elements() -> None:
