@@ -4,7 +4,7 @@ subprocess (op_db is imported there only: tests/test_probe.py must see it unimpo
 `grad_cases_pass(runs, below=...)` runs each (op, dtype, seed, relative error) gradient case
 as the suite seeds it and says whether it passed; `below` plants the error only in the
 elements under that fraction of the gradient's largest (a fault a normwise bound misses).
-The reference's float64 gradients are never touched.
+The reference's float64 and complex128 gradients are never touched.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from accelkit.suite.opinfo import op_db, running
 
 runs, below = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 planted = {"rel": 0.0}
+REFERENCE = (torch.float64, torch.complex128)
 grad = torch.autograd.grad
 
 def off(x, rel):
@@ -30,7 +31,7 @@ def off(x, rel):
 def perturb(value):
     return tuple(
         off(x, planted["rel"])
-        if isinstance(x, torch.Tensor) and x.dtype != torch.float64 and x.numel()
+        if isinstance(x, torch.Tensor) and x.dtype not in REFERENCE and x.numel()
         else x
         for x in value
     )

@@ -152,7 +152,17 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
 
 
 #: The dtypes whose elementwise gradients are compared element by element.
-GRAD_BRACKET_DTYPES = frozenset({torch.float32, torch.float64, torch.bfloat16, torch.float16})
+GRAD_BRACKET_DTYPES = frozenset(
+    {torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64, torch.complex128}
+)
+
+#: Complex gradients are bracketed only for a backward of one node that reads its inputs
+#: alone, for an input of the output's shape (a relative move of the input, its box made
+#: square: atanh's w / conj(1 - z ** 2) near z = -1, seed 59). A broadcast sum, a graph of
+#: several nodes, or a backward that reads the result stays normwise: a complex kernel's
+#: result is several units of |y| off in a component (tanh's w * conj(1 - y ** 2), expm1's,
+#: tan's), more than the one rounding `_result_sensitivity` stands for.
+COMPLEX_DTYPES = frozenset({torch.complex64, torch.complex128})
 
 #: A 16-bit backward is a chain of aten ops that each round to the dtype (atan's
 #: grad / (1 + x**2) rounds three times), which no perturbation of the inputs stands for:
@@ -216,7 +226,7 @@ def grad_brackets(
         and op_name not in CANCELLING_GRAD_OPS
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     )
-    if not one_node and len(outputs) != 1:
+    if not one_node and (len(outputs) != 1 or least in COMPLEX_DTYPES):
         return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
@@ -234,7 +244,9 @@ def grad_brackets(
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
-        if g is None or g.is_complex():
+        if g is None or (
+            g.is_complex() and (x.shape != outputs[0].shape or "result" in (uses or ()))
+        ):
             brackets.append(None)
             continue
         if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
@@ -246,6 +258,8 @@ def grad_brackets(
         if uses and "result" in uses:
             slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
             low, high = low - slack, high + slack
+        if g.is_complex():  # the kernel's error may lie in any direction
+            low, high = _square_box(g, low, high)
         brackets.append((low.detach(), high.detach()))
     largest = measure_graph(lambda: reference_grads(op, ref, weights), sensitivity=False).largest
     return GradBrackets(tuple(brackets), bool(brackets) and _overflows(largest, least))
