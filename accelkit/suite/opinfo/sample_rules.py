@@ -151,18 +151,16 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
     return pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
 
 
-#: The dtypes whose elementwise gradients are compared element by element.
+#: The dtypes whose elementwise gradients are compared element by element. Complex ones
+#: only for a backward of one node that reads its inputs alone, for an input of the
+#: output's shape (a relative move of the input, its box made square: atanh's
+#: w / conj(1 - z ** 2) near z = -1, seed 59). A broadcast sum, a graph of several nodes, or
+#: a backward that reads the result stays normwise: a complex kernel's result is several
+#: units of |y| off in a component (tanh's w * conj(1 - y ** 2), expm1's, tan's), more than
+#: the one rounding `_result_sensitivity` stands for.
 GRAD_BRACKET_DTYPES = frozenset(
     {torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64, torch.complex128}
 )
-
-#: Complex gradients are bracketed only for a backward of one node that reads its inputs
-#: alone, for an input of the output's shape (a relative move of the input, its box made
-#: square: atanh's w / conj(1 - z ** 2) near z = -1, seed 59). A broadcast sum, a graph of
-#: several nodes, or a backward that reads the result stays normwise: a complex kernel's
-#: result is several units of |y| off in a component (tanh's w * conj(1 - y ** 2), expm1's,
-#: tan's), more than the one rounding `_result_sensitivity` stands for.
-COMPLEX_DTYPES = frozenset({torch.complex64, torch.complex128})
 
 #: A 16-bit backward is a chain of aten ops that each round to the dtype (atan's
 #: grad / (1 + x**2) rounds three times), which no perturbation of the inputs stands for:
@@ -226,7 +224,7 @@ def grad_brackets(
         and op_name not in CANCELLING_GRAD_OPS
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
     )
-    if not one_node and (len(outputs) != 1 or least in COMPLEX_DTYPES):
+    if not one_node and (len(outputs) != 1 or least.is_complex):
         return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
