@@ -40,12 +40,17 @@ class CanaryShift:
     threshold: float = 0.03
 
     @property
-    def moved(self) -> bool:
+    def may_have_moved(self) -> bool:
         """The machine may have moved by more than the threshold: the canary's interval
         reaches beyond the band on either side (a confirmed change, or one the canary
-        cannot rule out: `noisy`, or `unchanged` with one end beyond the band)."""
-        low, high = self.slowdown_ci
-        return low < 1.0 / (1.0 + self.threshold) or high > 1.0 + self.threshold
+        cannot rule out: `noisy`, or `unchanged` with one end beyond the band). Such a
+        canary is a reference the build's metrics are judged against (`reference`)."""
+        return reaches_beyond(self.slowdown_ci, self.threshold)
+
+    @property
+    def moved(self) -> bool:
+        """The machine moved (`interval_moved`): the word every view uses."""
+        return interval_moved(self.slowdown_ci, self.threshold)
 
     @property
     def reach(self) -> float:
@@ -61,6 +66,23 @@ class CanaryShift:
         low *= 1.0 + ENV_SPREAD if low < 0 else near
         high *= 1.0 + ENV_SPREAD if high > 0 else near
         return math.exp(low), math.exp(high)
+
+
+def reaches_beyond(ci: tuple[float, float], threshold: float) -> bool:
+    """Whether an interval of a ratio reaches beyond the band [1/(1+t), 1+t]."""
+    low, high = ci
+    return low < 1.0 / (1.0 + threshold) or high > 1.0 + threshold
+
+
+def interval_moved(ci: tuple[float, float], threshold: float) -> bool:
+    """The one rule for "moved", in every view (terminal, Markdown, HTML, JSON): a canary
+    moved when its interval excludes 1 (the shift is confirmed: an interval containing 1 is
+    not a move) and reaches beyond the band (it may be larger than the threshold). A moved
+    canary's own verdict is `environment-shifted`; one that only may have moved (`noisy`,
+    or an interval across 1 with an end beyond the band) keeps its verdict, and is still a
+    reference for the metrics of its kind (`CanaryShift.may_have_moved`)."""
+    low, high = ci
+    return (low > 1.0 or high < 1.0) and reaches_beyond(ci, threshold)
 
 
 def _extra(metric: Metric, key: str) -> str | None:
@@ -105,7 +127,7 @@ def reference(
     that moved most (a machine's shift is not confined to one kind: the issue's memory
     drift also slowed float8 GEMMs on a CPU); a metric of no recorded scope looks at all.
     Among several, the one whose environment band reaches farthest."""
-    moved = [s for s in shifts if s.moved and (scope is None or s.scope == scope)]
+    moved = [s for s in shifts if s.may_have_moved and (scope is None or s.scope == scope)]
     if not moved:
         return None
     for shift in moved:
@@ -137,7 +159,8 @@ def rejudge(
     beyond = rel_low > 1.0 + threshold if verdict == "regressed" else rel_high < 1 / (1 + threshold)
     if beyond:
         return verdict, f"beyond the {band}", relative
-    return ENVIRONMENT_SHIFTED, f"within the {band}: the machine moved", relative
+    moved = "the machine moved" if shift.moved else "the machine may have moved"
+    return ENVIRONMENT_SHIFTED, f"within the {band}: {moved}", relative
 
 
 def shift_of(

@@ -302,14 +302,18 @@ def _against_canaries(
 ) -> MetricComparison:
     """`metric` judged against the canaries (module docstring); unchanged unless its verdict
     was a confirmed change."""
-    if metric.verdict not in canary.MOVED or metric.ratio is None or metric.ci is None:
+    if metric.ratio is None or metric.ci is None:
         return metric
     if metric.case.startswith(CANARY_PREFIX):
+        if not canary.interval_moved(metric.ci, threshold):
+            return metric  # an interval containing 1 is not a move
         return replace(
             metric,
             verdict="environment-shifted",
-            reason=f"canary: the machine moved; {metric.reason}",
+            reason=f"canary: the machine moved {_moved_by(metric, threshold)}; {metric.reason}",
         )
+    if metric.verdict not in canary.MOVED:
+        return metric
     bound, scope = bounds.get(metric.case, (None, None))
     shift = canary.reference(shifts, bound, scope)
     if shift is None:
@@ -324,6 +328,13 @@ def _against_canaries(
         canary=shift.case,
         relative_ci=relative,
     )
+
+
+def _moved_by(metric: MetricComparison, threshold: float) -> str:
+    """How far a canary moved, and the band: "1.067x [1.022, 1.097], beyond ±3%"."""
+    assert metric.ratio is not None and metric.ci is not None
+    low, high = metric.ci
+    return f"{metric.ratio:.3f}x [{low:.3f}, {high:.3f}], beyond ±{threshold:.0%}"
 
 
 def _status_change(base: Case | None, new: Case | None) -> StatusChange | None:
@@ -418,7 +429,7 @@ def compare(
                 shift = canary.shift_of(case_id, name, kinds[0], result, threshold)
                 if shift is not None:
                     shifts.append(shift)
-    if any(shift.moved for shift in shifts):
+    if any(shift.may_have_moved for shift in shifts):
         # Interleaved sides share one machine: a canary that differs between them measures
         # their environments (numpy, BLAS), so it is not divided out of the build's metrics.
         relevant = [] if paired else shifts

@@ -206,7 +206,10 @@ keeps its verdict
 only when its own interval, divided by the far end of that band, is still wholly beyond the
 threshold band on the same side (`relative_ci` in the comparison); otherwise its verdict is
 `environment-shifted`: shown, never counted as a regression (compare does not fail on it).
-A canary judged `regressed` or `improved` is itself `environment-shifted`. Metrics whose
+A canary that moved (its interval excludes 1 and reaches beyond the band:
+`canary.interval_moved`, the one rule every view uses for "moved") is itself
+`environment-shifted`; a canary whose interval contains 1 did not move and keeps its verdict,
+though, reaching beyond the band, it may still be the reference of a metric. Metrics whose
 verdict was `unchanged` or `noisy` keep it, and nothing changes while every canary's
 interval lies within the band, so the rule above and its calibration hold as they are on a
 steady machine. (For an interval across 1, the band widens on both sides.)
@@ -467,8 +470,13 @@ def decide(
         direction = 1.0  # new is larger by more than the threshold
     elif high < lower_band:
         direction = -1.0
+    elif low >= lower_band and high <= upper_band:
+        return "unchanged", f"interval [{low:.3f}, {high:.3f}] within +-{threshold:.0%}"
     else:
-        return "unchanged", f"any change is within +-{threshold:.0%}"
+        return "unchanged", (
+            f"interval [{low:.3f}, {high:.3f}] reaches beyond +-{threshold:.0%} on one side "
+            "only: no change larger than that is confirmed"
+        )
     p = rank_test.p_value
     if not (p < alpha and rank_test.z * direction > 0.0):
         return "noisy", f"interval is beyond {threshold:.0%} but the rank test p={p:.3g}"

@@ -308,7 +308,8 @@ def _canaries_section(report: Report, compared: Sequence[RunComparison | None]) 
     out = [
         '<h2 id="canaries">Canaries: the machine</h2>',
         '<p class="note">Measured first in every perf pass, through code the build under test '
-        "does not change. A canary that moved (its interval reaches beyond the band) means "
+        "does not change. A canary that moved (its interval excludes 1 and reaches beyond the "
+        "band; its verdict is then environment-shifted) means "
         "the machine changed between the runs: metrics of its kind are then judged against "
         "it, and a change the machine alone could explain is environment-shifted, not "
         "regressed.</p>",

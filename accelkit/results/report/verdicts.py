@@ -12,8 +12,9 @@ So that a reader of `accelkit report` sees whether a red cell is the build or th
   canary had moved, the interval once the machine's largest effect is taken out
   (`MetricComparison.relative_ci`) and the canary it was judged against;
 - each canary (`perf/canary/...`) shows its value and spread in every run and, in a
-  compared run, whether it moved (`accelkit.results.canary.CanaryShift.moved`: its interval
-  reaches beyond the band).
+  compared run, whether it moved (`accelkit.results.canary.interval_moved`: its interval
+  excludes 1 and reaches beyond the band; its verdict is then `environment-shifted`, the
+  word `accelkit compare` prints for it too).
 
 The history report (`--history`) has its own verdicts per night and does not use this.
 """
@@ -125,9 +126,9 @@ def _canary_state(row: MetricRow, comparison: RunComparison | None) -> CanarySta
     m = comparison.metric(row.case, row.metric)
     if m is None or m.ratio is None or m.ci is None:
         return None
-    kind = ("canary", "host")  # the kind does not decide `moved`; the interval does
-    shift = canary.shift_of(row.case, row.metric, kind, m, comparison.comparison.threshold)
-    return CanaryState(moved=shift is not None and shift.moved, comparison=m)
+    # The one rule every view uses: its verdict is `environment-shifted` exactly then.
+    moved = canary.interval_moved(m.ci, comparison.comparison.threshold)
+    return CanaryState(moved=moved, comparison=m)
 
 
 def verdict_css(m: MetricComparison) -> str:
@@ -152,7 +153,8 @@ def canary_state_text(state: CanaryState | None) -> str:
         return ""
     m = state.comparison
     assert m.ci is not None and m.ratio is not None
-    word = "moved" if state.moved else "steady"
+    # The comparison's own verdict, the word the terminal, Markdown and JSON use too.
+    word = f"moved, {m.verdict}" if state.moved else m.verdict
     return f"{word}: {m.ratio:.3f}x [{m.ci[0]:.3f}, {m.ci[1]:.3f}]"
 
 

@@ -219,3 +219,29 @@ def test_a_noisy_canary_under_load_still_shields_the_metrics_of_its_kind() -> No
     regressed = {m.case for m in comparison.metrics_with("regressed")}
     assert regressed == {GEMM}
     assert all(by_key[(c, "throughput")].verdict == "environment-shifted" for c in MEMORY_CASES)
+
+
+@pytest.mark.parametrize(
+    ("ci", "moved"),
+    [
+        ((1.022, 1.097), True),  # the host GEMM canary: a confirmed shift past 3%
+        ((0.994, 1.041), False),  # its copy canary: the interval contains 1
+        ((1.005, 1.02), False),  # confirmed, but within the band
+        ((0.90, 1.10), False),  # noisy
+    ],
+)
+def test_one_rule_decides_moved(ci: tuple[float, float], moved: bool) -> None:
+    assert canary.interval_moved(ci, 0.03) is moved
+
+
+def test_a_moved_canary_is_environment_shifted_even_when_its_own_verdict_was_unchanged() -> None:
+    # The GEMM canary 2% slower: an interval that excludes 1 and reaches past 3% on one side
+    # (raw verdict unchanged); the copy canary's interval contains 1.
+    comparison = compare(_run(0), _run(100, compute=1.02))
+    by_case = {m.case: m for m in comparison.canaries()}
+    gemm, copy = by_case["perf/canary/host/gemm"], by_case["perf/canary/host/copy"]
+    assert gemm.ci is not None and copy.ci is not None
+    assert gemm.ci[1] < 1.0 < copy.ci[1] and copy.ci[0] < 1.0
+    assert gemm.verdict == "environment-shifted"
+    assert gemm.reason.startswith("canary: the machine moved 0.979x [")
+    assert copy.verdict == "unchanged"

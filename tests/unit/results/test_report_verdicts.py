@@ -56,7 +56,7 @@ def test_html_shows_canaries_and_the_band_beside_each_metric(folder: Path) -> No
     assert '<table id="canaries-table">' in page
     canaries = page.split('<table id="canaries-table">', 1)[1].split("</table>", 1)[0]
     assert canaries.count("canary-moved") == 1 and canaries.count("canary-steady") == 1
-    assert "moved: 1.5" in canaries and "IQR" in canaries
+    assert "moved, environment-shifted: 1.5" in canaries and "IQR" in canaries
     perf = page.split('data-suite="perf">', 1)[1].split("</table>", 1)[0]
     shifted_row = next(line for line in perf.splitlines() if MEMORY_BOUND_COPY in line)
     assert "verdict-environment-shifted" in shifted_row and "verdict-regressed" in shifted_row
@@ -72,7 +72,7 @@ def test_markdown_has_the_same_information(folder: Path) -> None:
     canary_line = next(
         line for line in text.splitlines() if line.startswith(f"| {HOST_COPY_CANARY}")
     )
-    assert "**moved: 1.5" in canary_line and "steady: " in canary_line
+    assert "**moved, environment-shifted: 1.5" in canary_line and "unchanged: " in canary_line
     case_line = next(
         line for line in text.splitlines() if line.startswith(f"| {MEMORY_BOUND_COPY}")
     )
