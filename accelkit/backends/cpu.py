@@ -35,7 +35,9 @@ class CpuBackend(BackendDefaults):
     def availability(self) -> Availability:
         if torch_or_none() is None:
             return Availability(False, torch_import_error())
-        return Availability(True, "")
+        import torch
+
+        return Availability(True, f"torch {torch.__version__} imports; the CPU is always there")
 
     def devices(self) -> list[DeviceInfo]:
         return [DeviceInfo(index=0, name=cpu_model(), extra={"logical_cpus": os.cpu_count()})]

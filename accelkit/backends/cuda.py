@@ -244,7 +244,10 @@ class CudaBackend(BackendDefaults):
                 )
         except Exception as exc:
             return Availability(False, f"CUDA initialisation failed: {exc}")
-        return Availability(True, "")
+        count = torch.cuda.device_count()
+        return Availability(
+            True, f"torch {torch.__version__} (CUDA {torch.version.cuda}): {count} device(s)"
+        )
 
     def devices(self) -> list[DeviceInfo]:
         torch = torch_or_none()

@@ -34,7 +34,9 @@ class MpsBackend(BackendDefaults):
             return Availability(False, "torch built without MPS (MPS is macOS-only)")
         if not mps.is_available():
             return Availability(False, f"no MPS device (macOS {platform.mac_ver()[0] or '?'})")
-        return Availability(True, "")
+        return Availability(
+            True, f"torch.backends.mps.is_available() on macOS {platform.mac_ver()[0]}"
+        )
 
     def devices(self) -> list[DeviceInfo]:
         if not self.availability().available:

@@ -298,7 +298,8 @@ class RocmBackend(BackendDefaults):
                 return Availability(False, f"no ROCm device (torch built for HIP {hip})")
         except Exception as exc:
             return Availability(False, f"HIP initialisation failed: {exc}")
-        return Availability(True, "")
+        count = torch.cuda.device_count()
+        return Availability(True, f"torch {torch.__version__} (HIP {hip}): {count} device(s)")
 
     def devices(self) -> list[DeviceInfo]:
         torch = torch_or_none()

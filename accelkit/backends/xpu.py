@@ -103,7 +103,7 @@ class XpuBackend(BackendDefaults):
                 return Availability(False, "no XPU device (torch built with XPU support)")
         except Exception as exc:
             return Availability(False, f"XPU initialisation failed: {exc}")
-        return Availability(True, "")
+        return Availability(True, f"torch.xpu.is_available(): {xpu.device_count()} device(s)")
 
     def devices(self) -> list[DeviceInfo]:
         torch = torch_or_none()

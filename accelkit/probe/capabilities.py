@@ -97,7 +97,8 @@ def _cuda_devices(torch: Any) -> tuple[int, str]:
 def _needs_cuda_devices(torch: Any, wanted: int) -> Availability:
     count, why = _cuda_devices(torch)
     if count >= wanted:
-        return Availability(True, "")
+        names = ", ".join(str(torch.cuda.get_device_name(i)) for i in range(count))
+        return Availability(True, f"{count} device(s) (torch.cuda.device_count()): {names}")
     if wanted == 1:
         return Availability(False, why)
     return Availability(False, f"needs {wanted} CUDA devices, found {count}")
@@ -130,7 +131,9 @@ def _c10d_backend(name: str) -> Availability:
         return Availability(
             False, f"c10d backend {name!r} is not available in torch {_version(torch)}"
         )
-    return Availability(True, "")
+    return Availability(
+        True, f"torch {_version(torch)}: torch.distributed.is_backend_available({name!r})"
+    )
 
 
 def _inductor_config() -> Any:
@@ -164,7 +167,7 @@ def _switch() -> Availability:
     hops = _import("torch._higher_order_ops")
     if hops is None or not callable(getattr(hops, "switch", None)):
         return Availability(False, f"torch {_version(torch)} has no torch._higher_order_ops.switch")
-    return Availability(True, "")
+    return Availability(True, f"torch {_version(torch)} has torch._higher_order_ops.switch")
 
 
 @capability_check("cond")
@@ -172,7 +175,7 @@ def _cond() -> Availability:
     torch = _torch()
     if not callable(getattr(torch, "cond", None)):
         return Availability(False, f"torch {_version(torch)} has no torch.cond")
-    return Availability(True, "")
+    return Availability(True, f"torch {_version(torch)} has torch.cond")
 
 
 @capability_check("while_loop")
@@ -180,7 +183,7 @@ def _while_loop() -> Availability:
     torch = _torch()
     if not callable(getattr(torch, "while_loop", None)):
         return Availability(False, f"torch {_version(torch)} has no torch.while_loop")
-    return Availability(True, "")
+    return Availability(True, f"torch {_version(torch)} has torch.while_loop")
 
 
 _DYNAMIC_SPEC_NAMES = ("dynamic_spec", "TensorSpec", "ShapeVar", "IntVar", "STATIC", "ShapesSpec")
@@ -198,7 +201,9 @@ def _dynamic_spec() -> Availability:
         return Availability(
             False, f"torch {_version(torch)}: {module_name} lacks {', '.join(missing)}"
         )
-    return Availability(True, "")
+    return Availability(
+        True, f"torch {_version(torch)}: {module_name} has {', '.join(_DYNAMIC_SPEC_NAMES)}"
+    )
 
 
 @capability_check("complex_compile")
@@ -213,7 +218,11 @@ def _complex_compile() -> Availability:
         return Availability(
             False, f"torch {_version(torch)} has no torch._subclasses.complex_tensor"
         )
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)} has torch._functorch.config.enable_complex_wrapper and "
+        "torch._subclasses.complex_tensor",
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -254,7 +263,7 @@ def _inductor_headers(compiler: str, torch: ModuleType) -> Availability:
     """Whether `compiler` finds torch's C++ headers as Inductor compiles: torch's include
     folder, then its own paths (Debian keeps them in libtorch-dev, apart from python3-torch)."""
     if sys.platform == "win32":
-        return Availability(True, "")  # cl takes other flags; not checked there
+        return Availability(True, f"{compiler} answers (its flags for torch's headers not checked)")
     include = os.path.join(os.path.dirname(str(torch.__file__)), "include")
     argv = [compiler, "-E", "-x", "c++", "-std=c++17", f"-I{include}", "-o", os.devnull, "-"]
     source = f"#include <{INDUCTOR_HEADER}>\n".encode()
@@ -263,7 +272,9 @@ def _inductor_headers(compiler: str, torch: ModuleType) -> Availability:
     except (OSError, subprocess.SubprocessError) as exc:
         return Availability(False, f"{compiler} could not preprocess torch's headers: {exc}")
     if proc.returncode == 0:
-        return Availability(True, "")
+        return Availability(
+            True, f"torch {_version(torch)} has torch.compile; {compiler} finds <{INDUCTOR_HEADER}>"
+        )
     errors = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if "error" in ln]
     why = errors[0].strip() if errors else f"exit code {proc.returncode}"
     return Availability(
@@ -284,7 +295,7 @@ def _opinfo() -> Availability:
     module_name = "torch.testing._internal.common_methods_invocations"
     if not _has_module(module_name):
         return Availability(False, f"torch {_version(torch)} has no {module_name}")
-    return Availability(True, "")
+    return Availability(True, f"torch {_version(torch)} has {module_name}; expecttest installed")
 
 
 # --------------------------------------------------------------------------------------
@@ -343,7 +354,11 @@ def _accelerator_graph() -> Availability:
         return Availability(
             False, "no accelerator device (torch.accelerator.is_available() is False)"
         )
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)} has torch.accelerator.Graph; "
+        f"accelerator {accelerator.current_accelerator()}",
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -407,7 +422,23 @@ def _sm_107() -> Availability:
             f"torch {_version(torch)}: TORCH_CUDA_ARCH_LIST=Rubin gives "
             f"{' '.join(flags) or 'no flags'}, not {' '.join(missing)}",
         )
-    return Availability(True, "")
+    # Then what `accelkit test --device cuda --target sm_107 --compile-only` checks first:
+    # triton's toolchain knows the target. So a ✓ means the target compiles here.
+    from accelkit.backends import get as get_backend
+    from accelkit.suite.crosscompile.compiling import target_toolchain
+
+    backend = get_backend("cuda")
+    cross = backend.cross_target("sm_107")
+    if cross is None:  # pragma: no cover - the CUDA backend answers for its targets
+        return Availability(False, "the cuda backend cannot compile for sm_107")
+    toolchain = target_toolchain(backend, cross, os.environ)
+    if toolchain.problem is not None:
+        return Availability(False, toolchain.problem)
+    return Availability(
+        True,
+        f"torch {_version(torch)}: TORCH_CUDA_ARCH_LIST=Rubin gives compute_107; "
+        f"{toolchain.describe()} knows {toolchain.target_name}",
+    )
 
 
 @capability_check("gfx_in_arch_list")
@@ -427,7 +458,7 @@ def _gfx_in_arch_list() -> Availability:
             f"device 0 is {arch}, and torch {_version(torch)} has kernels for "
             f"{' '.join(arch_list) or 'no GPU'} only (PYTORCH_ROCM_ARCH of its build)",
         )
-    return Availability(True, "")
+    return Availability(True, f"device 0 is {arch}, in torch {_version(torch)}'s arch list")
 
 
 @capability_check("nvgemm")
@@ -457,7 +488,9 @@ def _nvgemm() -> Availability:
             )
         if not probe():
             return Availability(False, f"{what} not installed")
-    return Availability(True, "")
+    return Availability(
+        True, f"torch {_version(torch)} has the NVGEMM Inductor backend; {devices.reason}"
+    )
 
 
 # --------------------------------------------------------------------------------------
@@ -496,7 +529,10 @@ def _nccl2() -> Availability:
         return Availability(False, f"torch.distributed.Backend('nccl2') failed: {exc}")
     if named != "nccl2":
         return Availability(False, f"torch.distributed.Backend('nccl2') is {named!r}")
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)}: nccl2 registered (Backend.backend_list, ProcessGroupNCCL2)",
+    )
 
 
 @capability_check("xccl")
@@ -522,7 +558,11 @@ def _c10d_reconfigure() -> Availability:
         return Availability(
             False, "c10d backend 'gloo' (which implements reconfigure) not available"
         )
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)}: init_process_group(enable_reconfigure=), "
+        "torch.distributed._reconfigure and gloo",
+    )
 
 
 @capability_check("shrink_group")
@@ -563,7 +603,11 @@ def _flight_recorder() -> Availability:
             return Availability(
                 False, f"torch {_version(torch)} has no torch._C._distributed_c10d.{name}"
             )
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)} has torch._C._distributed_c10d.FlightRecorderHook "
+        "and _dump_fr_trace_json",
+    )
 
 
 @capability_check("comm_overlap_default")
@@ -582,7 +626,11 @@ def _comm_overlap_default() -> Availability:
             "torch._inductor.config.aten_distributed_optimizations.enable_simple_overlap "
             f"is {value!r}",
         )
-    return Availability(True, "")
+    return Availability(
+        True,
+        f"torch {_version(torch)}: torch._inductor.config.aten_distributed_optimizations."
+        "enable_simple_overlap is True",
+    )
 
 
 # --------------------------------------------------------------------------------------

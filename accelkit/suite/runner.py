@@ -93,18 +93,15 @@ def run_context(request: RunRequest) -> RunContext:
     required = required_capabilities(request, target)
     if not request.compile_only or target is None:
         return RunContext(target, required)
-    import importlib.util
-
     from accelkit import backends
-    from accelkit.suite.crosscompile.compiling import resolve_toolchain
+    from accelkit.suite.crosscompile.compiling import target_toolchain
 
-    if importlib.util.find_spec("triton") is None:
-        raise Unavailable("--compile-only compiles with triton, which is not installed here")
     backend = backends.get(request.device)
     cross = backend.cross_target(target)
     if cross is None:  # validate() has said so already
         raise BadInput(f"--compile-only: {request.device} cannot compile for {target}")
-    toolchain = resolve_toolchain(backend, cross, os.environ)
+    # The same check as doctor's row for the target (accelkit.probe.capabilities).
+    toolchain = target_toolchain(backend, cross, os.environ)
     if toolchain.problem is not None:
         raise Unavailable(toolchain.problem)
     return RunContext(target, required, toolchain, dict(toolchain.environment))

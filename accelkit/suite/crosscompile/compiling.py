@@ -203,6 +203,27 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[name] = value
 
 
+TRITON_MISSING = "--compile-only compiles with triton, which is not installed here"
+
+
+def target_toolchain(backend: Backend, cross: CrossTarget, environ: Mapping[str, str]) -> Toolchain:
+    """What `accelkit test --target T --compile-only` checks before anything compiles, and
+    what doctor's target rows (sm_107) check: triton is installed and its toolchain for
+    `cross` knows the target (`problem` says why not, with the toolchain's version and the
+    fix)."""
+    import importlib.util
+
+    if importlib.util.find_spec("triton") is None:
+        return _no_triton(cross)
+    return resolve_toolchain(backend, cross, environ)
+
+
+def _no_triton(cross: CrossTarget) -> Toolchain:
+    from accelkit.backends.base import Toolchain
+
+    return Toolchain("triton", "unknown", "", cross.target, None, {}, TRITON_MISSING)
+
+
 def resolve_toolchain(
     backend: Backend, cross: CrossTarget, environ: Mapping[str, str]
 ) -> Toolchain:

@@ -219,8 +219,13 @@ def test_every_real_capability_answers_with_a_reason_when_unavailable(fresh):
 @needs_torch
 def test_cpu_only_features_are_available_here(fresh):
     # These run on any CPU with torch 2.14 (../shared/notes/torch-2.14-api.md).
+    import torch
+
     for name in ("cpu", "switch", "cond", "while_loop", "dynamic_spec", "complex_compile"):
-        assert caps.capability(name) == Availability(True, ""), name
+        found = caps.capability(name)
+        assert found.available, name
+        # A ✓ says what was checked, with what version of torch.
+        assert f"torch {torch.__version__}" in found.reason, (name, found.reason)
 
 
 @needs_torch
@@ -236,7 +241,9 @@ def test_inductor_needs_torchs_headers_where_its_compiler_finds_them(tmp_path):
         pytest.skip("no C++ compiler on this machine")
     import torch
 
-    assert caps._inductor_headers(compiler, torch) == Availability(True, "")
+    assert caps._inductor_headers(compiler, torch) == Availability(
+        True, f"torch {torch.__version__} has torch.compile; {compiler} finds <ATen/NumericUtils.h>"
+    )
     headerless = types.ModuleType("torch")
     headerless.__file__ = str(tmp_path / "torch" / "__init__.py")
     found = caps._inductor_headers(compiler, headerless)
@@ -282,7 +289,8 @@ def test_sm_107_restores_the_arch_list(fresh, monkeypatch, previous):
     import torch
 
     if torch.__version__.startswith("2.14"):
-        assert result == Availability(True, "")
+        assert result.available, result.reason
+        assert "TORCH_CUDA_ARCH_LIST=Rubin gives compute_107; ptxas 13." in result.reason
 
 
 @needs_torch
