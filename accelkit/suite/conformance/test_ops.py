@@ -23,11 +23,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from accelkit.suite import outputs
 from accelkit.suite.numerics import allow_tf32
 from accelkit.suite.reference import (
     absolute_terms,
     accumulation_eps,
     assert_matches_reference,
+    check_close,
     make_input,
     reference,
     tf32_atol,
@@ -54,27 +56,43 @@ class OpCase:
 Inputs = tuple[torch.Tensor, ...]
 
 
-def _softmax_bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype) -> Any:
+def _softmax_bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype, dim: int = -1) -> Any:
     """p_i = exp(x_i - m) / S: exp's argument rounds relative to |x_i - m|, and S sums N
-    positive terms (sqrt(N) eps relative), so p_i is off by eps (|x_i - m| + sqrt(N)) p_i."""
+    positive terms (sqrt(N) eps relative) whose arguments round too (sum_j p_j |x_j - m| eps
+    relative), so p_i is off by eps (|x_i - m| + sum_j p_j |x_j - m| + sqrt(N)) p_i."""
     eps = accumulation_eps(dtype)
     (x,) = inputs
-    n = x.shape[-1]
-    spread = (x - x.amax(-1, keepdim=True)).abs()
-    return eps * (spread + math.sqrt(n)) * ref
+    n = x.shape[dim]
+    spread = (x - x.amax(dim, keepdim=True)).abs()
+    in_sum = (spread * ref).sum(dim, keepdim=True)
+    return eps * (spread + in_sum + math.sqrt(n)) * ref
 
 
 def _layer_norm_bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype) -> Any:
     """y = (x - mu) / sigma * w + b over N: mu and sigma ** 2 accumulate N terms
     (sqrt(N) eps of sum|x| / N and of sigma ** 2), which reach y through |x - mu| / sigma
     and 1 / sigma, scaled by |w|; then w * . + b rounds (eps (|y - b| + |b|))."""
-    eps = accumulation_eps(dtype)
     x, w, b = inputs
-    n = x.shape[-1]
-    mu = x.mean(-1, keepdim=True)
-    sigma = x.var(-1, unbiased=False, keepdim=True).sqrt()
-    centred = (x - mu).abs() / sigma
-    accumulated = math.sqrt(n) * eps * (centred + x.abs().mean(-1, keepdim=True) / sigma)
+    return _normalised_bound(x, x.reshape(-1, w.numel()), ref, dtype, w, b)
+
+
+def _normalised_bound(
+    x: torch.Tensor,
+    groups: torch.Tensor,
+    ref: torch.Tensor,
+    dtype: torch.dtype,
+    w: torch.Tensor,
+    b: torch.Tensor,
+) -> Any:
+    """_layer_norm_bound's terms for `x` normalised over each row of `groups` (x viewed as
+    rows of the N elements that share a mean and a variance); `w` and `b` broadcast to x."""
+    eps = accumulation_eps(dtype)
+    n = groups.shape[-1]
+    mu = groups.mean(-1, keepdim=True)
+    sigma = groups.var(-1, unbiased=False, keepdim=True).sqrt()
+    centred = ((groups - mu).abs() / sigma).reshape(x.shape)
+    mean_abs = (groups.abs().mean(-1, keepdim=True) / sigma).expand_as(groups).reshape(x.shape)
+    accumulated = math.sqrt(n) * eps * (centred + mean_abs)
     return accumulated * w.abs() + eps * ((ref - b).abs() + b.abs())
 
 
@@ -186,3 +204,210 @@ def _check_tf32(op: str, device: str, backend: Backend) -> None:
     terms = absolute_terms(case.fn, *case.inputs)
     with allow_tf32():
         _check(case, torch.float32, f"{op} (TF32)", extra=tf32_atol(terms))
+
+
+# Sizes that cross GPU kernels' block and tile boundaries (issue 44). GPU reductions, scans,
+# softmax and norms pick their kernel by the reduced length and its stride: one block per row
+# up to a few thousand elements, several blocks (a split reduction, a second pass, a
+# multi-block scan) past that, and grid or index limits at 2 ** 16. Each op runs along
+#   inner: the last dim, 66001 long (odd, past 2 ** 16: the last block of any power-of-two
+#          size from 32 to 2 ** 16 is partial);
+#   outer: the first dim, 65543 long with 2 elements after it (stride 2, not the last dim);
+#   tiles: the last dim, 2053 long (5 past a 2048 block) in 33 rows (1 past a 32-row tile).
+# The norms reduce the same lengths: layer_norm and rms_norm over the last dim (inner,
+# tiles) or the last two (outer: 263 x 257 = 67591), group_norm over a group of channels
+# (outer: 2 channels of 33003, so the reduction crosses the channel dim).
+# One case per op and dtype runs the three (its message names the one that failed): a case
+# costs its set-up, and these run in every default run.
+LONG = 66001
+OUTER = 65543
+TILE_ROW = 2053
+VARIANTS: dict[str, tuple[tuple[int, ...], int]] = {
+    "inner": ((2, LONG), -1),
+    "outer": ((OUTER, 2), 0),
+    "tiles": ((33, TILE_ROW), -1),
+}
+NORM_VARIANTS: dict[str, tuple[tuple[int, ...], int]] = {
+    # layer_norm and rms_norm: (shape, how many trailing dims are normalised)
+    "inner": ((2, LONG), 1),
+    "outer": ((2, 263, 257), 2),
+    "tiles": ((33, TILE_ROW), 1),
+}
+GROUP_NORM_VARIANTS: dict[str, tuple[tuple[int, ...], int]] = {
+    # group_norm: (shape, groups)
+    "inner": ((1, 2, LONG), 2),
+    "outer": ((1, 4, 33003), 2),
+    "tiles": ((3, 6, TILE_ROW), 3),
+}
+
+
+def _var_terms(x: torch.Tensor, dim: int) -> torch.Tensor:
+    """var = S2 / (N - 1), S2 = sum_i (x_i - mu) ** 2: S2 accumulates N terms and each
+    deviation and its square round ((sqrt(N) + 2) eps S2), and the mean's rounding
+    (sqrt(N) eps mean|x|) enters each deviation (2 sqrt(N) eps mean|x| sum|x_i - mu|): the
+    bound of var in units of the accumulation eps."""
+    n = x.shape[dim]
+    deviation = (x - x.mean(dim, keepdim=True)).abs()
+    s2 = (deviation**2).sum(dim)
+    spread = (math.sqrt(n) + 2) * s2 + 2 * math.sqrt(n) * x.abs().mean(dim) * deviation.sum(dim)
+    return spread / (n - 1)
+
+
+def _reduction_bound(op: str, dim: int) -> Callable[[Inputs, torch.Tensor, torch.dtype], Any]:
+    """The bound of an op reducing or scanning `dim` whose rounding is not the sum of its
+    terms' magnitudes (those take `count`, and `absolute_terms`, instead)."""
+
+    def bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype) -> Any:
+        eps = accumulation_eps(dtype)
+        (x,) = inputs
+        n = x.shape[dim]
+        if op == "var":
+            return eps * _var_terms(x, dim)
+        if op == "std":  # sqrt halves a relative error: d std = d var / (2 std)
+            return eps * _var_terms(x, dim) / (2 * ref)
+        if op == "norm":
+            # sum x ** 2: N squares (each rounded) of one sign, (sqrt(N) + 1) eps relative,
+            # halved by the square root: d ||x|| = d(||x|| ** 2) / (2 ||x||)
+            return eps * (math.sqrt(n) + 1) / 2 * ref
+        spread = (x - x.amax(dim, keepdim=True)).abs()
+        if op == "logsumexp":
+            # y = m + log S, S = sum_i exp(x_i - m) in [1, N]: S is off relatively by its N
+            # terms' accumulation (sqrt(N) eps) and each exp's argument rounding and ulp
+            # (eps (|x_i - m| + 1)), which log turns into an absolute error; then log S and
+            # m + log S round (eps (|log S| + |m|))
+            m = x.amax(dim)
+            log_s = (ref - m).abs()
+            return eps * (math.sqrt(n) + spread.amax(dim) + 1 + log_s + m.abs())
+        if op == "logcumsumexp":
+            # y_k = logaddexp(y_{k-1}, x_k), sequential or as a tree: each combine rounds
+            # max + log1p(exp(min - max)) (eps (|y| + 1)) and passes its inputs' errors on
+            # weighted by p and 1 - p (never amplified); at most N combines reach y_k, which
+            # add up as N roundings do: sqrt(N) eps (the largest |y_j| so far + 1)
+            return eps * math.sqrt(n) * (torch.cummax(ref.abs(), dim).values + 1)
+        if op == "softmax":
+            return _softmax_bound(inputs, ref, dtype, dim)
+        if op == "log_softmax":
+            # y_i = (x_i - m) - log S: x_i - m rounds (eps |x_i - m|); S is off relatively as
+            # in softmax (eps (sum_j p_j |x_j - m| + sqrt(N))), absolutely in log S; log S and
+            # the difference round (eps |log S|, with rtol's |y|)
+            in_sum = (spread * ref.exp()).sum(dim, keepdim=True)
+            log_s = (spread + ref).abs()  # y_i = -(|x_i - m| + log S)
+            return eps * (spread + in_sum + math.sqrt(n) + log_s)
+        raise KeyError(op)
+
+    return bound
+
+
+def _rms_norm_bound(
+    inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype, dims: tuple[int, ...]
+) -> Any:
+    """y = x rsqrt(mean(x ** 2)) w: mean(x ** 2) sums N squares of one sign ((sqrt(N) + 1)
+    eps relative), halved by rsqrt; rsqrt's own ulp and the products x r and (x r) w round
+    (2 eps): ((sqrt(N) + 1) / 2 + 2) eps of |x| r |w|."""
+    x, w = inputs
+    n = math.prod(x.shape[d] for d in dims)
+    r = (x**2).mean(dims, keepdim=True).rsqrt()
+    return accumulation_eps(dtype) * ((math.sqrt(n) + 1) / 2 + 2) * x.abs() * r * w.abs()
+
+
+def _group_norm_case(variant: str, dt: torch.dtype, dev: str) -> OpCase:
+    shape, groups = GROUP_NORM_VARIANTS[variant]
+    x = make_input(shape, dt, dev)
+    w, b = make_input(shape[1:2], dt, dev), make_input(shape[1:2], dt, dev)
+
+    def bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype) -> Any:
+        x_, w_, b_ = inputs
+        grouped = x_.reshape(x_.shape[0], groups, -1)
+        return _normalised_bound(x_, grouped, ref, dtype, w_[:, None], b_[:, None])
+
+    return OpCase(lambda t, w_, b_: F.group_norm(t, groups, w_, b_), (x, w, b), bound=bound)
+
+
+def _norm_case(op: str, variant: str, dt: torch.dtype, dev: str) -> OpCase:
+    """layer_norm, rms_norm and group_norm over the variant's reduced length."""
+    if op == "group_norm":
+        return _group_norm_case(variant, dt, dev)
+    shape, trailing = NORM_VARIANTS[variant]
+    normalised = shape[-trailing:]
+    dims = tuple(range(-trailing, 0))
+    x, w = make_input(shape, dt, dev), make_input(normalised, dt, dev)
+    if op == "rms_norm":
+        return OpCase(
+            lambda t, w_: F.rms_norm(t, normalised, w_),
+            (x, w),
+            bound=lambda i, r, d: _rms_norm_bound(i, r, d, dims),
+        )
+    b = make_input(normalised, dt, dev)
+
+    def bound(inputs: Inputs, ref: torch.Tensor, dtype: torch.dtype) -> Any:
+        x_, w_, b_ = inputs
+        return _normalised_bound(x_, x_.reshape(-1, w_.numel()), ref, dtype, w_, b_)
+
+    return OpCase(lambda t, w_, b_: F.layer_norm(t, normalised, w_, b_), (x, w, b), bound=bound)
+
+
+# exp's terms: [-2, 2] keeps every term exp(x_i - m) within e ** -4 of the largest, well above
+# the rounding unit of the partial sums, whose roundings then stay unbiased (the sqrt(N)
+# model; terms below half a unit are lost, all in one direction, which a sequential kernel
+# does over a long row). softmax alone takes [-8, 8]: over ~66000 elements its largest
+# answers then stand well above the atol floor (1e-5), which they would not at [-2, 2].
+WIDE = {"softmax": 8.0}
+Along = Callable[[torch.Tensor, int], torch.Tensor]
+LINEAR: dict[str, Along] = {
+    "sum": lambda t, d: t.sum(d),
+    "mean": lambda t, d: t.mean(d),
+    "cumsum": lambda t, d: t.cumsum(d),
+}
+NONLINEAR: dict[str, Along] = {
+    "var": lambda t, d: t.var(d),
+    "std": lambda t, d: t.std(d),
+    "norm": lambda t, d: torch.linalg.vector_norm(t, dim=d),
+    "logsumexp": lambda t, d: t.logsumexp(d),
+    "logcumsumexp": lambda t, d: torch.logcumsumexp(t, d),
+    "softmax": lambda t, d: torch.softmax(t, d),
+    "log_softmax": lambda t, d: torch.log_softmax(t, d),
+}
+# amax and argmax round nothing: their answers must be the reference's exactly (argmax the
+# first maximal index, as torch documents: in bfloat16 ties are many).
+EXACT: dict[str, Along] = {"amax": lambda t, d: t.amax(d), "argmax": lambda t, d: t.argmax(d)}
+NORMS = ("layer_norm", "rms_norm", "group_norm")
+BOUNDARY_OPS = (*LINEAR, *EXACT, *NONLINEAR, *NORMS)
+BOUNDARY_PARAMS = [(op, dt) for op in BOUNDARY_OPS for dt in DTYPES]
+
+
+def _boundary_case(op: str, variant: str, dt: torch.dtype, dev: str) -> OpCase:
+    """The inputs of `op` along the variant's reduced dim (drawn from the case's seed), and
+    its bound."""
+    if op in NORMS:
+        return _norm_case(op, variant, dt, dev)
+    shape, dim = VARIANTS[variant]
+    spread = WIDE.get(op, 2.0)
+    x = make_input(shape, dt, dev, low=-spread, high=spread)
+    if op in LINEAR:
+        fn = LINEAR[op]
+        return OpCase(lambda t: fn(t, dim), (x,), count=shape[dim])
+    fn = {**NONLINEAR, **EXACT}[op]
+    bound = None if op in EXACT else _reduction_bound(op, dim)
+    return OpCase(lambda t: fn(t, dim), (x,), bound=bound)
+
+
+def _check_exact(case: OpCase, what: str) -> None:
+    got, want = case.fn(*case.inputs), reference(case.fn, *case.inputs)
+    outputs.record(what, got, 0.0, 0.0)
+    check_close(got, want, rtol=0.0, atol=0.0, what=f"{what} (exact)")
+
+
+@pytest.mark.parametrize(
+    ("op", "dtype_name"), BOUNDARY_PARAMS, ids=[f"{op}/{dt}" for op, dt in BOUNDARY_PARAMS]
+)
+def test_boundary(op: str, dtype_name: str, device: str) -> None:
+    """conformance/ops/boundary/<op>/<dtype>: the op along reduced lengths past GPU kernels'
+    blocks and tiles (VARIANTS: inner, outer, tiles), each against its derived bound."""
+    dtype = DTYPES[dtype_name]
+    for variant in VARIANTS:
+        case = _boundary_case(op, variant, dtype, device)
+        what = f"{op} ({variant}: {tuple(case.inputs[0].shape)})"
+        if op in EXACT:
+            _check_exact(case, f"{what}, {dtype}")
+        else:
+            _check(case, dtype, what)
