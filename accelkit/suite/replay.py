@@ -5,7 +5,8 @@ perf case, with what the failing check recorded on its error (`accelkit.suite.fa
 The record names the case's module (relative to the cases folder), its function, its
 parameters (JSON, `accelkit.suite.params`), its seed and the torch device type.
 An OpInfo case (kind "opinfo") adds its op, dtype, gradient flag and the index of the
-sample that failed; a check with a tolerance adds `check` (the tolerance and the worst
+sample that failed (and, for a `noncontiguous` case, the `layout` it failed in); a check
+with a tolerance adds `check` (the tolerance and the worst
 element). For example, the float32 `exp` case whose sample 2 failed:
 
     {"kind": "opinfo", "seed": 1734, "device": "cpu", "file": "conformance/test_opinfo.py",
@@ -75,6 +76,8 @@ def replay_record(item: pytest.Item, info: dict[str, Any]) -> dict[str, Any] | N
             grad=bool(case.grad),
             sample=int(info["sample"]),
         )
+        if info.get("layout"):
+            record["layout"] = str(info["layout"])
         params.pop("case")
     unencoded: list[str] = []
     for name, value in params.items():

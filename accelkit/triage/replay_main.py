@@ -180,10 +180,12 @@ def _describe_value(value: Any, torch: Any, indent: str) -> Iterator[str]:
 def _opinfo(case: dict[str, Any]) -> int:
     import torch
 
+    from accelkit.suite.opinfo.layouts import LAYOUTS, variant
     from accelkit.suite.opinfo.op_db import DTYPES, op_db_by_name
     from accelkit.suite.opinfo.running import (
         check_forward_sample,
         check_grad_sample,
+        check_layout_sample,
         seeded_samples,
     )
 
@@ -199,9 +201,17 @@ def _opinfo(case: dict[str, Any]) -> int:
     if len(made) <= index:
         raise CannotRun(f"{case['op']} has only {len(made)} {case['dtype']} samples here")
     sample = made[index][1]
+    layout = case.get("layout")
+    if layout is not None:
+        if layout not in LAYOUTS:
+            raise CannotRun(f"this accelkit has no layout {layout!r} (it has {', '.join(LAYOUTS)})")
+        sample = variant(sample, layout)
+        if sample is None:
+            raise CannotRun(f"no tensor of sample {index} changes in layout {layout} here")
     call = f"{getattr(op.op, '__module__', '') or ''}.{getattr(op.op, '__name__', op.name)}"
     what = "gradient of " if grad else ""
-    print(f"\n{what}{call.lstrip('.')}(input, *args, **kwargs), sample {index}:")
+    where = f" in layout {layout}" if layout else ""
+    print(f"\n{what}{call.lstrip('.')}(input, *args, **kwargs), sample {index}{where}:")
     torch.set_printoptions(precision=8)  # type: ignore[no-untyped-call]
     for name, value in (("input", sample.input), ("args", sample.args), ("kwargs", sample.kwargs)):
         if name != "input" and not value:
@@ -209,11 +219,16 @@ def _opinfo(case: dict[str, Any]) -> int:
         print(f"  {name}:")
         for line in _describe_value(value, torch, "    "):
             print(line)
-    check = check_grad_sample if grad else check_forward_sample
     print("\ncompared with the same sample in float64 on the CPU:")
     try:
         with _numerics(case):
-            compared = check(op, case["op"], case["device"], dtype, index, sample)
+            if layout is not None:
+                compared = check_layout_sample(
+                    op, case["op"], case["device"], dtype, index, sample, layout, grad
+                )
+            else:
+                check = check_grad_sample if grad else check_forward_sample
+                compared = check(op, case["op"], case["device"], dtype, index, sample)
     except AssertionError as error:
         print("FAILED")
         _report_failure(error, case)

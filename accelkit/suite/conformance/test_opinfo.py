@@ -1,7 +1,9 @@
 """Operator breadth: every OpInfo in PyTorch's `op_db`, per dtype, against float64 on the CPU.
 
 Case ids: `conformance/opinfo/<op>/<dtype>` (forward values, and the in-place variant where
-the op has one) and `conformance/opinfo/<op>/<dtype>/grad` (backward). What each case runs,
+the op has one), `conformance/opinfo/<op>/<dtype>/grad` (backward), and each one's
+`.../noncontiguous` twin (the same samples strided, transposed, channels_last and expanded:
+`accelkit.suite.opinfo.layouts`). What each case runs,
 what is skipped and why, and the tolerances: the package `accelkit.suite.opinfo`.
 
 `--breadth quick` (the default) runs the first samples of each op and float32 gradients for
@@ -58,7 +60,13 @@ def test_opinfo(case: opinfo.OpinfoCase | None, device: str, case_seed: int, req
     reason = opinfo.skip_reason(op, case, device, breadth)
     if reason is not None:
         pytest.skip(reason)
-    ran = opinfo.run_case(op, case, device, opinfo.sample_limit(case, breadth), case_seed)
+    limit = opinfo.sample_limit(case, breadth)
+    ran = opinfo.run_case(op, case, device, limit, case_seed, opinfo.max_elements(case, breadth))
+    if ran == 0 and case.noncontiguous:
+        pytest.skip(
+            f"OpInfo: no {case.dtype} sample of {case.op} on {device} has a tensor that "
+            "another layout changes (all are scalars or have one element per dimension)"
+        )
     if ran == 0:
         pytest.skip(
             f"OpInfo: {case.op} has no {case.dtype} sample inputs on {device}"

@@ -41,12 +41,19 @@ from __future__ import annotations
 
 from accelkit.suite.opinfo.comparison import Mismatch
 from accelkit.suite.opinfo.op_db import op_db_by_name
-from accelkit.suite.opinfo.planning import OpinfoCase, plan, sample_limit, skip_reason
+from accelkit.suite.opinfo.planning import (
+    OpinfoCase,
+    max_elements,
+    plan,
+    sample_limit,
+    skip_reason,
+)
 from accelkit.suite.opinfo.running import run_case
 
 __all__ = [
     "Mismatch",
     "OpinfoCase",
+    "max_elements",
     "op_db_by_name",
     "plan",
     "run_case",

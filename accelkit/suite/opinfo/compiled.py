@@ -148,7 +148,7 @@ def plan_compiled(device_type: str, breadth: str) -> list[OpinfoCase]:
             if op in names
             for dtype in QUICK_COMPILED_DTYPES
         ]
-    return [case for case in plan(device_type, breadth) if not case.grad]
+    return [case for case in plan(device_type, breadth) if not case.grad and not case.noncontiguous]
 
 
 def compiled_skip_reason(op: Any, case: OpinfoCase, device_type: str, breadth: str) -> str | None:

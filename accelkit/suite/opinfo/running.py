@@ -36,6 +36,12 @@ from accelkit.suite.opinfo.discontinuity import (
 )
 from accelkit.suite.opinfo.draws import same_draws
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
+from accelkit.suite.opinfo.layouts import (
+    assert_selection_exact,
+    elements,
+    is_selection,
+    variants,
+)
 from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.planning import OpinfoCase
 from accelkit.suite.opinfo.sample_measures import differentiable
@@ -68,24 +74,103 @@ def sample_seed(case_seed: int, index: int) -> int:
 
 
 def run_case(
-    op: Any, case: OpinfoCase, device: str, limit: int | None, seed: int | None = None
+    op: Any,
+    case: OpinfoCase,
+    device: str,
+    limit: int | None,
+    seed: int | None = None,
+    max_elements: int | None = None,
 ) -> int:
     """The case's first `limit` samples (all for None), forward or gradient, on `device`;
     returns how many ran (0: the op has none for the case here). `seed`: the case's seed
-    (default: the one torch was last seeded with, as the suite seeds every case)."""
+    (default: the one torch was last seeded with, as the suite seeds every case).
+    `max_elements`: a noncontiguous case leaves out samples with more elements."""
     dtype = DTYPES[case.dtype]
+    if case.noncontiguous:
+        return run_layouts(
+            op, case.op, device, dtype, limit, seed, grad=case.grad, max_elements=max_elements
+        )
     if case.grad:
         return run_grad(op, case.op, device, dtype, limit, seed)
     return run_forward(op, case.op, device, dtype, limit, seed)
 
 
-def reference_sample(sample: Any, device: str, *, grad: bool = False) -> Any:
+def run_layouts(
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    limit: int | None,
+    seed: int | None = None,
+    *,
+    grad: bool = False,
+    max_elements: int | None = None,
+) -> int:
+    """Every sample in every layout that changes it (`layouts.variants`), forward or
+    gradient, each against the reference of its own values; returns the variants compared.
+    Samples of more than `max_elements` elements (None: no limit) are left out."""
+    count = 0
+    for index, sample in seeded_samples(op, device, dtype, limit, seed, requires_grad=grad):
+        if max_elements is not None and elements(sample) > max_elements:
+            continue
+        for layout, made in variants(op, sample):
+            try:
+                count += check_layout_sample(op, op_name, device, dtype, index, made, layout, grad)
+            except AssertionError as error:
+                add_failure_info(error, sample=index, layout=layout)
+                raise
+    return count
+
+
+def check_layout_sample(
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    index: int,
+    made: Any,
+    layout: str,
+    grad: bool = False,
+) -> bool:
+    """One sample in `layout` (`made`: `layouts.variant` of it): its gradients, or its
+    outputs, against the reference; an op that only selects values on it (every value of
+    its answer on the same values laid out contiguously is one of its inputs') must also
+    give that answer bit for bit."""
+    if grad:
+        return check_grad_sample(op, op_name, device, dtype, index, made, layout)
+    if not check_forward_sample(op, op_name, device, dtype, index, made, layout):
+        return False
+    if op_name in EIGEN_OPS:
+        return True
+    dense = pytree.tree_map(_contiguous_leaf, (made.input, made.args, made.kwargs))
+    process = made.output_process_fn_grad
+    with same_draws(op_name, dtype, device), torch.no_grad():
+        contiguous = process(op(dense[0], *dense[1], **dense[2]))
+        if is_selection(dense, contiguous):
+            actual = process(_call(op, made))
+            label = _sample_label(index, made, layout)
+            assert_selection_exact(actual, contiguous, f"{op_name} {label}")
+    return True
+
+
+def reference_sample(
+    sample: Any, device: str, *, grad: bool = False, contiguous: bool = False
+) -> Any:
+    """`sample` in the reference's dtypes on the CPU; with `contiguous`, its tensors laid out
+    contiguously (a layout variant's reference: the same values, the reference's fastest
+    kernels)."""
     from torch.testing._internal.opinfo.core import SampleInput
 
+    def convert(value: Any) -> Any:
+        converted = _to_reference(value, device, grad=grad)
+        if not contiguous:
+            return converted
+        return pytree.tree_map(_contiguous_leaf, converted)
+
     return SampleInput(  # type: ignore[no-untyped-call]
-        _to_reference(sample.input, device, grad=grad),
-        args=_to_reference(sample.args, device, grad=grad),
-        kwargs=_to_reference(sample.kwargs, device, grad=grad),
+        convert(sample.input),
+        args=convert(sample.args),
+        kwargs=convert(sample.kwargs),
         output_process_fn_grad=sample.output_process_fn_grad,
         broadcasts_input=sample.broadcasts_input,
         name=sample.name,
@@ -117,20 +202,39 @@ def seeded_samples(
         yield index, sample
 
 
+def _contiguous_leaf(x: Any) -> Any:
+    """A strided tensor laid out contiguously, still a leaf that needs a gradient if it did."""
+    if not isinstance(x, torch.Tensor) or x.layout != torch.strided or x.is_contiguous():
+        return x
+    return x.detach().contiguous().requires_grad_(x.requires_grad)
+
+
 def _call(fn: Callable[..., Any], sample: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs)
 
 
 def _clone(value: Any) -> Any:
-    return pytree.tree_map(
-        lambda x: x.detach().clone() if isinstance(x, torch.Tensor) else x, value
-    )
+    """A copy of every tensor in the same strides (a strided or transposed input stays so,
+    so that an in-place variant writes through the same layout); a tensor with a stride-0
+    dimension, which an in-place op cannot write, becomes a dense copy."""
+
+    def copy(x: Any) -> Any:
+        if not isinstance(x, torch.Tensor):
+            return x
+        x = x.detach()
+        if any(stride == 0 and size > 1 for size, stride in zip(x.shape, x.stride(), strict=True)):
+            return x.clone(memory_format=torch.contiguous_format)
+        kept = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
+        return kept.copy_(x)
+
+    return pytree.tree_map(copy, value)
 
 
-def _sample_label(index: int, sample: Any) -> str:
+def _sample_label(index: int, sample: Any, layout: str | None = None) -> str:
     summary = sample.summary() if hasattr(sample, "summary") else repr(sample)
     summary = " ".join(str(summary).split())
-    return f"sample {index} ({summary[:300]})"
+    where = f" in layout {layout}" if layout else ""
+    return f"sample {index}{where} ({summary[:300]})"
 
 
 def run_forward(
@@ -153,20 +257,33 @@ def run_forward(
 
 
 def check_forward_sample(
-    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    index: int,
+    sample: Any,
+    layout: str | None = None,
 ) -> bool:
     """One sample's outputs (and in-place variant) against the reference; False if the
-    sample has no digits to compare (`NoDigits`); a failure raises AssertionError."""
+    sample has no digits to compare (`NoDigits`); a failure raises AssertionError.
+    `layout`: the layout the sample was put in (`layouts`), for the messages."""
     with same_draws(op_name, dtype, device):
-        return _check_forward_sample(op, op_name, device, dtype, index, sample)
+        return _check_forward_sample(op, op_name, device, dtype, index, sample, layout)
 
 
 def _check_forward_sample(
-    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    index: int,
+    sample: Any,
+    layout: str | None,
 ) -> bool:
     inputs_seen(sample.input, sample.args, sample.kwargs)
-    label = _sample_label(index, sample)
-    ref = reference_sample(sample, device)
+    label = _sample_label(index, sample, layout)
+    ref = reference_sample(sample, device, contiguous=layout is not None)
     process = sample.output_process_fn_grad
     with torch.no_grad():
         raw = _call(op, sample)
@@ -339,20 +456,32 @@ def run_grad(
 
 
 def check_grad_sample(
-    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    index: int,
+    sample: Any,
+    layout: str | None = None,
 ) -> bool:
     """One sample's gradients against the reference's (as `run_grad`); False if the sample
     has nothing to compare; a failure raises AssertionError."""
     with same_draws(op_name, dtype, device):
-        return _check_grad_sample(op, op_name, device, dtype, index, sample)
+        return _check_grad_sample(op, op_name, device, dtype, index, sample, layout)
 
 
 def _check_grad_sample(
-    op: Any, op_name: str, device: str, dtype: torch.dtype, index: int, sample: Any
+    op: Any,
+    op_name: str,
+    device: str,
+    dtype: torch.dtype,
+    index: int,
+    sample: Any,
+    layout: str | None,
 ) -> bool:
     inputs_seen(sample.input, sample.args, sample.kwargs)
-    label = _sample_label(index, sample)
-    ref = reference_sample(sample, device, grad=True)
+    label = _sample_label(index, sample, layout)
+    ref = reference_sample(sample, device, grad=True, contiguous=layout is not None)
     inputs = differentiable((sample.input, sample.args, sample.kwargs))
     ref_inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if not inputs:

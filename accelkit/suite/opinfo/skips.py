@@ -4,11 +4,13 @@
 - `KNOWN_SKIPS`: cases with the numerical reason they cannot match a float64 reference (the
   reason is the skip message);
 - `DEVICE_ONLY`: ops that exist only on some device types;
+- `LAYOUT_SKIPS`: ops whose definition reads the strides or the storage, so that their
+  `noncontiguous` cases (`layouts`) have no layout-independent answer;
 - `COMPILE_SKIPS`: compiled cases whose op cannot compile (the compile error is the reason);
   `COMPILE_SAMPLE_SKIPS`: samples that cannot compile, left out of a compiled case that
   checks the others (`accelkit.suite.opinfo.compiled` applies both).
 
-`planning.skip_reason` applies the first three (with OpInfo's own `has_nondeterministic_output` and
+`planning.skip_reason` applies the first four (with OpInfo's own `has_nondeterministic_output` and
 supported dtypes). Each skip is a finding about the op, not a hidden failure.
 """
 
@@ -321,6 +323,32 @@ DEVICE_ONLY: tuple[DeviceOnly, ...] = (
         prefix="jiterator_",
         device_types=("cuda",),
         reason="jiterator compiles CUDA/ROCm kernels at run time",
+    ),
+)
+
+_STORAGE = (
+    "reads its input's storage at the offsets and strides it is given, so another layout of "
+    "the same values is another answer by definition"
+)
+_VIEW = (
+    "is defined only where the result can view the input's memory: another layout of the "
+    "same values raises by definition"
+)
+# The noncontiguous twins of these cases skip: the op's answer is defined by the layout.
+LAYOUT_SKIPS = skips_by_key(
+    KnownSkip(op="as_strided", reason=f"as_strided {_STORAGE}"),
+    KnownSkip(op="as_strided_copy", reason=f"as_strided_copy {_STORAGE}"),
+    KnownSkip(op="as_strided_scatter", reason=f"as_strided_scatter {_STORAGE}"),
+    KnownSkip(
+        op="resize_",
+        reason="resize_ keeps the storage's elements in storage order: another layout of "
+        "the same values gives another answer by definition",
+    ),
+    KnownSkip(op="view", reason=f"view {_VIEW}"),
+    KnownSkip(op="view_as", reason=f"view_as {_VIEW}"),
+    KnownSkip(
+        op="view_as_complex",
+        reason=f"view_as_complex {_VIEW} (its last dimension must have stride 1)",
     ),
 )
 
