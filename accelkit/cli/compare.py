@@ -73,30 +73,36 @@ def compare_command(
 
 
 def _print_table(comparison: Comparison) -> None:
-    from rich.console import Console
-    from rich.table import Table
+    from rich.padding import Padding
     from rich.text import Text
 
-    from accelkit.results.compare import format_ci, format_ratio, metrics_by_severity
+    from accelkit.cli.console import fits, make_console, table
+    from accelkit.results.compare import (
+        canary_summary,
+        format_ci,
+        format_ratio,
+        metrics_by_severity,
+    )
     from accelkit.results.units import format_value
 
-    console = Console()
+    console = make_console()
     if comparison.environment:
-        table = Table(
-            title="The runs differ in their environment (verdicts compare different setups)",
-            title_justify="left",
-            title_style="bold yellow",
+        differ = table(
+            "The runs differ in their environment (verdicts compare different setups)",
+            ("what", "base", "new"),
         )
-        for column in ("what", "base", "new"):
-            table.add_column(column, overflow="fold")
+        differ.title_style = "bold yellow"
         for d in comparison.environment:
-            table.add_row(d.label, Text(d.base or "not recorded"), Text(d.new or "not recorded"))
-        console.print(table)
+            differ.add_row(d.label, Text(d.base or "not recorded"), Text(d.new or "not recorded"))
+        console.print(differ)
     if comparison.metrics:
-        table = Table(title="Metrics (new vs base)", title_justify="left")
-        for column in ("verdict", "case", "metric", "base", "new", "ratio", "CI", "p"):
-            table.add_column(column, justify="right" if column in ("base", "new") else "left")
-        for m in metrics_by_severity(comparison):
+        metrics = table(
+            "Metrics (new vs base)",
+            ("verdict", "case", "metric", "base", "new", "ratio", "CI", "why"),
+            right=("base", "new"),
+        )
+        ordered = metrics_by_severity(comparison)
+        for m in ordered:
             style = _VERDICT_STYLE[m.verdict]
             # Text, not markup: case ids such as "mm[cpu-float32]" hold brackets.
             cells = (
@@ -106,32 +112,41 @@ def _print_table(comparison: Comparison) -> None:
                 format_value(m.new_median, m.unit),
                 format_ratio(m),
                 format_ci(m),
-                f"{m.p_value:.2g}" if m.p_value is not None else "-",
+                m.reason,
             )
-            table.add_row(
+            metrics.add_row(
                 Text(m.verdict, style=style),
                 *(Text(cell) for cell in cells),
                 style="dim" if m.verdict == "unchanged" else None,
             )
-        console.print(table)
+        if fits(console, metrics):
+            console.print(metrics)
+        else:  # a narrow terminal: one metric a line, its reason below, wrapped at words
+            console.print(Text("Metrics (new vs base)", style="italic"))
+            for m in ordered:
+                head = Text(m.verdict, style=_VERDICT_STYLE[m.verdict])
+                head.append(
+                    f" {m.case} {m.metric}: {format_value(m.base_median, m.unit)} -> "
+                    f"{format_value(m.new_median, m.unit)}, {format_ratio(m)} {format_ci(m)}"
+                )
+                console.print(head)
+                console.print(Padding(Text(m.reason, style="dim"), (0, 0, 0, 4)))
     if comparison.cases:
         order = {"newly_failing": 0, "still_failing": 2, "missing_in_new": 3}
         lost = set(comparison.skipped_after_passing)
         changes = sorted(comparison.cases, key=lambda c: 1 if c in lost else order.get(c.kind, 4))
-        table = Table(title="Status changes", title_justify="left")
-        for column in ("change", "case", "was", "now", "message"):
-            table.add_column(column, overflow="fold")
+        status = table("Status changes", ("change", "case", "was", "now", "message"))
         for c in changes:
             style = "bold red" if c.kind == "newly_failing" else "yellow" if c in lost else ""
             kind = "skipped_after_passing" if c in lost else c.kind
-            table.add_row(
+            status.add_row(
                 Text(kind, style=style),
                 Text(c.case),
                 c.base_status or "-",
                 c.new_status or "-",
                 Text(c.message.splitlines()[0] if c.message else ""),
             )
-        console.print(table)
+        console.print(status)
     s = comparison.summary()
     line = (
         f"{s['regressed']} regressed, {s['newly_failing']} newly failing, "
@@ -144,3 +159,6 @@ def _print_table(comparison: Comparison) -> None:
     if comparison.environment:
         line += "; the environments differ: " + ", ".join(d.label for d in comparison.environment)
     console.print(Text(line, style="bold red" if comparison.fails else ""))
+    canaries = canary_summary(comparison)
+    if canaries is not None:
+        console.print(Text(canaries))

@@ -64,11 +64,12 @@ def diff_command(
 
 
 def _print_table(result: Differential, top: int, out: Path | None) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False)
+    from accelkit.cli.console import make_console
+
+    console = make_console()
     console.print(f"A: {result.a.label}  (git {str(result.a.git)[:12]})")
     console.print(f"B: {result.b.label}  (git {str(result.b.git)[:12]})")
     shown = result.cases[:top]

@@ -39,11 +39,12 @@ def doctor(
 
 
 def _render(env: Mapping[str, Any], caps: Mapping[str, Mapping[str, Any]]) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console()
+    from accelkit.cli.console import make_console
+
+    console = make_console()
 
     summary = Table(title="Environment", show_header=False, title_justify="left")
     summary.add_column("what", style="bold")
@@ -55,7 +56,7 @@ def _render(env: Mapping[str, Any], caps: Mapping[str, Mapping[str, Any]]) -> No
     backends = _section(env, "backends")
     last_backend = [name for name in caps if name in backends][-1:]
     table = Table(title="Capabilities", title_justify="left")
-    table.add_column("capability", style="bold")
+    table.add_column("capability", style="bold", overflow="fold")
     table.add_column("", justify="center")
     table.add_column("reason", overflow="fold")
     for name, result in caps.items():

@@ -86,11 +86,12 @@ def expand_command(
     if as_json:
         sys.stdout.write(json.dumps([leg.to_dict() for leg in legs], indent=2) + "\n")
         return
-    from rich.console import Console
     from rich.table import Table
 
+    from accelkit.cli.console import make_console
+
     table = Table(title=f"{file}: {len(legs)} legs", title_justify="left")
-    table.add_column("name", no_wrap=True)
+    table.add_column("name", overflow="fold")
     for column in ("torch", "suites", "runner", "image"):
         table.add_column(column, overflow="fold")
     table.add_column("build")
@@ -110,7 +111,7 @@ def expand_command(
             f"{leg.timeout_minutes}m",
             jobs,
         )
-    Console(soft_wrap=False).print(table)
+    make_console().print(table)
 
 
 @matrix_app.command("github")
@@ -221,8 +222,7 @@ def run_command(
     Exit 0 when every runnable leg passed (and, with --baseline, no leg is red), 1 when one
     failed or is red, 2 for bad input, 3 when no selected leg can run here.
     """
-    from rich.console import Console
-
+    from accelkit.cli.console import make_console
     from accelkit.errors import ExitCode
     from accelkit.inputs import check_python
     from accelkit.matrix import DockerHost, RehearsalOptions, plan_rehearsal, rehearse
@@ -248,8 +248,8 @@ def run_command(
     host = DockerHost()
     try:
         plan = plan_rehearsal(legs, options, host)
-        out = Console(soft_wrap=False, highlight=False)
-        log = Console(stderr=True, highlight=False) if as_json else out
+        out = make_console()
+        log = make_console(stderr=True) if as_json else out
         if dry_run:
             if as_json:
                 sys.stdout.write(json.dumps({"plan": plan.to_dict()}, indent=2) + "\n")
@@ -418,9 +418,9 @@ def compare_command(
     if as_json:
         sys.stdout.write(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
     else:
-        from rich.console import Console
+        from accelkit.cli.console import make_console
 
-        console = Console(soft_wrap=False, highlight=False)
+        console = make_console()
         _render_verdict(console, verdict.to_json_dict(), markdown or Path("-"))
     if verdict.red:
         raise typer.Exit(1)
@@ -448,7 +448,7 @@ def _render_plan(console: Any, file: Path, plan: Any) -> None:
         title_justify="left",
         show_lines=True,
     )
-    table.add_column("leg", no_wrap=True)
+    table.add_column("leg", overflow="fold")
     table.add_column("here", overflow="fold")
     table.add_column("steps", overflow="fold")
     for leg in plan.legs:
@@ -474,7 +474,7 @@ def _render_outcome(console: Any, outcome: Any) -> None:
     styles = {"passed": "green", "failed": "bold red", "error": "bold red", "skipped": "dim"}
     statuses = ("passed", "failed", "skipped", "error", "crashed", "timeout")
     table = Table(title="rehearsal", title_justify="left")
-    table.add_column("leg", no_wrap=True)
+    table.add_column("leg", overflow="fold")
     table.add_column("status")
     table.add_column("exit", justify="right")
     for status in statuses:

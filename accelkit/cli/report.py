@@ -123,14 +123,14 @@ def report_command(
 
 
 def _print_summary(report: Report, html: Path | None, markdown: Path | None) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
+    from accelkit.cli.console import make_console
     from accelkit.results.model import SUITES
     from accelkit.results.report.model import status_summary
 
-    console = Console(highlight=False)
+    console = make_console()
     table = Table(title="Runs", title_justify="left")
     for column in ("run", "device", "torch", *SUITES):
         table.add_column(column, overflow="fold")

@@ -468,6 +468,23 @@ def format_ci(metric: MetricComparison) -> str:
     return f"[{metric.ci[0]:.3f}, {metric.ci[1]:.3f}]"
 
 
+def canary_summary(comparison: Comparison) -> str | None:
+    """One line naming each canary, its verdict and how far it moved, with the band, for
+    every view's summary: `canaries (±3%): perf/canary/host/gemm environment-shifted (moved)
+    1.067x [1.022, 1.097]; perf/canary/host/copy unchanged 1.019x [0.994, 1.041]`; None
+    when neither run has canaries."""
+    parts = []
+    for m in comparison.canaries():
+        if m.ratio is None or m.ci is None:
+            parts.append(f"{m.case} {m.metric} {m.verdict}")
+            continue
+        moved = " (moved)" if canary.interval_moved(m.ci, comparison.threshold) else ""
+        parts.append(f"{m.case} {m.metric} {m.verdict}{moved} {format_ratio(m)} {format_ci(m)}")
+    if not parts:
+        return None
+    return f"canaries (band ±{comparison.threshold:.0%}): " + "; ".join(parts)
+
+
 def _cell(text: str) -> str:
     return markdown.cell(text, _MESSAGE_CHARS)
 
@@ -476,16 +493,18 @@ def _metric_rows(metrics: list[MetricComparison]) -> list[str]:
     if not metrics:
         return []
     return markdown.table(
-        ("case", "metric", "base", "new", "ratio", "CI", "p"),
+        ("case", "metric", "verdict", "base", "new", "ratio", "CI", "p", "why"),
         (
             (
                 _cell(m.case),
                 _cell(m.metric),
+                m.verdict,
                 format_value(m.base_median, m.unit),
                 format_value(m.new_median, m.unit),
                 format_ratio(m),
                 format_ci(m),
                 f"{m.p_value:.2g}" if m.p_value is not None else "-",
+                _cell(m.reason),
             )
             for m in metrics
         ),
@@ -534,6 +553,9 @@ def render_markdown(
         f"{summary['missing_in_new']} cases missing in the new run.",
         "",
     ]
+    canaries = canary_summary(comparison)
+    if canaries is not None:
+        head += [markdown.cell(canaries[:1].upper() + canaries[1:], 4000) + ".", ""]
     if comparison.environment:
         head += [
             "⚠️ **The runs differ in their environment**: verdicts compare different "

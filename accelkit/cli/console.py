@@ -1,0 +1,69 @@
+"""Where the CLI's output goes, and how wide it is laid out: one decision for every command.
+
+On a terminal, rich lays tables out at the terminal's width and a column too narrow for a
+cell wraps it (`fold`): a case id is never cut to `perf/gemm/fl…`, so float32, float16 and
+float8 stay apart. Where there is no terminal (a pipe, a file, a CI log, GitHub Actions),
+rich would fall back to 80 columns and squeeze every cell; there the output keeps its
+content and changes its layout: tables are drawn at their natural width (`PLAIN_WIDTH` is
+only a ceiling), each row on one line, without colour, and no live progress view is shown
+(`accelkit test` prints one line per finished case instead).
+
+    make_console()                  # stdout: the terminal's width, or plain when piped
+    make_console(stderr=True)       # the same decision for stderr
+    table("Metrics", ["case", ...]) # a rich Table whose cells fold instead of truncating
+    fits(console, t)                # False: the command prints its narrow layout instead
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+PLAIN_WIDTH: Final = 4096
+"""The width output is laid out at where there is no terminal: wider than any row, so a
+table takes its natural width and no cell is cut or wrapped."""
+
+
+def make_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
+    """A rich Console for stdout (or stderr): the terminal's own width on a terminal, else
+    plain (`PLAIN_WIDTH`, no colour, no markup highlighting)."""
+    from rich.console import Console
+
+    probe = Console(stderr=stderr)
+    if probe.is_terminal:
+        return Console(stderr=stderr, highlight=False, soft_wrap=soft_wrap)
+    return Console(
+        stderr=stderr,
+        highlight=False,
+        soft_wrap=soft_wrap,
+        width=PLAIN_WIDTH,
+        no_color=True,
+    )
+
+
+def is_plain(console: Console) -> bool:
+    """Whether `console` writes to something other than a terminal (see `make_console`)."""
+    return not console.is_terminal
+
+
+def fits(console: Console, renderable: Table) -> bool:
+    """Whether `renderable` fits `console`'s width at its natural width, no cell wrapped."""
+    from rich.measure import Measurement
+
+    unbounded = console.options.update(max_width=PLAIN_WIDTH)
+    return Measurement.get(console, unbounded, renderable).maximum <= console.width
+
+
+def table(title: str | None, columns: Sequence[str], *, right: Sequence[str] = ()) -> Table:
+    """A table whose cells wrap (fold) when the width is short, never end in an ellipsis;
+    the `right` columns are right-aligned (numbers)."""
+    from rich.table import Table
+
+    result = Table(title=title, title_justify="left")
+    for column in columns:
+        result.add_column(column, overflow="fold", justify="right" if column in right else "left")
+    return result
