@@ -20,6 +20,7 @@ from accelkit.results.report.model import (
     Report,
     format_cell,
     interesting_cases,
+    skipped_everywhere_line,
     status_summary,
 )
 from accelkit.results.report.plots import Plot, render_plots
@@ -226,8 +227,12 @@ def render_html(
         cases = interesting_cases(report, suite)
         title = "cases" if suite == "perf" else "cases not passing everywhere"
         out.append(f'<h2 id="{_e(suite)}-cases">{_e(suite)}: {title}</h2>')
+        everywhere = skipped_everywhere_line(report, suite)
+        if everywhere is not None:
+            out.append(f'<p class="note skipped-everywhere">{_e(everywhere)}.</p>')
         if not cases:
-            out.append('<p class="note">Every case passed in every run.</p>')
+            other = "other " if everywhere is not None else ""
+            out.append(f'<p class="note">Every {other}case passed in every run.</p>')
             continue
         out.append(f'<div class="wrap"><table class="cases" data-suite="{_e(suite)}">')
         out.append(f"<thead><tr><th>case</th>{head}</tr></thead><tbody>")

@@ -12,6 +12,7 @@ from accelkit.results.report.model import (
     Report,
     format_cell,
     interesting_cases,
+    skipped_everywhere_line,
     status_summary,
 )
 from accelkit.results.report.verdicts import (
@@ -139,9 +140,13 @@ def render_markdown(
             )
             lines.append("")
         cases = interesting_cases(report, suite)
-        if cases:
+        everywhere = skipped_everywhere_line(report, suite)
+        if cases or everywhere is not None:
             title = "cases" if suite == "perf" else "cases not passing everywhere"
             lines += [f"### {suite}: {title}", ""]
+            if everywhere is not None:
+                lines += [markdown.cell(everywhere, 1000) + ".", ""]
+        if cases:
             lines += markdown.table(
                 ["case", *columns],
                 (

@@ -261,11 +261,44 @@ def status_summary(counts: dict[str, int]) -> str:
     return ", ".join(parts) if parts else "no cases"
 
 
+def _present(report: Report) -> list[int]:
+    return [i for i, run in enumerate(report.runs) if not run.missing]
+
+
+def skipped_everywhere(report: Report, suite: str) -> list[CaseRow]:
+    """The cases of `suite` skipped in every run that has results: nothing differs between
+    the runs there, so the reports give them one line with a count, not a row each."""
+    present = _present(report)
+    return [
+        c
+        for c in report.cases
+        if c.suite == suite and present and all(c.statuses[i] == "skipped" for i in present)
+    ]
+
+
+def skipped_everywhere_line(report: Report, suite: str) -> str | None:
+    """`216 cases skipped in every run, not listed (most often: "no CUDA device" (120), ...)`,
+    or None when there are none."""
+    rows = skipped_everywhere(report, suite)
+    if not rows:
+        return None
+    present = _present(report)
+    reasons: dict[str, int] = {}
+    for row in rows:
+        first = (row.messages[present[0]] or "no reason given").splitlines()[0][:120]
+        reasons[first] = reasons.get(first, 0) + 1
+    common = sorted(reasons.items(), key=lambda item: -item[1])[:3]
+    listed = ", ".join(f'"{reason}" ({count})' for reason, count in common)
+    return f"{len(rows)} cases skipped in every run, not listed (most often: {listed})"
+
+
 def interesting_cases(report: Report, suite: str) -> list[CaseRow]:
     """Perf: every case. Conformance: only cases not passing in some run that has results
-    (absent from it, or another status); the rest are only counted."""
-    rows = [c for c in report.cases if c.suite == suite]
+    (absent from it, or another status); the rest are only counted. In both, the cases
+    skipped in every run are left out (`skipped_everywhere_line` counts them)."""
+    everywhere = {c.case for c in skipped_everywhere(report, suite)}
+    rows = [c for c in report.cases if c.suite == suite and c.case not in everywhere]
     if suite == "perf":
         return rows
-    present = [i for i, run in enumerate(report.runs) if not run.missing]
+    present = _present(report)
     return [c for c in rows if any(c.statuses[i] != "passed" for i in present)]
