@@ -117,6 +117,23 @@ def snapshot_source(target: Path) -> Path:
 # The shared end-to-end runs (their fixtures: tests/conftest.py)
 
 
+def readme_quickstart() -> list[str]:
+    """The command lines of README's quickstart block (between its `quickstart` markers)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    block = text.split("<!-- quickstart:", 1)[1].split("<!-- /quickstart -->", 1)[0]
+    body = block.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in body.splitlines() if line.strip()]
+
+
+def readme_main_job() -> list[str]:
+    """README's main job, the quickstart's `accelkit test` line, as arguments after
+    `accelkit`: the shared whole-suite run (tests/conftest.py) runs exactly these."""
+    import shlex
+
+    (line,) = [ln for ln in readme_quickstart() if ln.startswith("accelkit test ")]
+    return shlex.split(line)[1:]
+
+
 # Measurement passes of the shared suite run. Two prove the pooling on every real perf case;
 # each further pass repeats every perf case in one more process (about 50 s here), and the
 # default count is one number (runner.DEFAULT_PASSES), not a code path of its own.
