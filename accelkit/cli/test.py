@@ -23,13 +23,13 @@ _STATUS_STYLE = {
 
 
 def test(**params: Any) -> None:
-    from rich.console import Console
-
+    from accelkit.cli.console import make_console
     from accelkit.suite import container, runner
     from accelkit.suite.request import RunRequest
 
     request = RunRequest.from_params(params, argv=("accelkit", *sys.argv[1:]))
-    console = Console(stderr=False, highlight=False)
+    # Piped or in CI: plain lines at full width, so no case id wraps or is cut.
+    console = make_console()
     if request.node_rank > 0:  # a multi-node run's other nodes serve ranks; node 0 reports
         jobs = runner.serve(request, lambda line: console.print(line, markup=False, soft_wrap=True))
         console.print(
@@ -210,6 +210,11 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
             f"(COMPILE_SAMPLE_SKIPS; the case message names them): {', '.join(names)}",
             markup=False,
             highlight=False,
+        )
+    cache = results.run.compile_cache
+    if cache is not None:
+        console.print(
+            f"Inductor cache ({cache.key}): {cache.describe()}", markup=False, highlight=False
         )
     verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
     console.print(f"{verdict}: {len(results.cases)} cases in {wall_s:.1f} s", highlight=False)
