@@ -6,6 +6,11 @@ relative 1e-3 for float32, 1e-2 for the 16-bit types; one element off; the last 
 of the reduction dropped) is injected into the CPU's kernels, and the cases that cover the
 op run against it in this process, exactly as the suite runs them (their seeds, the quick
 breadth's samples): `conformance/ops/<op>/<dtype>` and `conformance/opinfo/<op>/<dtype>`.
+Then the reach faults (issue 44): wrong kernels that only the boundary sizes and the special
+values reach (subnormals flushed to zero in mul, a sum that stops at 2 ** 16 elements, a
+softmax whose rows of -inf give 0), against the cases that must catch them
+(`conformance/special_values/<op>/<dtype>`, `conformance/ops/boundary/<op>/<dtype>`) and the
+op's other cases, which never reach them and stay green under the fault.
 Then the compiled-only faults: a wrong Inductor decomposition of ops outside the compile zoo
 (hardswish, logsumexp), against `conformance/opinfo_compiled/<op>/float32`, with the eager
 case as a witness that must still pass. Every case also runs without a fault (the control),
@@ -15,7 +20,7 @@ Prints the table fault x dtype x kind -> the cases that caught it; exits 1 when 
 missed or a control fails.
 
 Usage: python benchmarks/bench_detection.py [--ops mm,sum] [--dtypes float32]
-       [--kinds scale,tail] [--no-compiled]
+       [--kinds scale,tail] [--no-reach] [--no-compiled]
 """
 
 from __future__ import annotations
@@ -41,7 +46,7 @@ from faults import KINDS, OPS, TAIL_OPS, Fault, injected  # noqa: E402
 
 from accelkit import backends  # noqa: E402
 from accelkit.suite import opinfo  # noqa: E402
-from accelkit.suite.conformance import test_ops  # noqa: E402
+from accelkit.suite.conformance import test_ops, test_special_values  # noqa: E402
 from accelkit.suite.numerics import strict_numerics  # noqa: E402
 from accelkit.suite.opinfo import compiled  # noqa: E402
 
@@ -93,7 +98,11 @@ def ops_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
 
 
 def opinfo_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
-    name = CASES[op][1]
+    return opinfo_named_case(CASES[op][1], dtype)
+
+
+def opinfo_named_case(name: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    """The op_db case of `name` in `dtype`, as the suite runs it at quick breadth."""
     case = opinfo.OpinfoCase(name, dtype)
 
     def run() -> Outcome:
@@ -106,6 +115,94 @@ def opinfo_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
         return _outcome(lambda: opinfo.run_case(info, case, "cpu", limit))
 
     return f"conformance/opinfo/{case.param_id}", run
+
+
+def case_function(test: Callable[..., None], nodeid: str, *params: str) -> Callable[[], Outcome]:
+    """A case function of the suite (its params, then the device), seeded as the suite seeds
+    the case `nodeid`."""
+    backend = backends.get("cpu")
+
+    def run() -> Outcome:
+        _seed(nodeid)
+        with strict_numerics(backend.tf32):
+            return _outcome(lambda: test(*params, "cpu"))
+
+    return run
+
+
+def special_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    nodeid = f"conformance/test_special_values.py::test_special_values[{op}/{dtype}]"
+    run = case_function(test_special_values.test_special_values, nodeid, op, dtype)
+    return f"conformance/special_values/{op}/{dtype}", run
+
+
+def boundary_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    nodeid = f"conformance/test_ops.py::test_boundary[{op}/{dtype}]"
+    run = case_function(test_ops.test_boundary, nodeid, op, dtype)
+    return f"conformance/ops/boundary/{op}/{dtype}", run
+
+
+def ops_named_case(op: str, dtype: str) -> tuple[str, Callable[[], Outcome]]:
+    backend = backends.get("cpu")
+    run = case_function(
+        lambda o, d, dev: test_ops.test_ops(o, d, dev, backend),
+        OPS_NODEID.format(f"{op}/{dtype}"),
+        op,
+        dtype,
+    )
+    return f"conformance/ops/{op}/{dtype}", run
+
+
+CaseMaker = Callable[[str, str], tuple[str, Callable[[], Outcome]]]
+# Faults that only the boundary sizes and special values reach: (op, kind) -> (the cases that
+# must catch it, the op's other cases, which never reach it: they pass under the fault),
+# each case maker called with the dtype.
+REACH_FAULTS: dict[tuple[str, str], tuple[tuple[CaseMaker, ...], tuple[CaseMaker, ...]]] = {
+    ("aten.mul.Tensor", "ftz"): (
+        (lambda _op, dt: special_case("mul", dt),),
+        (lambda _op, dt: ops_named_case("mul", dt), lambda _op, dt: opinfo_named_case("mul", dt)),
+    ),
+    ("sum", "long"): (
+        (lambda _op, dt: boundary_case("sum", dt),),
+        (lambda _op, dt: ops_named_case("sum", dt), lambda _op, dt: opinfo_named_case("sum", dt)),
+    ),
+    ("softmax", "neginf_rows"): (
+        (lambda _op, dt: special_case("softmax", dt),),
+        (
+            lambda _op, dt: ops_named_case("softmax", dt),
+            lambda _op, dt: boundary_case("softmax", dt),
+            lambda _op, dt: opinfo_named_case("softmax", dt),
+        ),
+    ),
+}
+
+
+def reach_matrix(dtypes: list[str]) -> list[list[str]]:
+    """Rows of the reach faults: caught by the cases that reach them, the op's other cases
+    green under the fault (they never reach it), every case green without it (the control)."""
+    rows = []
+    for (op, kind), (reaching, blind) in REACH_FAULTS.items():
+        for dtype in dtypes:
+            cases = [make(op, dtype) for make in (*reaching, *blind)]
+            must_catch = {cid for cid, _ in cases[: len(reaching)]}
+            controls = {cid: run() for cid, run in cases}
+            bad = [f"{cid}: {o}" for cid, o in controls.items() if o.startswith("failed")]
+            control = "clean" if not bad else "FAILED " + "; ".join(bad)
+            with injected(Fault(op, (dtype,), kind)) as mode:
+                outcomes = {cid: run() for cid, run in cases}
+            caught = [c for c, o in outcomes.items() if o.startswith("failed")]
+            if mode is None or mode.hits == 0:
+                text = "NOT INJECTED (the op never ran)"
+            elif not must_catch <= set(caught):
+                text = "MISSED by " + ", ".join(sorted(must_catch - set(caught)))
+            else:
+                text = ", ".join(c.removeprefix("conformance/") for c in caught)
+                passed = [c for c, o in outcomes.items() if o == "passed"]
+                if passed:
+                    names = ", ".join(c.removeprefix("conformance/") for c in passed)
+                    text += f" (not reached by {names})"
+            rows.append([op.removeprefix("aten."), dtype, kind, text, control])
+    return rows
 
 
 def eager_matrix(ops: list[str], dtypes: list[str], kinds: list[str]) -> list[list[str]]:
@@ -220,6 +317,9 @@ def main() -> int:
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--no-compiled", action="store_true")
+    parser.add_argument(
+        "--no-reach", action="store_true", help="leave out the boundary and special-value faults"
+    )
     args = parser.parse_args()
     ops, dtypes, kinds = (v.split(",") for v in (args.ops, args.dtypes, args.kinds))
     unknown = [o for o in ops if o not in CASES] + [d for d in dtypes if d not in DTYPES]
@@ -229,6 +329,8 @@ def main() -> int:
         return 2
     started = time.monotonic()
     rows = eager_matrix(ops, dtypes, kinds)
+    if not args.no_reach:
+        rows += reach_matrix(dtypes)
     if not args.no_compiled:
         rows += compiled_matrix()
     _print(rows)

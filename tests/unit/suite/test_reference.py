@@ -104,3 +104,25 @@ def test_scale_and_element_faults_touch_only_their_dtype() -> None:
 def test_a_fault_spec_with_an_unknown_kind_is_an_error() -> None:
     with pytest.raises(ValueError, match="fault kind"):
         faults.parse("mm:float32:sometimes")
+
+
+def test_reach_faults_touch_only_what_the_new_cases_reach() -> None:
+    """ftz flushes subnormals (keeping their sign), long drops a sum's elements past 2 ** 16,
+    neginf_rows turns a softmax's rows of -inf into 0; ordinary inputs pass untouched."""
+    sub = torch.finfo(torch.float32).tiny / 4
+    x = torch.tensor([sub, -sub, 1.5, 0.0])
+    with faults.injected(faults.parse("aten.mul.Tensor:float32:ftz")) as mode:
+        flushed = x * 1.0
+        normal = torch.full((3,), 0.5) * 3.0
+    assert mode is not None and mode.hits == 2
+    assert flushed.tolist() == [0.0, 0.0, 1.5, 0.0] and flushed.signbit().tolist()[1]
+    assert normal.tolist() == [1.5] * 3
+    ones = torch.ones(2, faults.LONG + 5)
+    with faults.injected(faults.parse("sum:float32:long")):
+        assert ones.sum(-1).tolist() == [float(faults.LONG)] * 2
+        assert ones[:, :1000].sum(-1).tolist() == [1000.0] * 2
+    rows = torch.tensor([[-torch.inf] * 3, [0.0, -torch.inf, 0.0]])
+    with faults.injected(faults.parse("softmax:float32:neginf_rows")):
+        p = torch.softmax(rows, -1)
+    assert p[0].tolist() == [0.0] * 3
+    assert p[1].tolist() == [0.5, 0.0, 0.5]
