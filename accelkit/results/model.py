@@ -168,6 +168,34 @@ class Shard(_Model):
     selections: dict[str, ShardSelection] = Field(default_factory=dict)
 
 
+class CompileCache(_Model):
+    """Inductor's caches kept between runs (`ACCELKIT_COMPILE_CACHE`,
+    `accelkit.suite.compile_cache`): the torch build they are keyed by and torch's cache
+    counters summed over the run's processes (FX graph cache hits, misses and bypasses;
+    AOTAutograd cache hits and misses)."""
+
+    key: str
+    hits: int = 0
+    misses: int = 0
+    bypasses: int = 0
+    autograd_hits: int = 0
+    autograd_misses: int = 0
+
+    @property
+    def hit_rate(self) -> float | None:
+        """FX graph cache hits over hits and misses; None when nothing was looked up."""
+        lookups = self.hits + self.misses
+        return self.hits / lookups if lookups else None
+
+    def describe(self) -> str:
+        """One line for summaries: "92% hit rate (120 hits, 10 misses)"."""
+        rate = self.hit_rate
+        text = f"{rate:.0%} hit rate" if rate is not None else "nothing looked up"
+        text += f" ({self.hits} hits, {self.misses} misses"
+        text += f", {self.bypasses} bypassed)" if self.bypasses else ")"
+        return text
+
+
 class RunInfo(_Model):
     started: str
     # None while the run is in progress, or when it was killed before it finished.
@@ -208,6 +236,9 @@ class RunInfo(_Model):
     # The folder where the cases' outputs were recorded (`accelkit test --record-outputs`),
     # for differential runs (`accelkit diff`); None when they were not.
     outputs: str | None = None
+    # Inductor's caches carried over from earlier runs (ACCELKIT_COMPILE_CACHE) and how
+    # often they hit; None when the run kept none (or a file written before).
+    compile_cache: CompileCache | None = None
 
 
 class Summary(_Model):

@@ -62,6 +62,8 @@ class LegVerdict:
     """`case · metric` of every regressed metric."""
     newly_skipped: tuple[str, ...] = ()
     comparison: Comparison | None = field(default=None, compare=False)
+    compile_cache: str = ""
+    """Inductor's cache hit rate over the leg's run (`run.compile_cache`), or empty."""
 
     @property
     def state(self) -> str:
@@ -94,6 +96,7 @@ class LegVerdict:
             "regressed": list(self.regressed),
             "newly_skipped": list(self.newly_skipped),
             "metric_verdicts": metric_verdicts,
+            "compile_cache": self.compile_cache,
         }
 
 
@@ -144,6 +147,8 @@ def judge_leg(
     if not results_path.is_file():
         return LegVerdict(name, True, ("produced no results",), (), None, None)
     results = load_results(results_path)
+    cache = results.run.compile_cache
+    cache_line = cache.describe() if cache is not None else ""
     reasons: list[str] = []
     notes: list[str] = []
     failing = tuple(c.id for c in results.cases if c.status in BAD_STATUSES)
@@ -166,6 +171,7 @@ def judge_leg(
             notes=tuple(notes),
             results=str(results_path),
             failing=failing,
+            compile_cache=cache_line,
         )
     baseline = load_results(baseline_path)
     comparison = compare(baseline, results, threshold=threshold)
@@ -217,6 +223,7 @@ def judge_leg(
         regressed=regressed,
         newly_skipped=newly_skipped,
         comparison=comparison,
+        compile_cache=cache_line,
     )
 
 
@@ -290,23 +297,24 @@ def render_markdown(verdict: NightlyVerdict, *, max_bytes: int = markdown.DEFAUL
             + ", ".join(f"`{markdown.cell(leg.name, 80)}` ({leg.state})" for leg in named)
         )
         lines.append("")
+    # Inductor's cache hit rate, where a leg kept its caches from the night before.
+    caches = any(leg.compile_cache for leg in verdict.legs)
     rows = []
     for leg in verdict.legs:
         age = f"{leg.baseline_age_hours / 24:.1f} d" if leg.baseline_age_hours is not None else "—"
-        rows.append(
-            [
-                markdown.cell(leg.name, 80),
-                _STATE_MARK[leg.state],
-                age,
-                str(len(leg.failing)),
-                str(len(leg.regressed)),
-                str(len(leg.newly_skipped)),
-                markdown.cell("; ".join((*leg.reasons, *leg.notes)), 300),
-            ]
-        )
-    lines += markdown.table(
-        ["leg", "verdict", "baseline age", "failing", "regressed", "newly skipped", "why"], rows
-    )
+        row = [
+            markdown.cell(leg.name, 80),
+            _STATE_MARK[leg.state],
+            age,
+            str(len(leg.failing)),
+            str(len(leg.regressed)),
+            str(len(leg.newly_skipped)),
+        ]
+        if caches:
+            row.append(markdown.cell(leg.compile_cache or "—", 80))
+        rows.append([*row, markdown.cell("; ".join((*leg.reasons, *leg.notes)), 300)])
+    header = ["leg", "verdict", "baseline age", "failing", "regressed", "newly skipped"]
+    lines += markdown.table([*header, *(["Inductor cache"] if caches else []), "why"], rows)
     lines.append("")
     for leg in verdict.legs:
         if leg.comparison is None or not (leg.red or leg.comparison.metrics_with("improved")):

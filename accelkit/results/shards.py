@@ -15,7 +15,8 @@ run and joins them; it refuses (BadInput, one line) anything it cannot vouch for
 
 The merged file has shard 1's header with `run.shard` cleared and `run.shards` = N, the
 earliest start, the latest finish (None when a shard did not finish), every shard's cases in
-shard order, and the summary recounted. Each case ran in exactly one shard, so its metrics
+shard order, the summary recounted and the shards' Inductor cache counters summed
+(`run.compile_cache`). Each case ran in exactly one shard, so its metrics
 and their sample groups (measurement passes) are kept as they are.
 """
 
@@ -25,7 +26,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from accelkit.errors import BadInput
-from accelkit.results.model import Case, Results, Summary
+from accelkit.results.model import Case, CompileCache, Results, Summary
+
+COMPILE_CACHE_COUNTERS = ("hits", "misses", "bypasses", "autograd_hits", "autograd_misses")
 
 #: The fingerprint's torch fields that identify a build.
 TORCH_BUILD_KEYS: tuple[str, ...] = ("version", "git_version", "cuda", "hip", "xpu", "debug")
@@ -152,11 +155,27 @@ def _joined(ordered: list[tuple[str, Results]], count: int) -> Results:
     finishes = [r.run.finished for _, r in ordered]
     finished = None if any(f is None for f in finishes) else max(f for f in finishes if f)
     run = first_results.run.model_copy(
-        update={"shard": None, "shards": count, "started": started, "finished": finished}
+        update={
+            "shard": None,
+            "shards": count,
+            "started": started,
+            "finished": finished,
+            "compile_cache": _compile_cache([r for _, r in ordered]),
+        }
     )
     return first_results.model_copy(
         update={"run": run, "cases": cases, "summary": Summary.of(cases)}
     )
+
+
+def _compile_cache(shards: list[Results]) -> CompileCache | None:
+    """The shards' Inductor cache counters summed (each shard's own processes counted
+    theirs); None when no shard kept the caches."""
+    kept = [r.run.compile_cache for r in shards if r.run.compile_cache is not None]
+    if not kept:
+        return None
+    totals = {f: sum(getattr(c, f) for c in kept) for f in COMPILE_CACHE_COUNTERS}
+    return CompileCache(key=kept[0].key, **totals)
 
 
 def _same_collection_error(first: Case, other: Case) -> bool:

@@ -7,7 +7,8 @@ backend's device options (accelkit.backends), the host's device-selection variab
 variables the backend's suite needs (`Backend.suite_environment`; a value set on the host wins).
 Each requested output file (--json, --junit, --log) is written by the run inside to a bind
 mount of its host folder (--record-outputs: of the folder itself), so it grows on the host
-as cases finish; --cases, --expectations and --durations-from are mounted read-only. Cases
+as cases finish; --cases, --expectations and --durations-from are mounted read-only; the
+host's ACCELKIT_COMPILE_CACHE folder is mounted read-write (Inductor's caches). Cases
 are reported to `on_event` as they land in the results file. The inner exit code is the
 outcome: 2 and 3 become BadInput and Unavailable with the inner error line, anything but 0/1
 a failure. The container is removed afterwards, also on Ctrl-C (accelkit.containers.run).
@@ -25,7 +26,7 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import outcome
+from accelkit.suite import compile_cache, outcome
 from accelkit.suite.environment import container_env
 from accelkit.suite.outcome import RunOutcome
 from accelkit.suite.request import RunRequest, validate
@@ -33,6 +34,8 @@ from accelkit.suite.request import RunRequest, validate
 #: Folders inside the container.
 OUT_ROOT = "/accelkit-out"
 IN_ROOT = "/accelkit-in"
+#: The host's ACCELKIT_COMPILE_CACHE, mounted read-write (accelkit.suite.compile_cache).
+CACHE_ROOT = "/accelkit-compile-cache"
 #: How often the results file is read for new cases, in seconds.
 POLL_S = 0.5
 
@@ -96,6 +99,12 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         if request.cases_dir is not None:
             mounts.append(Mount(source=request.cases_dir.resolve(), target=f"{IN_ROOT}/cases"))
             inner = replace(inner, cases_dir=Path(f"{IN_ROOT}/cases"))
+        cache_env: dict[str, str] = {}
+        cache = os.environ.get(compile_cache.ENV, "").strip()
+        if cache:  # Inductor's caches, kept on the host; keyed inside by the image's torch
+            Path(cache).mkdir(parents=True, exist_ok=True)
+            mounts.append(Mount(source=Path(cache).resolve(), target=CACHE_ROOT, read_only=False))
+            cache_env[compile_cache.ENV] = CACHE_ROOT
         argv = ["python", "-m", "accelkit", "test", *inner.to_argv()]
 
         # Compiling for a target needs no device: such a run works on any host.
@@ -107,7 +116,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             mounts=(*device.mounts, *mounts),
             # Files land on the host owned by the user who ran accelkit, not by root.
             user=f"{os.getuid()}:{os.getgid()}",
-            env=container_env(request.device, device.env, os.environ),
+            env={**container_env(request.device, device.env, os.environ), **cache_env},
             working_dir="/tmp",
         )
         json_path.unlink(missing_ok=True)  # a previous run's cases are not this run's

@@ -408,7 +408,9 @@ def _more_passes(
         write_results(results, results_path)
         part_path = results_path.with_name(f".{results_path.name}.pass{number}")
         try:
-            ResultsWriter(part_path, header_only).write()
+            # The pass adds its Inductor cache counters to the run's so far.
+            header = _with_run(header_only, compile_cache=results.run.compile_cache)
+            ResultsWriter(part_path, header).write()
             exit_status = _run_pytest(
                 request,
                 part_path,
@@ -427,7 +429,11 @@ def _more_passes(
         finally:
             part_path.unlink(missing_ok=True)
         labels = (f"passes 1-{number - 1}", f"pass {number}")
-        results = _with_run(pool([results, part], labels), finished=part.run.finished)
+        results = _with_run(
+            pool([results, part], labels),
+            finished=part.run.finished,
+            compile_cache=part.run.compile_cache,
+        )
         results.run.passes = number
         pytest_exit = max(pytest_exit, exit_status)
         if exit_status not in (0, 1):
