@@ -128,6 +128,38 @@ def test_the_same_run_without_a_fault_passes(tmp_path: Path) -> None:
     assert all(status == "passed" for status, _ in cases.values()), cases
 
 
+# Faults that only the boundary sizes and the special values reach (issue 44), each on its
+# own op in float32, in one run: {case id: must fail}. The op's other cases and the same case
+# in another dtype are the controls inside the run; a second run without the faults is the
+# control of the rest (benchmarks/bench_detection.py's reach rows run every dtype).
+REACH_FAULTS = "aten.mul.Tensor:float32:ftz,sum:float32:long,softmax:float32:neginf_rows"
+REACH_CASES = {
+    "special_values/mul/float32": True,  # subnormals flushed
+    "ops/mul/float32": False,
+    "special_values/mul/bfloat16": False,
+    "ops/boundary/sum/float32": True,  # 66001 elements, the sum stops at 2 ** 16
+    "ops/sum/float32": False,
+    "ops/boundary/sum/float16": False,
+    "special_values/softmax/float32": True,  # a row of -inf gives 0, not nan
+    "ops/softmax/float32": False,
+    "ops/boundary/softmax/float32": False,
+    "special_values/softmax/float16": False,
+}
+
+
+def test_faults_only_boundary_sizes_and_special_values_reach_are_caught(tmp_path: Path) -> None:
+    params = sorted({"/".join(case.split("/")[-2:]) for case in REACH_CASES})
+    keyword = "(test_ops or special_values) and (" + " or ".join(f"[{p}]" for p in params) + ")"
+    code, cases, _ = _run(tmp_path, "reach", keyword, ACCELKIT_FAULTS=REACH_FAULTS)
+    assert code == 1, cases
+    for param, caught in REACH_CASES.items():
+        status, message = cases[f"conformance/{param}"]
+        assert status == ("failed" if caught else "passed"), (param, message)
+    code, cases, _ = _run(tmp_path, "reach-clean", keyword)
+    assert code == 0, cases
+    assert all(status == "passed" for status, _ in cases.values()), cases
+
+
 def test_a_perturbed_operator_fails_its_gradient_case(tmp_path: Path) -> None:
     # A perturbed aten.mul in float32: the backward of most ops multiplies, so the float32
     # gradient of a product fails, while its float64 gradient is untouched.
@@ -137,6 +169,45 @@ def test_a_perturbed_operator_fails_its_gradient_case(tmp_path: Path) -> None:
     assert cases["conformance/opinfo/mul/float32"][0] == "failed", cases
     assert cases["conformance/opinfo/mul/float32/grad"][0] == "failed", cases
     assert cases["conformance/opinfo/mul/float64"][0] == "passed", cases
+
+
+# Wrong kernels on one path only (issue 44; tests/fixtures/faults/faults.py PATH_KINDS): a
+# reduction and a GEMM wrong only for non-contiguous inputs, an elementwise op wrong only
+# for an expanded one, and a norm's, a GEMM's and an activation's 16-bit backward 3% off.
+# {case param: must fail}: each op's contiguous forward case never takes the path.
+PATH_FAULTS = (
+    "sum:float32:noncontiguous,mm:float32:noncontiguous,mul:float32:expanded,"
+    "layer_norm_backward:float16:backward:3e-2,mm:float16:backward:3e-2,"
+    "silu_backward:bfloat16:backward:3e-2"
+)
+PATH_CASES = {
+    "sum/float32/noncontiguous": True,
+    "sum/float32": False,
+    "mm/float32/noncontiguous": True,
+    "mm/float32": False,
+    "mul/float32/noncontiguous": True,
+    "mul/float32": False,
+    "nn.functional.layer_norm/float16/grad": True,
+    "nn.functional.layer_norm/float16": False,
+    "mm/float16/grad": True,
+    "mm/float16": False,
+    "nn.functional.silu/bfloat16/grad": True,
+    "nn.functional.silu/bfloat16": False,
+}
+
+
+def test_faults_on_strided_and_16_bit_backward_paths_are_caught(tmp_path: Path) -> None:
+    """Each path fault fails the default run's case that takes the path, and only that;
+    without the faults every one of these cases passes (the control)."""
+    keyword = _opinfo_keyword(*PATH_CASES)
+    code, cases, _ = _run(tmp_path, "paths", keyword, ACCELKIT_FAULTS=PATH_FAULTS)
+    assert code == 1, cases
+    for param, caught in PATH_CASES.items():
+        status, message = cases[f"conformance/opinfo/{param}"]
+        assert status == ("failed" if caught else "passed"), (param, message)
+    code, cases, _ = _run(tmp_path, "paths-clean", keyword)
+    assert code == 0, cases
+    assert all(status == "passed" for status, _ in cases.values()), cases
 
 
 # Each wrong decomposition and the cases that must catch it: {decomposition: (-k selection,
