@@ -28,9 +28,9 @@ from accelkit.matrix import (
     load_legs,
     plan_rehearsal,
 )
-from accelkit.results.io import load_results
+from accelkit.results.io import load_results, write_results
 from accelkit.suite.request import RunRequest, validate
-from tests.factories import case, results, shard
+from tests.factories import LAST_NIGHT, case, night_run, results, shard
 from tests.helpers import REPO
 from tests.matrices import line_of, write_matrix
 
@@ -268,12 +268,22 @@ def test_every_job_of_a_two_node_leg_is_accepted_by_accelkit_test(tmp_path: Path
         assert (request.nnodes, request.node_rank) == (item["nodes"], item["node_rank"])
 
 
-def test_the_nightly_shards_one_cpu_leg() -> None:
+def test_the_nightly_runs_the_full_breadth_in_shards_and_pull_requests_stay_quick() -> None:
     legs = load_legs(str(REPO / "matrices" / "nightly.yaml"))
-    sharded = [leg for leg in legs if leg.shards > 1]
-    assert [(leg.name, leg.shards) for leg in sharded] == [("cpu-py3.12", 3)]
-    assert len(leg_jobs(sharded[0])) == 3
+    full = [leg for leg in legs if "--breadth=full" in leg.test_args]
+    # Every device leg, and the CPU's default Python; the other Pythons' CPU legs (their
+    # interpreter and wheel, the same kernels) stay quick in one job.
+    assert {leg.name for leg in legs} - {leg.name for leg in full} == {
+        "cpu-py3.10",
+        "cpu-py3.11",
+        "cpu-py3.13",
+    }
+    assert all(leg.shards > 1 for leg in full)
+    cpu = next(leg for leg in full if leg.name == "cpu-py3.12")
+    assert cpu.shards == 4 and len(leg_jobs(cpu)) == 4
     assert all(leg.nodes == 1 for leg in legs)  # no two-node runners in the fleet yet
+    for leg in load_legs(str(REPO / "matrices" / "pr.yaml")):
+        assert "--breadth=full" not in leg.test_args and leg.shards == 1
 
 
 # --- the nightly's leg job: each job's test command ------------------------------------------
@@ -317,11 +327,17 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
     work = tmp_path / "checkout"
     work.mkdir()
     (work / ".github").symlink_to(REPO / ".github")
+    # Last night's results of the sharded leg, as the job's "Last night's case durations"
+    # step downloads them (a node job, no shard, never reads them).
+    (work / "durations" / "cpu-py3.11").mkdir(parents=True)
+    write_results(night_run(LAST_NIGHT), work / "durations" / "cpu-py3.11" / "results.json")
     seen = {}
     for job in ("cpu-py3.11-shard-2-of-3", "cpu-py3.11-2nodes-node-0", "cpu-py3.11-2nodes-node-1"):
         item = items[job]
         (work / "leg-results" / item["leg_dir"]).mkdir(parents=True, exist_ok=True)
         env = {
+            "LEG_NAME": item["name"],
+            "SHARD": item["shard"],
             **os.environ,
             "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}",
             "PYTHONPATH": str(REPO),
@@ -348,6 +364,7 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
     assert seen["cpu-py3.11-shard-2-of-3"] == [
         *("test", "--device", "cpu", "--suite", "conformance"),
         *("--image", "accelkit-test-cpu:abc", "--shard=2/3"),
+        *("--durations-from", "durations/cpu-py3.11/results.json"),
         *("--json", "leg-results/cpu-py3.11/shard-2-of-3/results.json"),
         *("--junit", "leg-results/cpu-py3.11/shard-2-of-3/junit.xml"),
     ]
