@@ -6,6 +6,10 @@ relative 1e-3 for float32, 1e-2 for the 16-bit types; one element off; the last 
 of the reduction dropped) is injected into the CPU's kernels, and the cases that cover the
 op run against it in this process, exactly as the suite runs them (their seeds, the quick
 breadth's samples): `conformance/ops/<op>/<dtype>` and `conformance/opinfo/<op>/<dtype>`.
+Then the path faults (issue 44): wrong kernels that only a non-contiguous or expanded input,
+or only a 16-bit backward, reaches (a reduction, a GEMM operand, an elementwise op with an
+expanded input; a norm's, a GEMM's and an activation's backward), against the op's contiguous
+case (which never takes that path), its `noncontiguous` twin and its 16-bit gradient case.
 Then the reach faults (issue 44): wrong kernels that only the boundary sizes and the special
 values reach (subnormals flushed to zero in mul, a sum that stops at 2 ** 16 elements, a
 softmax whose rows of -inf give 0), against the cases that must catch them
@@ -20,7 +24,7 @@ Prints the table fault x dtype x kind -> the cases that caught it; exits 1 when 
 missed or a control fails.
 
 Usage: python benchmarks/bench_detection.py [--ops mm,sum] [--dtypes float32]
-       [--kinds scale,tail] [--no-reach] [--no-compiled]
+       [--kinds scale,tail] [--no-reach] [--no-paths] [--no-compiled]
 """
 
 from __future__ import annotations
@@ -115,6 +119,68 @@ def opinfo_named_case(name: str, dtype: str) -> tuple[str, Callable[[], Outcome]
         return _outcome(lambda: opinfo.run_case(info, case, "cpu", limit))
 
     return f"conformance/opinfo/{case.param_id}", run
+
+
+# (fault op, dtype, kind) -> the op_db cases (param ids) that cover the path.
+PATH_FAULTS: dict[tuple[str, str, str], tuple[str, ...]] = {
+    ("sum", "float32", "noncontiguous"): ("sum/float32", "sum/float32/noncontiguous"),
+    ("mm", "float32", "noncontiguous"): ("mm/float32", "mm/float32/noncontiguous"),
+    ("mul", "float32", "expanded"): ("mul/float32", "mul/float32/noncontiguous"),
+    ("layer_norm_backward", "float16", "backward"): (
+        "nn.functional.layer_norm/float16",
+        "nn.functional.layer_norm/float16/grad",
+    ),
+    ("mm", "float16", "backward"): ("mm/float16", "mm/float16/grad"),
+    ("silu_backward", "bfloat16", "backward"): (
+        "nn.functional.silu/bfloat16",
+        "nn.functional.silu/bfloat16/grad",
+    ),
+}
+# "A few percent off": 3% in a 16-bit backward (4-8 units of bfloat16's rounding, 30 of
+# float16's); the layout faults take the matrix's default (1e-3 in float32).
+PATH_REL = {"backward": 3e-2}
+
+
+def opinfo_param_case(param_id: str) -> tuple[str, Callable[[], Outcome]]:
+    """The op_db case of `param_id` ("mm/float16/grad", "sum/float32/noncontiguous"), run as
+    the suite runs it at quick breadth."""
+    parts = param_id.split("/")
+    case = opinfo.OpinfoCase(
+        parts[0], parts[1], grad="grad" in parts[2:], noncontiguous="noncontiguous" in parts[2:]
+    )
+
+    def run() -> Outcome:
+        info = opinfo.op_db_by_name()[case.op]
+        reason = opinfo.skip_reason(info, case, "cpu", "quick")
+        if reason is not None:
+            return f"skipped: {reason}"
+        _seed(OPINFO_NODEID.format(case.param_id))
+        limit = opinfo.sample_limit(case, "quick")
+        elements = opinfo.max_elements(case, "quick")
+        return _outcome(lambda: opinfo.run_case(info, case, "cpu", limit, None, elements))
+
+    return f"conformance/opinfo/{case.param_id}", run
+
+
+def path_matrix() -> list[list[str]]:
+    """Rows of the path faults: each caught by the case that takes the path, controls clean."""
+    rows = []
+    for (op, dtype, kind), params in PATH_FAULTS.items():
+        cases = [opinfo_param_case(param) for param in params]
+        controls = {cid: run() for cid, run in cases}
+        bad = [f"{cid}: {o}" for cid, o in controls.items() if not o.startswith("passed")]
+        control = "clean" if not bad else "FAILED " + "; ".join(bad)
+        with injected(Fault(op, (dtype,), kind, PATH_REL.get(kind))) as mode:
+            outcomes = {cid: run() for cid, run in cases}
+        caught = [
+            c.removeprefix("conformance/") for c, o in outcomes.items() if o.startswith("failed")
+        ]
+        if mode is None or mode.hits == 0:
+            text = "NOT INJECTED (the path never ran)"
+        else:
+            text = ", ".join(caught) if caught else "MISSED"
+        rows.append([op, dtype, kind, text, control])
+    return rows
 
 
 def case_function(test: Callable[..., None], nodeid: str, *params: str) -> Callable[[], Outcome]:
@@ -320,6 +386,7 @@ def main() -> int:
     parser.add_argument(
         "--no-reach", action="store_true", help="leave out the boundary and special-value faults"
     )
+    parser.add_argument("--no-paths", action="store_true", help="leave out the path faults")
     args = parser.parse_args()
     ops, dtypes, kinds = (v.split(",") for v in (args.ops, args.dtypes, args.kinds))
     unknown = [o for o in ops if o not in CASES] + [d for d in dtypes if d not in DTYPES]
@@ -329,6 +396,8 @@ def main() -> int:
         return 2
     started = time.monotonic()
     rows = eager_matrix(ops, dtypes, kinds)
+    if not args.no_paths:
+        rows += path_matrix()
     if not args.no_reach:
         rows += reach_matrix(dtypes)
     if not args.no_compiled:

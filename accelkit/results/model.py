@@ -74,7 +74,9 @@ class Repro(_Model):
     suite seeds torch with it when the case starts). device: the torch device type it ran
     on. file, function, params: the case's module (relative to the cases folder), its
     function and its JSON-able parameters. dtype, sample, grad: an OpInfo case's dtype, the
-    index of the sample that failed and whether it was the gradient.
+    index of the sample that failed and whether it was the gradient; layout: for a
+    `noncontiguous` OpInfo case, the layout the sample failed in ("strided", "transposed",
+    "channels_last", "expanded").
     """
 
     kind: str
@@ -87,6 +89,7 @@ class Repro(_Model):
     sample: int | None = None
     grad: bool | None = None
     op: str | None = None
+    layout: str | None = None
     check: FailedCheck | None = None
 
 

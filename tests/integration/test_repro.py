@@ -111,6 +111,8 @@ def test_reproducers_fail_like_the_case_on_the_buggy_build_and_pass_on_a_clean_o
     failing = {
         "conformance/opinfo/mul/float32": "opinfo",
         "conformance/opinfo/mul/float32/grad": "opinfo",
+        # a sample in another layout (accelkit.suite.opinfo.layouts): the record names it
+        "conformance/opinfo/mul/float32/noncontiguous": "opinfo",
         "conformance/ops/mul/float32": "function",
     }
     # One run per case module (--case collects only that module): the OpInfo cases of mul
@@ -129,6 +131,8 @@ def test_reproducers_fail_like_the_case_on_the_buggy_build_and_pass_on_a_clean_o
         assert record is not None and record.kind == kind, (case_id, record)
         assert record.check is not None and record.check.index is not None, record
     assert cases["conformance/opinfo/mul/float32"].repro.sample is not None  # type: ignore[union-attr]
+    layout = cases["conformance/opinfo/mul/float32/noncontiguous"].repro.layout  # type: ignore[union-attr]
+    assert layout == "strided", layout  # the first layout tried, wrong as every other
 
     # Through the CLI once (writes and runs it: it fails as the case did, exit 1).
     def where(case_id: str) -> list[str]:

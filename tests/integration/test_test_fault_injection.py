@@ -171,6 +171,45 @@ def test_a_perturbed_operator_fails_its_gradient_case(tmp_path: Path) -> None:
     assert cases["conformance/opinfo/mul/float64"][0] == "passed", cases
 
 
+# Wrong kernels on one path only (issue 44; tests/fixtures/faults/faults.py PATH_KINDS): a
+# reduction and a GEMM wrong only for non-contiguous inputs, an elementwise op wrong only
+# for an expanded one, and a norm's, a GEMM's and an activation's 16-bit backward 3% off.
+# {case param: must fail}: each op's contiguous forward case never takes the path.
+PATH_FAULTS = (
+    "sum:float32:noncontiguous,mm:float32:noncontiguous,mul:float32:expanded,"
+    "layer_norm_backward:float16:backward:3e-2,mm:float16:backward:3e-2,"
+    "silu_backward:bfloat16:backward:3e-2"
+)
+PATH_CASES = {
+    "sum/float32/noncontiguous": True,
+    "sum/float32": False,
+    "mm/float32/noncontiguous": True,
+    "mm/float32": False,
+    "mul/float32/noncontiguous": True,
+    "mul/float32": False,
+    "nn.functional.layer_norm/float16/grad": True,
+    "nn.functional.layer_norm/float16": False,
+    "mm/float16/grad": True,
+    "mm/float16": False,
+    "nn.functional.silu/bfloat16/grad": True,
+    "nn.functional.silu/bfloat16": False,
+}
+
+
+def test_faults_on_strided_and_16_bit_backward_paths_are_caught(tmp_path: Path) -> None:
+    """Each path fault fails the default run's case that takes the path, and only that;
+    without the faults every one of these cases passes (the control)."""
+    keyword = _opinfo_keyword(*PATH_CASES)
+    code, cases, _ = _run(tmp_path, "paths", keyword, ACCELKIT_FAULTS=PATH_FAULTS)
+    assert code == 1, cases
+    for param, caught in PATH_CASES.items():
+        status, message = cases[f"conformance/opinfo/{param}"]
+        assert status == ("failed" if caught else "passed"), (param, message)
+    code, cases, _ = _run(tmp_path, "paths-clean", keyword)
+    assert code == 0, cases
+    assert all(status == "passed" for status, _ in cases.values()), cases
+
+
 # Each wrong decomposition and the cases that must catch it: {decomposition: (-k selection,
 # compiled case that fails, eager case of the same graphs that passes)}. The cases' graphs
 # share none of these ops, so one run with all three faults still says which fault each case

@@ -108,17 +108,25 @@ def run_layouts(
 ) -> int:
     """Every sample in every layout that changes it (`layouts.variants`), forward or
     gradient, each against the reference of its own values; returns the variants compared.
-    Samples of more than `max_elements` elements (None: no limit) are left out."""
+    `limit`: the first `limit` samples that some layout changes (an op's first samples are
+    often scalars, which no layout changes: sum's first three). Samples of more than
+    `max_elements` elements (None: no limit) are left out."""
     count = 0
-    for index, sample in seeded_samples(op, device, dtype, limit, seed, requires_grad=grad):
+    changed = 0
+    for index, sample in seeded_samples(op, device, dtype, None, seed, requires_grad=grad):
+        if limit is not None and changed >= limit:
+            break
         if max_elements is not None and elements(sample) > max_elements:
             continue
+        made_any = False
         for layout, made in variants(op, sample):
+            made_any = True
             try:
                 count += check_layout_sample(op, op_name, device, dtype, index, made, layout, grad)
             except AssertionError as error:
                 add_failure_info(error, sample=index, layout=layout)
                 raise
+        changed += made_any
     return count
 
 

@@ -280,21 +280,6 @@ KNOWN_SKIPS = skips_by_key(
             ("bfloat16", "153 on 238 at seed 25 (kappa 4239)"),
         )
     ),
-    *(
-        KnownSkip(
-            op=op,
-            dtype=dtype,
-            kind="grad",
-            reason=(
-                f"samples normalise over 1-2 elements: for nearly equal elements sigma is a "
-                f"difference of {dtype} numbers, so 1 / sigma and the gradient, which scales "
-                "with it, carry no digits of the dtype (47.9 absolute, relative error 7.2 "
-                "measured in float16); the forward and float32/float64 gradients are checked"
-            ),
-        )
-        for op in ("native_layer_norm", "nn.functional.layer_norm")
-        for dtype in ("float16", "bfloat16")
-    ),
     KnownSkip(
         op="nn.functional.normalize",
         dtype="float16",
