@@ -150,12 +150,21 @@ REACH_CASES = {
 def test_faults_only_boundary_sizes_and_special_values_reach_are_caught(tmp_path: Path) -> None:
     params = sorted({"/".join(case.split("/")[-2:]) for case in REACH_CASES})
     keyword = "(test_ops or special_values) and (" + " or ".join(f"[{p}]" for p in params) + ")"
-    code, cases, _ = _run(tmp_path, "reach", keyword, ACCELKIT_FAULTS=REACH_FAULTS)
+    expected = {f"conformance/{param}": caught for param, caught in REACH_CASES.items()}
+    _caught_where_expected(tmp_path, "reach", keyword, REACH_FAULTS, expected)
+
+
+def _caught_where_expected(
+    tmp_path: Path, name: str, keyword: str, faults: str, expected: dict[str, bool]
+) -> None:
+    """The run of `keyword` with `faults` fails exactly the cases `expected` marks True, and
+    the same run without them (the control) passes every case."""
+    code, cases, _ = _run(tmp_path, name, keyword, ACCELKIT_FAULTS=faults)
     assert code == 1, cases
-    for param, caught in REACH_CASES.items():
-        status, message = cases[f"conformance/{param}"]
-        assert status == ("failed" if caught else "passed"), (param, message)
-    code, cases, _ = _run(tmp_path, "reach-clean", keyword)
+    for case_id, caught in expected.items():
+        status, message = cases[case_id]
+        assert status == ("failed" if caught else "passed"), (case_id, message)
+    code, cases, _ = _run(tmp_path, f"{name}-clean", keyword)
     assert code == 0, cases
     assert all(status == "passed" for status, _ in cases.values()), cases
 
@@ -199,15 +208,8 @@ PATH_CASES = {
 def test_faults_on_strided_and_16_bit_backward_paths_are_caught(tmp_path: Path) -> None:
     """Each path fault fails the default run's case that takes the path, and only that;
     without the faults every one of these cases passes (the control)."""
-    keyword = _opinfo_keyword(*PATH_CASES)
-    code, cases, _ = _run(tmp_path, "paths", keyword, ACCELKIT_FAULTS=PATH_FAULTS)
-    assert code == 1, cases
-    for param, caught in PATH_CASES.items():
-        status, message = cases[f"conformance/opinfo/{param}"]
-        assert status == ("failed" if caught else "passed"), (param, message)
-    code, cases, _ = _run(tmp_path, "paths-clean", keyword)
-    assert code == 0, cases
-    assert all(status == "passed" for status, _ in cases.values()), cases
+    expected = {f"conformance/opinfo/{param}": caught for param, caught in PATH_CASES.items()}
+    _caught_where_expected(tmp_path, "paths", _opinfo_keyword(*PATH_CASES), PATH_FAULTS, expected)
 
 
 # Each wrong decomposition and the cases that must catch it: {decomposition: (-k selection,
