@@ -13,9 +13,10 @@ What the caches did is counted in every process that compiled (torch's own count
 `torch._dynamo.utils.counters`: `inductor` `fxgraph_cache_hit`, `fxgraph_cache_miss`,
 `fxgraph_cache_bypass`; `aot_autograd` `autograd_cache_hit`, `autograd_cache_miss`),
 sent from each xdist worker with its `workeroutput`, summed by the controller and added to
-the results file's `run.compile_cache` (each pytest session of a run adds its own; `accelkit
-merge` sums the shards'). Nothing here imports torch: the key is read from torch's
-`version.py`, and the counters only where torch is already loaded.
+the results file's `run.compile_cache` by `CacheCounts`, the pytest side (each pytest
+session of a run adds its own; `accelkit merge` sums the shards'). Nothing here imports
+torch: the key is read from torch's `version.py`, and the counters only where torch is
+already loaded.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ import sys
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 ENV = "ACCELKIT_COMPILE_CACHE"
 WORKER_OUTPUT = "accelkit_compile_cache"
@@ -102,17 +105,40 @@ def add(total: MutableMapping[str, int], more: Mapping[str, Any]) -> None:
             total[field] = total.get(field, 0) + value
 
 
-def send(config: Any) -> None:
-    """In an xdist worker: hand this process's counters to the controller."""
-    workeroutput = getattr(config, "workeroutput", None)
-    if isinstance(workeroutput, dict):
-        workeroutput[WORKER_OUTPUT] = json.dumps(counts())
+class CacheCounts:
+    """The pytest plugin (registered by `accelkit.suite.plugin` in every process of the
+    suite): points the caches at their folder when it is made; at the session's end an
+    xdist worker sends its counters with its `workeroutput`, and the controller adds its
+    workers' and its own to the results file's `run.compile_cache` (what the run's earlier
+    sessions recorded there included) before the results recorder finishes the file."""
 
+    def __init__(self, config: pytest.Config) -> None:
+        self._config = config
+        self._folder = configure()
+        self._received: dict[str, int] = {}
 
-def received(node: Any) -> dict[str, int]:
-    """In the controller: what a finished worker sent."""
-    sent = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT)
-    total: dict[str, int] = {}
-    if sent:
-        add(total, json.loads(sent))
-    return total
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        sent = getattr(node, "workeroutput", {}).get(WORKER_OUTPUT)
+        if sent:
+            add(self._received, json.loads(sent))
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        workeroutput = getattr(self._config, "workeroutput", None)
+        if isinstance(workeroutput, dict):  # an xdist worker
+            workeroutput[WORKER_OUTPUT] = json.dumps(counts())
+            return
+        recorder = self._config.pluginmanager.get_plugin("accelkit-recorder")
+        writer = getattr(recorder, "_writer", None)  # accelkit.suite.plugin.ResultsRecorder
+        key = torch_key()
+        if self._folder is None or writer is None or key is None:
+            return
+        from accelkit.results.model import CompileCache
+
+        total = dict(self._received)
+        add(total, counts())
+        before = writer.results().run.compile_cache
+        if before is not None:
+            add(total, before.model_dump())
+        writer.update_run(compile_cache=CompileCache(key=key, **total))

@@ -117,7 +117,8 @@ _MARKERS = (
 def pytest_configure(config: pytest.Config) -> None:
     for marker in _MARKERS:
         config.addinivalue_line("markers", marker)
-    compile_cache.configure()  # before anything compiles
+    # Inductor's caches kept between runs, before anything compiles, and their counters.
+    config.pluginmanager.register(compile_cache.CacheCounts(config), "accelkit-compile-cache")
     _apply_inductor_target()
     is_worker = hasattr(config, "workerinput")
     lockstep.from_pytest(config, is_worker)
@@ -131,11 +132,6 @@ def pytest_configure(config: pytest.Config) -> None:
         timeout_s = float(config.getoption("--accelkit-timeout"))
         recorder = ResultsRecorder(Path(results), events=events, timeout_s=timeout_s)
         config.pluginmanager.register(recorder, "accelkit-recorder")
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    # An xdist worker hands its cache counters to the controller (ResultsRecorder).
-    compile_cache.send(session.config)
 
 
 def _apply_inductor_target() -> None:
@@ -443,7 +439,6 @@ class ResultsRecorder:
         self._partial: dict[str, dict[str, Any]] = {}
         self._total_announced = False
         self._previous_sigterm: Any = None
-        self._cache_counts: dict[str, int] = {}
 
     # events ---------------------------------------------------------------------------
     def _emit(self, event: dict[str, Any]) -> None:
@@ -483,24 +478,6 @@ class ResultsRecorder:
         sent = getattr(node, "workeroutput", {}).get(SHARD_SELECTIONS)
         if sent:
             self._record_selections(json.loads(sent))
-        compile_cache.add(self._cache_counts, compile_cache.received(node))
-
-    def _record_compile_cache(self) -> None:
-        """This session's cache counters (its workers' and its own), added to what the run's
-        earlier sessions recorded in `run.compile_cache`; only when caches are kept."""
-        if not os.environ.get(compile_cache.ENV, "").strip():
-            return
-        key = compile_cache.torch_key()
-        if key is None:
-            return
-        from accelkit.results.model import CompileCache
-
-        counts = dict(self._cache_counts)
-        compile_cache.add(counts, compile_cache.counts())
-        before = self._writer.results().run.compile_cache
-        if before is not None:
-            compile_cache.add(counts, before.model_dump())
-        self._writer.update_run(compile_cache=CompileCache(key=key, **counts))
 
     def _record_selections(self, selections: dict[str, dict[str, Any]]) -> None:
         """What this shard's session chose from, into the results file's `run.shard`."""
@@ -611,7 +588,6 @@ class ResultsRecorder:
         self._emit({"event": "case", "case": case.model_dump(mode="json")})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        self._record_compile_cache()
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
         if interrupted:  # leave `finished` unset: the run did not finish
             self._writer.flush()
