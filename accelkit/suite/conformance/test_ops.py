@@ -14,8 +14,9 @@ TF32's input rounding in its bound; every other float32 case runs with TF32 off
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -171,8 +172,12 @@ OPS = (
 PARAMS = [(op, dt) for op in OPS for dt in DTYPES] + [("matmul", "tfloat32")]
 
 
-def _check(case: OpCase, dtype: torch.dtype, what: str, extra: Any = None) -> None:
-    actual = case.fn(*case.inputs)
+def _check(
+    case: OpCase, dtype: torch.dtype, what: str, extra: Any = None, actual: Any = None
+) -> None:
+    """`actual` (the op's answer; computed here when None) against the reference and bound."""
+    if actual is None:
+        actual = case.fn(*case.inputs)
     assert actual.dtype == dtype, f"{what} returned {actual.dtype} for {dtype} inputs"
     want = reference(case.fn, *case.inputs)
     terms = absolute_terms(case.fn, *case.inputs) if case.count > 1 else None
@@ -391,10 +396,25 @@ def _boundary_case(op: str, variant: str, dt: torch.dtype, dev: str) -> OpCase:
     return OpCase(lambda t: fn(t, dim), (x,), bound=bound)
 
 
-def _check_exact(case: OpCase, what: str) -> None:
-    got, want = case.fn(*case.inputs), reference(case.fn, *case.inputs)
-    outputs.record(what, got, 0.0, 0.0)
-    check_close(got, want, rtol=0.0, atol=0.0, what=f"{what} (exact)")
+@contextlib.contextmanager
+def _one_thread() -> Iterator[None]:
+    """One intra-op CPU thread for a long case's inputs, float64 reference and bound: they are
+    most of its work, and a worker's threads beside the other workers' (one per CPU) wait on
+    each other for longer than the work takes. The answer itself is computed outside, with
+    the backend's own threads and kernel paths."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _check_exact(case: OpCase, what: str, got: torch.Tensor) -> None:
+    with _one_thread():
+        want = reference(case.fn, *case.inputs)
+        outputs.record(what, got, 0.0, 0.0)
+        check_close(got, want, rtol=0.0, atol=0.0, what=f"{what} (exact)")
 
 
 @pytest.mark.parametrize(
@@ -405,9 +425,12 @@ def test_boundary(op: str, dtype_name: str, device: str) -> None:
     blocks and tiles (VARIANTS: inner, outer, tiles), each against its derived bound."""
     dtype = DTYPES[dtype_name]
     for variant in VARIANTS:
-        case = _boundary_case(op, variant, dtype, device)
+        with _one_thread():
+            case = _boundary_case(op, variant, dtype, device)
         what = f"{op} ({variant}: {tuple(case.inputs[0].shape)})"
+        actual = case.fn(*case.inputs)
         if op in EXACT:
-            _check_exact(case, f"{what}, {dtype}")
+            _check_exact(case, f"{what}, {dtype}", actual)
         else:
-            _check(case, dtype, what)
+            with _one_thread():
+                _check(case, dtype, what, actual=actual)
