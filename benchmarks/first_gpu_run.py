@@ -325,6 +325,7 @@ class Options:
     perf_k: str | None
     compile_k: str | None
     rounds: int
+    fidelity_k: str | None = None
 
 
 def accelkit(*args: str) -> list[str]:
@@ -446,8 +447,8 @@ def run_all(options: Options) -> list[Step]:
             "--rounds",
             str(options.rounds),
         ]
-        if options.perf_k:
-            argv += ["-k", options.perf_k]
+        if options.fidelity_k:
+            argv += ["-k", options.fidelity_k]
         fidelity = Step("timing_fidelity", argv=argv)
         execute(fidelity, stdout=out / "timing_fidelity.txt")
         text = (
@@ -538,10 +539,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--conformance-k", help="-k for the conformance run (default: all of the quick run)"
     )
-    parser.add_argument(
-        "--perf-k", help="-k for the perf run (and a substring for timing fidelity)"
-    )
+    parser.add_argument("--perf-k", help="-k for the perf run (default: the whole perf suite)")
     parser.add_argument("--compile-k", help="-k for the compile-only cases")
+    parser.add_argument(
+        "--fidelity-k", help="timing fidelity: only ops whose name contains this (gemm, sdpa)"
+    )
     args = parser.parse_args(argv)
     if args.passes < 1 or args.rounds < 1 or args.budget <= 0:
         parser.error("--passes, --rounds and --budget must be positive")
@@ -564,6 +566,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.perf_k,
         args.compile_k,
         args.rounds,
+        args.fidelity_k,
     )
     steps = run_all(options)
     command = ["python", "benchmarks/first_gpu_run.py", *(sys.argv[1:] if argv is None else argv)]

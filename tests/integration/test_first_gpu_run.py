@@ -9,7 +9,8 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -101,3 +102,69 @@ def test_cpu_path_runs_every_step_that_needs_no_device(tmp_path: Path) -> None:
     assert "| step | status | time | key numbers |" in summary
     assert "| timing_fidelity | skipped |" in summary
     assert "## Perf against the measured ceilings" in summary
+
+
+def _fake_torch(*, hip: str | None, xpu: bool = False) -> Any:
+    """A torch that sees one GPU (no GPU is lent to CI): an H100, an MI300X or an Arc B580."""
+    props = SimpleNamespace(
+        name="AMD Instinct MI300X" if hip else "NVIDIA H100 80GB HBM3",
+        gcnArchName="gfx942:sramecc+:xnack-",
+    )
+    cuda = SimpleNamespace(
+        is_available=lambda: not xpu,
+        get_device_properties=lambda index: props,
+        get_device_capability=lambda index: (9, 0),
+    )
+    xpu_module = SimpleNamespace(is_available=lambda: xpu, get_device_name=lambda i: "Arc B580")
+    return SimpleNamespace(cuda=cuda, version=SimpleNamespace(hip=hip), xpu=xpu_module)
+
+
+@pytest.mark.parametrize(
+    ("hip", "xpu", "backend", "target", "slug"),
+    [
+        (None, False, "cuda", "sm_90", "nvidia-h100-80gb-hbm3"),
+        ("7.1.0", False, "rocm", "gfx942", "amd-instinct-mi300x"),
+        (None, True, "xpu", None, "arc-b580"),
+    ],
+)
+def test_a_gpu_host_runs_every_step_for_its_own_arch(
+    first_run: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    hip: str | None,
+    xpu: bool,
+    backend: str,
+    target: str | None,
+    slug: str,
+) -> None:
+    """The GPU path's plan, with a stand-in torch and the steps recorded instead of run."""
+    monkeypatch.setitem(sys.modules, "torch", _fake_torch(hip=hip, xpu=xpu))
+    device = first_run.detect("auto", "sm_90")
+    assert (device.backend, device.target, device.slug) == (backend, target, slug)
+    ran: list[list[str]] = []
+
+    def record(argv: list[str], timeout: float, log: Path, stdout: Path | None = None) -> Any:
+        ran.append(list(argv))
+        assert timeout <= first_run.STEP_BUDGETS_S[log.stem]
+        return 0, 0.5
+
+    monkeypatch.setattr(first_run, "run_step", record)
+    options = first_run.Options(tmp_path, device, 600.0, 1, None, None, None, 3)
+    steps = {step.name: step for step in first_run.run_all(options)}
+    commands = [argv[3:5] if argv[1:3] == ["-m", "accelkit"] else argv[1:2] for argv in ran]
+    assert commands[0] == ["doctor", "--json"]
+    tests = [argv[argv.index("test") + 1 :] for argv in ran if "test" in argv]
+    if target is not None:
+        assert tests[0][:5] == ["--device", backend, "--target", target, "--compile-only"]
+        assert steps["compile_only"].status == "ran"
+    else:
+        assert steps["compile_only"].status == "skipped"
+        assert "XPU" in steps["compile_only"].reason
+    suites = [t[: t.index("--json")] for t in tests if "--suite" in t]
+    assert suites[0] == ["--device", backend, "--suite", "conformance"]
+    assert suites[1][:5] == ["--device", backend, "--suite", "perf", "--measure-ceilings"]
+    fidelity = [argv for argv in ran if argv[1].endswith("bench_timing_fidelity.py")]
+    if backend == "xpu":
+        assert not fidelity and "do_bench" in steps["timing_fidelity"].reason
+    else:
+        assert fidelity and steps["timing_fidelity"].status == "ran"
