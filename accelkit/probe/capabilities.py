@@ -1,7 +1,8 @@
 """What this torch on this machine can do: one named check per backend and per 2.14 feature.
 
-Each check returns an `Availability` whose reason says precisely why not (and is empty when
-the capability is there). Checks are registered with `@capability_check("name")`;
+Each check returns an `Availability` whose reason says what was checked, with which version
+of what: precisely why not, and for a capability that is there, what showed it (doctor
+prints both). Checks are registered with `@capability_check("name")`;
 `capability(name)` runs one and caches the answer (the suite's skip markers call it for
 every case in every pytest worker), `capabilities()` runs them all in a stable order.
 
@@ -12,6 +13,9 @@ Rules every check follows:
   ../shared/notes/torch-2.14-api.md): several 2.14 features are underscore APIs;
 - check the torch build first where that is cheap, then the device, then expensive imports,
   so a worker asking for one capability on a CPU machine pays little.
+
+Longer than 600 lines because it is one registry of checks with one job:
+every capability the suite and doctor ask for, each a short function beside the others.
 """
 
 from __future__ import annotations
