@@ -36,6 +36,9 @@ capability that disappeared) are listed first among the other changes.
 device name, driver, torch version and git hash, accelkit version:
 `accelkit.results.environment`), so a verdict never silently compares different hardware
 or software; every rendering shows them before any verdict.
+
+Longer than 600 lines because it is the one model of a comparison: the verdicts, their
+reasons and the canary summary that every view (terminal, Markdown, HTML, JSON) renders.
 """
 
 from __future__ import annotations
