@@ -46,7 +46,7 @@ os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="accelkit-detect
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
-from faults import KINDS, OPS, TAIL_OPS, Fault, injected  # noqa: E402
+from faults import KINDS, TAIL_OPS, Fault, injected  # noqa: E402
 
 from accelkit import backends  # noqa: E402
 from accelkit.suite import opinfo  # noqa: E402
@@ -379,7 +379,7 @@ def summary(rows: list[list[str]], missed: list[list[str]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default=",".join(OPS))
+    parser.add_argument("--ops", default=",".join(CASES))
     parser.add_argument("--dtypes", default=",".join(DTYPES))
     parser.add_argument("--kinds", default=",".join(KINDS))
     parser.add_argument("--no-compiled", action="store_true")
