@@ -45,6 +45,10 @@ def test(**params: Any) -> None:
             ab_outcome = ab.run(request, display.on_event)
         _ab_summary(console, ab_outcome, time.monotonic() - started, request)
         raise typer.Exit(int(ab_outcome.exit_code))
+    if request.explore_seeds:
+        from accelkit.cli.explore import explore
+
+        raise typer.Exit(explore(request, console, display))
     # Here or in a test image: two siblings with the same contract.
     execute = container.run if request.image is not None else runner.run
     with display:

@@ -6,7 +6,7 @@ The CLI builds its command from `RUN_OPTIONS`; the container path (`accelkit.sui
 runs `accelkit test` inside an image with `request.to_argv()`; the matrix rehearsal parses a
 leg's `test_args` with `RunRequest.from_argv`, which is the same click parser.
 
-Longer than 600 lines because `RUN_OPTIONS` is the one declaration of the command's 29
+Longer than 600 lines because `RUN_OPTIONS` is the one declaration of the command's 30
 options with their help texts (230 lines): keeping it beside the request fields and the
 checks of those fields keeps each option, its field and its validation in one place.
 """
@@ -285,6 +285,17 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         DEFAULT_JOIN_TIMEOUT_S,
         "Seconds node 0 waits for every other node to join (and they for node 0).",
     ),
+    Opt(
+        "explore_seeds",
+        ("--explore-seeds",),
+        int,
+        0,
+        "Explore: run the conformance suite at N seeds nobody tuned against (drawn at random; "
+        "with --seed S > 0: S to S+N-1). What disagrees is a finding, not a failure: each is "
+        "listed with its reproducer and an issue text (--json F: F, F's .md, and each seed's "
+        "results beside it; default: a new accelkit-explore-<time>/ folder). Exit 0 unless "
+        "a run could not run.",
+    ),
 )
 
 
@@ -337,6 +348,8 @@ class RunRequest:
     node_rank: int = 0
     rdzv_endpoint: str | None = None
     join_timeout_s: float = DEFAULT_JOIN_TIMEOUT_S
+    explore_seeds: int = 0
+    """N > 0: the exploration mode (`accelkit.results.findings`)."""
     argv: tuple[str, ...] = field(default_factory=tuple, compare=False)
 
     @classmethod
@@ -506,11 +519,36 @@ def validate(request: RunRequest) -> None:
         check_image("--image", request.image)
     _validate_shard(request)
     _validate_nodes(request)
+    _validate_exploration(request)
     for suite in request.suites:
         if not suite_path(request, suite).exists():
             raise BadInput(f"--suite {request.suite}: {suite_path(request, suite)} has no cases")
     _validate_target(request)
     _validate_capabilities(request)
+
+
+MAX_EXPLORE_SEEDS = 1000
+
+
+def _validate_exploration(request: RunRequest) -> None:
+    if request.explore_seeds == 0:
+        return
+    if not 0 < request.explore_seeds <= MAX_EXPLORE_SEEDS:
+        raise BadInput(
+            f"--explore-seeds: must be 1 to {MAX_EXPLORE_SEEDS}, got {request.explore_seeds}"
+        )
+    if request.suite not in ("conformance", "all") or request.compile_only:
+        raise BadInput("--explore-seeds: explores the conformance suite; use --suite conformance")
+    for flag, given in (
+        ("--ab", request.ab is not None),
+        ("--shard", request.shard is not None),
+        ("--nnodes", request.nnodes > 1),
+        ("--junit", request.junit_path is not None),
+        ("--log", request.log_path is not None),
+        ("--measure-ceilings", request.measure_ceilings),
+    ):
+        if given:
+            raise BadInput(f"--explore-seeds: not with {flag}")
 
 
 def _validate_shard(request: RunRequest) -> None:
