@@ -132,7 +132,7 @@ from accelkit.suite import opinfo
 op_name = sys.argv[1]
 op = opinfo.op_db_by_name()[op_name]
 cases = [case for case in opinfo.plan("cpu", "full") if case.op == op_name]
-assert len(cases) == 6, cases  # float32, float64, complex64; forward and grad
+assert len(cases) == 12, cases  # float32, float64, complex64; forward, grad; each noncontiguous too
 for case in cases:
     for breadth in ("quick", "full"):
         assert opinfo.skip_reason(op, case, "cpu", breadth) is None, (case, breadth)
