@@ -40,6 +40,9 @@ def _register() -> None:
         setup,
         test,
     )
+    from accelkit.cli.app import apply_summaries
+
+    apply_summaries()
 
 
 def _error_line(message: str) -> None:
