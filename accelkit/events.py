@@ -2,8 +2,10 @@
 while they work, and what the CLI renders. One JSON-able mapping per event, keyed by "event":
 
 - suite runs (the pytest plugin, `accelkit.suite.runner`, `accelkit.suite.container`):
-  `collected` {total}, `start` {id}, `case` {case}; measurement passes add `pass`
-  {pass, passes, total} and `pass_case` {pass, case};
+  `plan` {suites, passes, workers, sides, seed} once first and `session` {suite, pass,
+  label} before each pytest session (`accelkit.suite.run_plan`), `collected` {total},
+  `start` {id}, `case` {case}; measurement passes add `pass` {pass, passes, total} and
+  `pass_case` {pass, case}. `accelkit.cli.progress` renders them, one view for the run;
 - the rehearsal (`accelkit.matrix.rehearse`), per leg: `leg-start`, `setup-line` {line},
   `setup-done` {image, cached}, `shard-start` {shard} (a sharded leg, before each shard's
   run), `leg-done` {outcome}, and the leg's suite events.

@@ -12,18 +12,10 @@ from accelkit import options
 from accelkit.cli.app import app
 from accelkit.suite.request import RUN_OPTIONS
 
-_STATUS_STYLE = {
-    "passed": "green",
-    "failed": "bold red",
-    "error": "bold red",
-    "crashed": "bold magenta",
-    "timeout": "bold yellow",
-    "skipped": "dim",
-}
-
 
 def test(**params: Any) -> None:
     from accelkit.cli.console import make_console
+    from accelkit.cli.progress import display_for
     from accelkit.suite import container, runner
     from accelkit.suite.request import RunRequest
 
@@ -36,7 +28,7 @@ def test(**params: Any) -> None:
             f"node {request.node_rank}: served {jobs} rank sessions; node 0 has the results"
         )
         raise typer.Exit(0)
-    display = _LiveDisplay(console) if console.is_terminal else _PlainDisplay(console)
+    display = display_for(console)  # one view of the run: live on a terminal, else lines
     started = time.monotonic()
     if request.ab is not None:
         from accelkit.suite import ab
@@ -64,118 +56,10 @@ app.command(
 )(options.command(RUN_OPTIONS, test))
 
 
-class _PlainDisplay:
-    """One line per finished case: for CI logs and pipes."""
-
-    def __init__(self, console: Any) -> None:
-        self.console = console
-        self.done = 0
-        self.total: int | None = None
-
-    def __enter__(self) -> _PlainDisplay:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        return None
-
-    def on_event(self, event: dict[str, Any]) -> None:
-        if event.get("event") == "collected":  # once per phase: conformance, then perf
-            self.total = (self.total or 0) + int(event["total"])
-            self.console.print(f"collected {event['total']} cases")
-        elif event.get("event") == "pass":
-            side = f" ({str(event['side']).upper()})" if event.get("side") else ""
-            self.console.print(
-                f"perf pass {event['pass']}/{event['passes']}{side}: {event.get('total')} cases"
-            )
-        elif event.get("event") == "pass_case":
-            case = event["case"]
-            if case["status"] not in ("passed", "skipped"):
-                line = f"[pass {event['pass']}] {case['status'].upper():8} {case['id']}"
-                if case.get("message"):
-                    line += f"  ({case['message'].splitlines()[0][:160]})"
-                self.console.print(line, markup=False, soft_wrap=True)
-        elif event.get("event") == "case":
-            self.done += 1
-            case = event["case"]
-            of = f"/{self.total}" if self.total else ""
-            line = f"[{self.done}{of}] {case['status'].upper():8} {case['id']}"
-            if case["status"] != "passed" and case.get("message"):
-                line += f"  ({case['message'].splitlines()[0][:160]})"
-            self.console.print(line, markup=False, soft_wrap=True)
-
-
-class _LiveDisplay:
-    """A rich live view: progress, counts so far, the case that is running."""
-
-    def __init__(self, console: Any) -> None:
-        from rich.live import Live
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
-
-        self.console = console
-        self.counts: dict[str, int] = {}
-        self.current = ""
-        self.progress = Progress(
-            "[progress.description]{task.description}",
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console,
-        )
-        self.task = self.progress.add_task("collecting", total=None)
-        self.live = Live(self._render(), console=console, refresh_per_second=8, transient=True)
-
-    def _render(self) -> Any:
-        from rich.console import Group
-        from rich.text import Text
-
-        counts = Text()
-        for status, style in _STATUS_STYLE.items():
-            if self.counts.get(status):
-                counts.append(f"{status} {self.counts[status]}  ", style=style)
-        return Group(self.progress, counts, Text(f"running {self.current}", style="dim"))
-
-    def __enter__(self) -> _LiveDisplay:
-        self.live.__enter__()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.live.__exit__(None, None, None)
-
-    def on_event(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "collected":  # once per phase: conformance, then perf
-            so_far = self.progress.tasks[0].total or 0
-            self.progress.update(
-                self.task, total=so_far + int(event["total"]), description="running"
-            )
-        elif kind == "pass":
-            description = f"perf pass {event['pass']}/{event['passes']}"
-            if event.get("side"):
-                description += f" ({str(event['side']).upper()})"
-            total = event.get("total")
-            self.progress.reset(self.task, total=int(total) if total else None)
-            self.progress.update(self.task, description=description)
-        elif kind == "start":
-            self.current = str(event["id"])
-        elif kind in ("case", "pass_case"):
-            case = event["case"]
-            if kind == "case":  # the counts are of cases; later passes repeat perf cases
-                self.counts[case["status"]] = self.counts.get(case["status"], 0) + 1
-            self.progress.advance(self.task)
-            if case["status"] not in ("passed", "skipped"):
-                style = _STATUS_STYLE[case["status"]]
-                first = (case.get("message") or "").splitlines()[:1]
-                self.console.print(
-                    f"[{style}]{case['status'].upper()}[/] {case['id']}"
-                    + (f"  [dim]{first[0][:160]}[/]" if first else ""),
-                    highlight=False,
-                )
-        self.live.update(self._render())
-
-
 def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     from rich.table import Table
 
+    from accelkit.cli.progress import STATUS_STYLE as _STATUS_STYLE
     from accelkit.suite.outcome import compile_skips
 
     results = outcome.results

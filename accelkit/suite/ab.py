@@ -42,7 +42,7 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import lockstep, outcome, run_scoped
+from accelkit.suite import lockstep, outcome, run_plan, run_scoped
 from accelkit.suite.ab_sides import (
     HostSide,
     ImageSide,
@@ -160,6 +160,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
         raise ValueError("not an --ab request")
     runner.check_device(request)
     emit = on_event or (lambda e: None)
+    emit(run_plan.plan_event(request, [(("perf",), 1)], sides=SIDES))
     pooled: list[Any] = [None, None]
     exits = [NO_TESTS, NO_TESTS]
     turns = [0, 0]  # the lockstep turns each side took, all passes together

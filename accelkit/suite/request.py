@@ -250,7 +250,8 @@ RUN_OPTIONS: tuple[Opt, ...] = (
         Path,
         None,
         "With --shard: balance the shards by the case durations in this results file (e.g. "
-        "last night's), largest first; without it they are balanced by case count.",
+        "last night's), largest first; without it they are balanced by case count. Any run: "
+        "the progress view's total and time left start from that file's cases and durations.",
         True,
     ),
     Opt(
@@ -557,8 +558,6 @@ def _validate_shard(request: RunRequest) -> None:
     if request.durations_from is not None:
         from accelkit.results.io import load_results
 
-        if request.shard is None:
-            raise BadInput("--durations-from: only with --shard (it balances the shards)")
         try:
             load_results(request.durations_from)
         except BadInput as exc:

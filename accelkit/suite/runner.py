@@ -23,7 +23,7 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import child_process, outcome, shard_session
+from accelkit.suite import child_process, outcome, run_plan, shard_session
 from accelkit.suite.environment import child_env, perf_env
 from accelkit.suite.outcome import NO_TESTS, RunOutcome
 from accelkit.suite.request import (
@@ -254,10 +254,12 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             first.run.threads = request.perf_threads
         ResultsWriter(results_path, first).write(durable=True)
         emit = on_event or (lambda e: None)
+        emit(run_plan.plan_event(request, phases(request)))
         pytest_exit = NO_TESTS
         for index, (suites, workers) in enumerate(phases(request)):
             if index:  # the file stays `finished: null` until the last phase has ended
                 _reopen(results_path)
+            emit(run_plan.session_event(suites[0], 1, request.passes))
             status = _run_pytest(
                 request,
                 results_path,
@@ -411,6 +413,7 @@ def _more_passes(
             # The pass adds its Inductor cache counters to the run's so far.
             header = _with_run(header_only, compile_cache=results.run.compile_cache)
             ResultsWriter(part_path, header).write()
+            on_event(run_plan.session_event("perf", number, request.passes))
             exit_status = _run_pytest(
                 request,
                 part_path,
