@@ -20,6 +20,11 @@ COMPILE_SKIP_PREFIX = "cannot compile: "
 two agree)."""
 
 
+PEER_RULE_PREFIX = "passed by the peer rule: "
+"""How the message of a passing case begins, or what it holds after a compile note, when
+the peer rule passed one of its samples (`opinfo.peer`, which a reproducer carries alone)."""
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     results: Any  # accelkit.results.model.Results (kept lazy for start-up time)
@@ -47,4 +52,13 @@ def compile_skips(results: Any, status: str = "skipped") -> list[str]:
         case.id
         for case in results.cases
         if case.status == status and (case.message or "").startswith(COMPILE_SKIP_PREFIX)
+    ]
+
+
+def peer_rule_passes(results: Any) -> list[str]:
+    """The ids of the passed cases that passed one of their samples by the peer rule."""
+    return [
+        case.id
+        for case in results.cases
+        if case.status == "passed" and PEER_RULE_PREFIX in (case.message or "")
     ]
