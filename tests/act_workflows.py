@@ -420,3 +420,89 @@ def planted_nightly(*, stand_in_legs: bool, upload_name: str | None = None) -> s
         }
         data["jobs"]["leg"]["steps"] = [copy, upload]
     return yaml.safe_dump(data, sort_keys=False, width=1000)
+
+
+#: pip's own reading of its configuration (files, then PIP_* variables), as JSON.
+PIP_CONFIG = (
+    "import json; from pip._internal.configuration import Configuration as C; "
+    "c = C(isolated=False); c.load(); print(json.dumps(dict(c.items())))"
+)
+
+
+@cache
+def _pip_settings() -> dict[str, str]:
+    argv = [sys.executable, "-c", PIP_CONFIG]
+    proc = subprocess.run(argv, capture_output=True, text=True, check=True)
+    settings: dict[str, str] = json.loads(proc.stdout)
+    return settings
+
+
+def _pip_config(option: str) -> list[str]:
+    """The values pip gives `option` (`extra-index-url`) here: a PIP_* variable's, else the
+    configuration files' ([install], else [global])."""
+    settings = _pip_settings()
+    for section in (":env:", "install", "global"):
+        if f"{section}.{option}" in settings:
+            return settings[f"{section}.{option}"].split()
+    return []
+
+
+def torch_index_standin(dest: Path, wheel: Path) -> dict[str, str]:
+    """pip settings for a job that installs torch from PyTorch's index, which this machine
+    cannot reach. The job's `--index-url` stays the real one: pip gives it up at once
+    (PIP_RETRIES=0), as on any unreachable index. What the index would serve comes from
+    pip's sources on this machine instead (its configured indexes, else PyPI, as extra
+    indexes: the jobs run with their own HOME, away from the user's pip.conf): torch's
+    dependencies, and the CPU `wheel`, found beside it (PIP_FIND_LINKS) and pinned
+    (PIP_CONSTRAINT, the machine's own constraints kept), so no other torch in those sources
+    takes its place."""
+    name = wheel.name.split("-")
+    assert name[0] == "torch" and "+cpu" in name[1], f"{wheel} is not a CPU torch wheel"
+    lines = [f"torch=={name[1]}"]
+    lines += [f"-c {path}" for path in _pip_config("constraint")]
+    dest.write_text("\n".join(lines) + "\n")
+    indexes = _pip_config("index-url") or ["https://pypi.org/simple"]
+    links = [str(wheel.parent), *_pip_config("find-links")]
+    return {
+        "PIP_EXTRA_INDEX_URL": " ".join([*indexes, *_pip_config("extra-index-url")]),
+        "PIP_FIND_LINKS": " ".join(dict.fromkeys(links)),
+        "PIP_CONSTRAINT": str(dest),
+        "PIP_RETRIES": "0",
+        "PIP_TIMEOUT": "10",
+    }
+
+
+def dry_run(
+    act: str, workspace: Path, event: str, workflow: str, *, work: Path, job: str | None = None
+) -> ActRun:
+    """`act EVENT -W WORKFLOW -n` (act's dry run: jobs, steps and `uses:` planned and
+    listed, nothing executed, no container made), on this host's label for ubuntu-latest."""
+    argv = [act, event, "-W", f".github/workflows/{workflow}", "-n", "--json"]
+    argv += ["-P", f"ubuntu-latest={SELF_HOSTED}", *local_repository_flags()]
+    argv += ["--action-offline-mode", *(["-j", job] if job else [])]
+    (work / "home").mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(work / "home"), "XDG_CACHE_HOME": str(work / "cache")}
+    proc = subprocess.run(
+        argv, cwd=workspace, capture_output=True, text=True, timeout=120, env=env, check=False
+    )
+    events = []
+    for line in proc.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            events.append({"msg": line})
+    return ActRun(proc.returncode, events, proc.stdout + proc.stderr, work, work, workspace)
+
+
+def list_jobs(act: str, workspace: Path, workflow: str) -> list[dict[str, str]]:
+    """`act -l -W WORKFLOW`: one row a job (Stage, Job ID, Job name, ..., Events)."""
+    argv = [act, "-l", "-W", f".github/workflows/{workflow}"]
+    proc = subprocess.run(argv, cwd=workspace, capture_output=True, text=True, check=True)
+    table = [line for line in proc.stdout.splitlines() if line.strip()]
+    header = table[0]
+    columns = [m.start() for m in re.finditer(r"(?:^|(?<=  ))\S", header)]
+    bounds = list(zip(columns, [*columns[1:], None], strict=True))
+    names = [header[a:b].strip() for a, b in bounds]
+    return [
+        {n: row[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for row in table[1:]
+    ]
