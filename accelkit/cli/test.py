@@ -60,7 +60,7 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     from rich.table import Table
 
     from accelkit.cli.progress import STATUS_STYLE as _STATUS_STYLE
-    from accelkit.suite.outcome import compile_skips
+    from accelkit.suite.outcome import compile_skips, peer_rule_passes
 
     results = outcome.results
     table = Table(title=f"accelkit test --device {request.device}", title_justify="left")
@@ -96,6 +96,19 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
         console.print(
             f"{len(partial)} compiled OpInfo cases left out samples that cannot compile "
             f"(COMPILE_SAMPLE_SKIPS; the case message names them): {', '.join(names)}",
+            markup=False,
+            highlight=False,
+        )
+    by_peer = peer_rule_passes(results)
+    if by_peer:
+        ops: dict[str, int] = {}
+        for cid in by_peer:
+            op = cid.split("/")[2] if cid.count("/") > 2 else cid
+            ops[op] = ops.get(op, 0) + 1
+        counted = ", ".join(f"{op} ({n})" for op, n in sorted(ops.items()))
+        console.print(
+            f"{len(by_peer)} cases passed a sample by the peer rule only (within 2x the "
+            f"peer's float64 error; the case message names the samples): {counted}",
             markup=False,
             highlight=False,
         )

@@ -81,3 +81,27 @@ def test_a_wrong_compiled_answer_fails_with_how_far_it_missed_the_peer_rule(
     _strict_for(wrong, monkeypatch)
     with pytest.raises(Mismatch, match=r"the compiled code is wrong \(its error is [0-9.e+]+x"):
         compiled.check_compiled_sample(op, "exp", "cpu", torch.float32, 0, sample, wrong)
+
+
+def test_the_run_summary_counts_the_cases_the_peer_rule_passed_per_op() -> None:
+    from types import SimpleNamespace
+
+    from rich.console import Console
+
+    from accelkit.cli.test import _summary
+    from accelkit.suite.request import RunRequest
+    from tests.factories import case, results
+
+    note = f"{peer.PEER_RULE_PREFIX}sample 2 outside the derived bound"
+    run = results(
+        [
+            case("conformance/opinfo_compiled/exp/float32", message=note),
+            case("conformance/opinfo_compiled/exp/float16", message=note),
+            case("conformance/opinfo_compiled/sin/float32"),
+        ]
+    )
+    console = Console(record=True, width=200)
+    outcome = SimpleNamespace(results=run, exit_code=0, log_path=None)
+    _summary(console, outcome, 1.0, RunRequest())
+    text = console.export_text()
+    assert "2 cases passed a sample by the peer rule only" in text and "exp (2)" in text
