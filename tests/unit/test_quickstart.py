@@ -4,8 +4,9 @@ What runs where:
 - its `accelkit test` line is the session's one whole-suite CPU run, as written
   (tests/conftest.py `cpu_suite_run`, checked by
   tests/integration/test_test_runner.py::test_the_builtin_suite_passes_on_cpu);
-- its install lines are checked here for what a fresh Debian/Ubuntu machine needs: they are
-  not run, because this machine reaches no PyTorch index (see the closing note of issue 48).
+- its install lines are checked here for what a fresh Debian/Ubuntu machine needs, and run,
+  every line in a fresh venv, by tests/integration/test_quickstart_verbatim.py (with the
+  CPU index's torch taken from the CPU wheel on disk, and a few cases: its docstring).
 """
 
 from __future__ import annotations
