@@ -60,6 +60,8 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     from rich.table import Table
 
     from accelkit.cli.progress import STATUS_STYLE as _STATUS_STYLE
+    from collections import Counter
+
     from accelkit.suite.outcome import compile_skips, peer_rule_passes
 
     results = outcome.results
@@ -101,11 +103,8 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
         )
     by_peer = peer_rule_passes(results)
     if by_peer:
-        ops: dict[str, int] = {}
-        for cid in by_peer:
-            op = cid.split("/")[2] if cid.count("/") > 2 else cid
-            ops[op] = ops.get(op, 0) + 1
-        counted = ", ".join(f"{op} ({n})" for op, n in sorted(ops.items()))
+        per_op = Counter(cid.split("/")[2] if cid.count("/") > 2 else cid for cid in by_peer)
+        counted = ", ".join(f"{op} ({n})" for op, n in sorted(per_op.items()))
         console.print(
             f"{len(by_peer)} cases passed a sample by the peer rule only (within 2x the "
             f"peer's float64 error; the case message names the samples): {counted}",
