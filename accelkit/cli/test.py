@@ -57,11 +57,11 @@ app.command(
 
 
 def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
+    from collections import Counter
+
     from rich.table import Table
 
     from accelkit.cli.progress import STATUS_STYLE as _STATUS_STYLE
-    from collections import Counter
-
     from accelkit.suite.outcome import compile_skips, peer_rule_passes
 
     results = outcome.results
