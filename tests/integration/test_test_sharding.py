@@ -74,3 +74,34 @@ def test_shards_with_workers_and_passes_merge_into_the_whole_run(tmp_path: Path)
         if made.suite == "perf" and made.id != "perf/repeats/single_pass_metric":
             for metric in made.metrics.values():
                 assert set(metric.sample_groups or []) == {0, 1}, made.id
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_a_shard_with_no_share_of_a_narrow_selection_is_an_empty_result(tmp_path: Path) -> None:
+    """Two cases over three shards: the third shard gets none and says so (exit 0, a results
+    file with no case and what the selection had), the merge holds both cases; a selection
+    that matches nothing at all is still bad input (exit 2, no file)."""
+    common = ["test", "--device", "cpu", "--cases", str(FIXTURE_CASES), "--suite", "conformance"]
+    common += ["-k", "passes or after_the_others", "--workers", "0"]
+    shards = [tmp_path / f"shard{i}.json" for i in (1, 2, 3)]
+    for index, path in enumerate(shards, start=1):
+        proc = run_cli(*common, "--shard", f"{index}/3", "--json", str(path), timeout=240)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+    counts = [len(load_results(p).cases) for p in shards]
+    assert sorted(counts) == [0, 1, 1], counts
+    empty = load_results(shards[counts.index(0)])
+    assert empty.run.shard is not None
+    assert empty.run.shard.selections["conformance"].cases == 2
+    merged = tmp_path / "leg.json"
+    proc = run_cli("merge", *map(str, shards), "-o", str(merged))
+    assert proc.returncode == 0, proc.stderr
+    assert set(_ids_and_statuses(merged)) == {
+        "conformance/statuses/passes",
+        "conformance/statuses/after_the_others",
+    }
+    nothing = tmp_path / "nothing.json"
+    args = [*common[:-4], "-k", "no_such_case", "--shard", "1/3", "--json", str(nothing)]
+    proc = run_cli(*args)
+    assert proc.returncode == 2 and "matched no case" in proc.stderr
+    assert not nothing.exists()
