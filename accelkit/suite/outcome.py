@@ -62,3 +62,16 @@ def peer_rule_passes(results: Any) -> list[str]:
         for case in results.cases
         if case.status == "passed" and PEER_RULE_PREFIX in (case.message or "")
     ]
+
+
+def empty_share(results: Any, pytest_exit: int) -> bool:
+    """A shard that got none of a selection that has cases (a narrow -k over many shards):
+    its results file holds no case and says what the selection had, which `accelkit merge`
+    needs from every shard, so it is a result, not an error."""
+    shard = results.run.shard
+    return (
+        pytest_exit == NO_TESTS
+        and shard is not None
+        and bool(shard.selections)
+        and any(selection.cases > 0 for selection in shard.selections.values())
+    )

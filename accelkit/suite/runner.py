@@ -277,7 +277,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
             results, status = _more_passes(request, results, results_path, log_path, emit, context)
             pytest_exit = _combined_exit(pytest_exit, status)
-        if not results.cases and not _an_empty_share(results, pytest_exit):
+        if not results.cases and not outcome.empty_share(results, pytest_exit):
             _refuse_a_run_without_cases(request, results_path, log_path, pytest_exit)
         if not results.cases:
             pytest_exit = 0  # this shard's share of a selection that has cases is empty
@@ -548,19 +548,6 @@ def _events(read_fd: int) -> Iterator[Event]:
                 event = json.loads(line)
                 if isinstance(event, dict):
                     yield event
-
-
-def _an_empty_share(results: Any, pytest_exit: int) -> bool:
-    """A shard that got none of a selection that has cases (a narrow -k over many shards):
-    its results file holds no case and says what the selection had, which `accelkit merge`
-    needs from every shard, so it is a result, not an error."""
-    shard = results.run.shard
-    return (
-        pytest_exit == NO_TESTS
-        and shard is not None
-        and bool(shard.selections)
-        and any(selection.cases > 0 for selection in shard.selections.values())
-    )
 
 
 def _refuse_a_run_without_cases(
