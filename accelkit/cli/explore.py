@@ -61,6 +61,10 @@ def explore(request: RunRequest, console: Any, display: Any) -> int:
     findings_json, findings_md, folder = output_paths(request)
     folder.mkdir(parents=True, exist_ok=True)
     execute = container.run if request.image is not None else runner.run
+
+    def say(line: str) -> None:
+        console.print(line, markup=False, soft_wrap=True)
+
     runs = []
     with display:
         for seed in seeds:
@@ -68,34 +72,22 @@ def explore(request: RunRequest, console: Any, display: Any) -> int:
             one = replace(request, seed=seed, suite="conformance", json_path=path, explore_seeds=0)
             outcome = execute(one, display.on_event)
             if outcome.exit_code not in (ExitCode.OK, ExitCode.FAILED):
-                console.print(
-                    f"seed {seed}: the run could not finish (exit {int(outcome.exit_code)}); "
-                    f"its results: {path}",
-                    markup=False,
-                    soft_wrap=True,
-                )
-                return int(outcome.exit_code)
+                code = int(outcome.exit_code)
+                say(f"seed {seed}: the run could not finish (exit {code}); its results: {path}")
+                return code
             runs.append((outcome.results, path, int(outcome.exit_code)))
     result = exploration(runs)
     atomic_write_text(findings_json, json.dumps(result.to_json_dict(), indent=1) + "\n")
     atomic_write_text(findings_md, result.render_markdown())
     for run in result.runs:
-        console.print(
+        say(
             f"seed {run.seed}: {run.cases} cases, {run.passed} passed, "
-            f"{run.findings} finding(s)  ({run.results_file})",
-            markup=False,
-            soft_wrap=True,
+            f"{run.findings} finding(s)  ({run.results_file})"
         )
     for finding in result.findings:
-        console.print(
-            f"FINDING  {finding.case_id} at seed {finding.seed}: {finding.repro}",
-            markup=False,
-            soft_wrap=True,
-        )
-    console.print(
+        say(f"FINDING  {finding.case_id} at seed {finding.seed}: {finding.repro}")
+    say(
         f"{len(result.findings)} finding(s) over {len(seeds)} seed(s); not failures: each has "
-        f"its reproducer and an issue text in {findings_md} ({findings_json})",
-        markup=False,
-        soft_wrap=True,
+        f"its reproducer and an issue text in {findings_md} ({findings_json})"
     )
     return int(ExitCode.OK)
