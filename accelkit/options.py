@@ -11,7 +11,12 @@ an argv (`to_argv`) and parse a leg's arguments with the command's real click pa
 Example: `Opt("seed", ("--seed",), int, 0, "Base random seed.")` becomes the typer option
 `seed: Annotated[int, typer.Option("--seed", help=...)] = 0`, `to_argv` writes
 `["--seed", "3"]` for a seed of 3 and nothing for the default, and `parse(["--seed", "3"])`
-returns `{"seed": 3, ...}`.
+returns `{"seed": 3, ...}`. A repeatable option (`multiple=True`) takes a list:
+`Opt("filters", ("--filter",), str, None, "...", True, multiple=True)` writes
+`["--filter", "a=1", "--filter", "b=2"]` for `["a=1", "b=2"]`.
+
+Commands that no other command rebuilds (bisect, repro, diff, matrix, doctor) declare their
+options the same way, beside the core they call, so every command has one options model.
 """
 
 from __future__ import annotations
@@ -46,10 +51,18 @@ class Opt:
     nargs: int = 1
     """Values the option takes after its flag (`--ab A B`: 2); more than 1: the value is a
     tuple of that many, or None (`optional`)."""
+    metavar: str | None = None
+    """The value's name in help (`--wheels DIR`); default: typer's (the type, or for a
+    positional argument its name in capitals)."""
+    multiple: bool = False
+    """Repeatable (`--filter A --filter B`): the value is a list of `type`, or None
+    (`optional`) when the option is not given."""
 
     def __post_init__(self) -> None:
         if self.nargs < 1 or (self.nargs > 1 and (self.type is bool or not self.flags)):
             raise ValueError(f"option {self.name}: nargs {self.nargs} needs a non-bool option")
+        if self.multiple and (self.type is bool or not self.flags or self.nargs > 1):
+            raise ValueError(f"option {self.name}: only a one-value option can be repeated")
         if self.type not in _SCALARS:
             raise ValueError(f"option {self.name}: unsupported type {self.type!r}")
         if self.negative is not None and self.type is not bool:
@@ -70,19 +83,28 @@ class Opt:
         import typer
 
         kind: Any = self.type if self.nargs == 1 else tuple[(self.type,) * self.nargs]  # type: ignore[misc]
+        if self.multiple:
+            kind = list[kind]
         if self.optional:
             kind = kind | None
         if self.positional:
             return Annotated[
                 kind,
                 typer.Argument(
-                    help=self.help, metavar=self.name.upper(), show_default=self.show_default
+                    help=self.help,
+                    metavar=self.metavar or self.name.upper(),
+                    show_default=self.show_default,
                 ),
             ]
         decls = list(self.flags)
         if self.negative is not None:
             decls = [f"{self.flags[0]}/{self.negative}", *self.flags[1:]]
-        return Annotated[kind, typer.Option(*decls, help=self.help, show_default=self.show_default)]
+        return Annotated[
+            kind,
+            typer.Option(
+                *decls, help=self.help, show_default=self.show_default, metavar=self.metavar
+            ),
+        ]
 
 
 def command(opts: Sequence[Opt], body: Callable[..., Any]) -> Callable[..., Any]:
@@ -138,7 +160,10 @@ def to_argv(
             elif opt.negative is not None:
                 argv.append(opt.negative)
             continue
-        if opt.nargs > 1:
+        if opt.multiple:
+            for item in value:
+                argv += [opt.flag, _text(item)]
+        elif opt.nargs > 1:
             argv += [opt.flag, *(_text(item) for item in value)]
         else:
             argv += [opt.flag, _text(value)]
