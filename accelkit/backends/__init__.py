@@ -13,7 +13,14 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from accelkit.backends import cpu, cuda, mps, rocm, xpu
-from accelkit.backends.base import Availability, Backend, DeviceInfo, VersionRule
+from accelkit.backends.base import (
+    Availability,
+    Backend,
+    BuildFlags,
+    DeviceInfo,
+    TargetFlag,
+    VersionRule,
+)
 from accelkit.errors import BadInput
 
 #: Every backend by name, in the order users see in tables and help texts.
@@ -23,6 +30,10 @@ REGISTRY: Mapping[str, Backend] = MappingProxyType(
         for backend in (cpu.BACKEND, cuda.BACKEND, rocm.BACKEND, xpu.BACKEND, mps.BACKEND)
     }
 )
+
+#: The backends `accelkit build` builds torch for, in the order its help lists them and their
+#: options (`BuildFlags`): ROCm first, whose torch only a build makes; the CPU last.
+BUILDS: tuple[Backend, ...] = (rocm.BACKEND, cuda.BACKEND, xpu.BACKEND, cpu.BACKEND)
 
 
 def names() -> list[str]:
@@ -46,10 +57,13 @@ def get(name: str, *, flag: str = "--device") -> Backend:
 
 
 __all__ = [
+    "BUILDS",
     "REGISTRY",
     "Availability",
     "Backend",
+    "BuildFlags",
     "DeviceInfo",
+    "TargetFlag",
     "VersionRule",
     "all_backends",
     "get",

@@ -9,6 +9,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from accelkit.backends.base import (
+    BuildFlags,
     CrossTarget,
     GraphCapture,
     TestImageSpec,
@@ -32,6 +33,7 @@ class BackendDefaults:
     name: str
     torch_device_type: str
     targets: tuple[str, ...] = ()
+    build_flags = BuildFlags()
     families: Mapping[str, tuple[str, ...]] = _EMPTY
     version_rule: VersionRule | None = None
     collective_backends: tuple[str, ...] = ()

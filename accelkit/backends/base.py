@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
+from accelkit.options import Opt
 
 
 @dataclass(frozen=True)
@@ -63,6 +64,41 @@ class VersionRule:
         if problem is not None:
             raise BadInput(f"{flag}: malformed {self.what} {value!r}: {problem}")
         return value
+
+
+@dataclass(frozen=True)
+class TargetFlag:
+    """How `accelkit build` takes a backend's GPU targets: one option, comma separated
+    (`--gfx gfx942,gfx950`). Backends may share one (`--arch`: CUDA and XPU); the option's
+    help then names each ("CUDA or XPU targets, comma separated (sm_107; pvc,bmg).")."""
+
+    flag: str
+    owner: str
+    """Who names targets with it, in its help and messages: "ROCm"."""
+    example: str
+    """Targets as the option takes them: "gfx942,gfx950"."""
+    noun: str = "targets"
+    """What the values are, in its help: "GPU targets"."""
+
+    @property
+    def name(self) -> str:
+        """The option's name (and its key in `BuildRequest.target_options`): "gfx"."""
+        return self.flag.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class BuildFlags:
+    """The options of `accelkit build` a backend declares. `accelkit.wheels.request` assembles
+    the command's options from every backend's, and its `BuildRequest` carries their values
+    as data (`toolkit`, `target_options`), so a new toolkit or target flag is a change to the
+    backend module alone."""
+
+    toolkit: Opt | None = None
+    """The option that names its toolkit version (--rocm-version); a build takes one at most."""
+    targets: TargetFlag | None = None
+    """The option that names its GPU targets (--gfx, --arch)."""
+    family: Opt | None = None
+    """An option that names a family of targets (--family: a legacy per-family index)."""
 
 
 def release_tuple(version: str) -> tuple[int, int]:
@@ -221,6 +257,8 @@ class Backend(Protocol):
     description: str
     targets: tuple[str, ...]
     """GPU targets a build or a matrix leg may name (sm_90, gfx942, pvc); empty for none."""
+    build_flags: BuildFlags
+    """The options of `accelkit build` that name its toolkit version and its targets."""
 
     @property
     def families(self) -> Mapping[str, tuple[str, ...]]:

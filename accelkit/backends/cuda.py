@@ -25,17 +25,20 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
+    BuildFlags,
     CrossTarget,
     DeviceInfo,
     FakeDevice,
     GraphCapture,
     IsaCheck,
+    TargetFlag,
     TestImageSpec,
     Toolchain,
     VersionRule,
     release_tuple,
 )
 from accelkit.containers.run import DeviceRequest, RunOptions
+from accelkit.options import Opt
 from accelkit.torch_import import torch_import_error, torch_or_none
 
 #: The CUDA toolkit a test image gets by default: the first whose ptxas accepts sm_107a.
@@ -197,6 +200,12 @@ class CudaBackend(BackendDefaults):
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
     version_rule = CUDA_VERSION
+    build_flags = BuildFlags(
+        toolkit=Opt(
+            "cuda_version", ("--cuda-version",), str, None, "CUDA toolkit version (13.4).", True
+        ),
+        targets=TargetFlag("--arch", "CUDA", "sm_107"),
+    )
     min_toolkit = MappingProxyType(MIN_CUDA)
     collective_backends = ("nccl", "nccl2")
     graph_capture = GraphCapture("cuda_graph", "CUDAGraph")

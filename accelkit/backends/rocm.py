@@ -27,16 +27,19 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
+    BuildFlags,
     CrossTarget,
     DeviceInfo,
     GraphCapture,
     IsaCheck,
+    TargetFlag,
     TestImageSpec,
     Toolchain,
     VersionRule,
 )
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
+from accelkit.options import Opt
 from accelkit.torch_import import torch_import_error, torch_or_none
 
 # TheRock's GPU families (the legacy per-family wheel indexes are named after them) and
@@ -278,6 +281,20 @@ class RocmBackend(BackendDefaults):
     targets = ROCM_TARGETS
     families = GFX_FAMILIES
     version_rule = SDK_VERSION
+    build_flags = BuildFlags(
+        toolkit=Opt(
+            "rocm_version", ("--rocm-version",), str, None, "ROCm SDK version (e.g. 7.14).", True
+        ),
+        targets=TargetFlag("--gfx", "ROCm", "gfx942,gfx950", noun="GPU targets"),
+        family=Opt(
+            "family",
+            ("--family",),
+            str,
+            None,
+            "ROCm: a legacy per-family index (gfx94X-dcgpu).",
+            True,
+        ),
+    )
     # RCCL answers to torch.distributed's "nccl" name; HIP graphs sit behind torch.cuda.CUDAGraph.
     collective_backends = ("nccl",)
     graph_capture = GraphCapture("cuda_graph", "CUDAGraph")

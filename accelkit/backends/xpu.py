@@ -22,12 +22,15 @@ from accelkit.backends._containers import (
 from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends.base import (
     Availability,
+    BuildFlags,
     DeviceInfo,
     GraphCapture,
+    TargetFlag,
     TestImageSpec,
     VersionRule,
 )
 from accelkit.containers.run import Mount, RunOptions
+from accelkit.options import Opt
 from accelkit.torch_import import torch_import_error, torch_or_none
 
 #: PyTorch's XPU wheel index (torch and triton-xpu); nightlies under .../whl/nightly/xpu.
@@ -56,6 +59,17 @@ class XpuBackend(BackendDefaults):
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
     version_rule = ONEAPI_VERSION
+    build_flags = BuildFlags(
+        toolkit=Opt(
+            "oneapi_version",
+            ("--oneapi-version",),
+            str,
+            None,
+            "XPU: oneAPI Deep Learning Essentials version (2025.3).",
+            True,
+        ),
+        targets=TargetFlag("--arch", "XPU", "pvc,bmg"),
+    )
     collective_backends = ("xccl",)
     torch_wheel_variant = "xpu"
     graph_capture = GraphCapture("xpu_graph", "XPUGraph")

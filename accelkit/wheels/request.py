@@ -1,19 +1,26 @@
 """`accelkit build` as data: its options (declared once, `BUILD_OPTIONS`), the checked, frozen
 `BuildRequest` they become, and the argv it turns back into.
 
-Each backend's recipe (accelkit/wheels/recipes/) says which of the flags apply to it and asks
-the backend for the rules of their values (toolkit version spelling, targets, families,
-minimum toolkit per target); the checks here are the ones every build shares.
+The options that name a toolkit version and GPU targets are the backends' own
+(`Backend.build_flags`: `--rocm-version`, `--gfx` and `--family` live in backends/rocm.py);
+this module assembles them, in the order of `accelkit.backends.BUILDS`, between the backend
+and the options every build shares, and the request carries their values as data
+(`toolkit`, `target_options`). Each backend's recipe (accelkit/wheels/recipes/) says which of
+the flags apply to it and asks the backend for the rules of their values (toolkit version
+spelling, targets, families, minimum toolkit per target); the checks here are the ones
+every build shares.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
-from accelkit import options
+from accelkit import backends, options
+from accelkit.backends import TargetFlag
 from accelkit.errors import BadInput
 from accelkit.inputs import (
     check_dir,
@@ -27,30 +34,63 @@ from accelkit.options import Opt
 
 DEFAULT_PYTHON = "3.12"
 
+
+def _unique(opts: Sequence[Opt]) -> tuple[Opt, ...]:
+    """`opts` with repeats of one option left out; ValueError for two options of one name."""
+    out: dict[str, Opt] = {}
+    for opt in opts:
+        if out.setdefault(opt.name, opt) != opt:
+            raise ValueError(f"two backends declare different build options {opt.name!r}")
+    return tuple(out.values())
+
+
+def _target_options() -> tuple[tuple[Opt, ...], Mapping[str, tuple[str, ...]]]:
+    """The target options, one per flag, each with the help of every backend that shares it;
+    and who names targets with each (name -> owners)."""
+    shared: dict[str, list[TargetFlag]] = {}
+    for backend in backends.BUILDS:
+        if backend.build_flags.targets is not None:
+            flag = backend.build_flags.targets
+            shared.setdefault(flag.name, []).append(flag)
+    opts: list[Opt] = []
+    for name, flags in shared.items():
+        nouns = {flag.noun for flag in flags}
+        if len(nouns) > 1:
+            raise ValueError(f"backends sharing --{name} call its values {sorted(nouns)}")
+        owners = " or ".join(flag.owner for flag in flags)
+        examples = "; ".join(flag.example for flag in flags)
+        text = f"{owners} {nouns.pop()}, comma separated ({examples})."
+        opts.append(Opt(name, (flags[0].flag,), str, None, text, True))
+    return tuple(opts), {name: tuple(f.owner for f in flags) for name, flags in shared.items()}
+
+
+def _listed(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
+#: The toolkit-version options (--rocm-version, --cuda-version, --oneapi-version): a build
+#: takes at most one, the one its recipe names.
+TOOLKIT_OPTIONS: tuple[Opt, ...] = _unique(
+    [b.build_flags.toolkit for b in backends.BUILDS if b.build_flags.toolkit is not None]
+)
+_TARGETS, _TARGET_OWNERS = _target_options()
+#: The options that name GPU targets (--gfx, --arch), then families of them (--family).
+TARGET_OPTIONS: tuple[Opt, ...] = _TARGETS + _unique(
+    [b.build_flags.family for b in backends.BUILDS if b.build_flags.family is not None]
+)
+_FAMILY_NAMES = frozenset(opt.name for opt in TARGET_OPTIONS) - set(_TARGET_OWNERS)
+
 BUILD_OPTIONS: tuple[Opt, ...] = (
-    Opt("backend", (), str, ..., "rocm, cuda, xpu or cpu.", show_default=False),
-    Opt("rocm_version", ("--rocm-version",), str, None, "ROCm SDK version (e.g. 7.14).", True),
-    Opt("cuda_version", ("--cuda-version",), str, None, "CUDA toolkit version (13.4).", True),
     Opt(
-        "oneapi_version",
-        ("--oneapi-version",),
+        "backend",
+        (),
         str,
-        None,
-        "XPU: oneAPI Deep Learning Essentials version (2025.3).",
-        True,
+        ...,
+        f"{_listed([b.name for b in backends.BUILDS])}.",
+        show_default=False,
     ),
-    Opt("gfx", ("--gfx",), str, None, "ROCm GPU targets, comma separated (gfx942,gfx950).", True),
-    Opt(
-        "arch",
-        ("--arch",),
-        str,
-        None,
-        "CUDA or XPU targets, comma separated (sm_107; pvc,bmg).",
-        True,
-    ),
-    Opt(
-        "family", ("--family",), str, None, "ROCm: a legacy per-family index (gfx94X-dcgpu).", True
-    ),
+    *TOOLKIT_OPTIONS,
+    *TARGET_OPTIONS,
     Opt(
         "index_url",
         ("--index-url",),
@@ -115,26 +155,20 @@ BUILD_OPTIONS: tuple[Opt, ...] = (
     ),
 )
 
-#: The toolkit-version flags: a build takes at most one, the one its recipe names.
-VERSION_FLAGS = (
-    ("rocm_version", "--rocm-version"),
-    ("cuda_version", "--cuda-version"),
-    ("oneapi_version", "--oneapi-version"),
-)
+#: The request's fields that carry backend-declared options, by name.
+_DECLARED = {"toolkit": TOOLKIT_OPTIONS, "target_options": TARGET_OPTIONS}
 
 
 @dataclass(frozen=True)
 class BuildRequest:
     """The checked flags of `accelkit build <backend>`: every field is one of `BUILD_OPTIONS`
-    (same name) except `build_number`."""
+    (same name) except `build_number` and the two that carry the backends' options by name,
+    only those given: `toolkit` ({"rocm_version": "7.14"}) and `target_options`
+    ({"gfx": "gfx942,gfx950", "family": "gfx94X-dcgpu"})."""
 
     backend: str
-    rocm_version: str | None = None
-    cuda_version: str | None = None
-    oneapi_version: str | None = None
-    gfx: str | None = None
-    arch: str | None = None
-    family: str | None = None
+    toolkit: Mapping[str, str] = field(default_factory=dict, hash=False)
+    target_options: Mapping[str, str] = field(default_factory=dict, hash=False)
     index_url: str | None = None
     python: str = DEFAULT_PYTHON
     torch_ref: str | None = None
@@ -149,12 +183,21 @@ class BuildRequest:
     smoke_image: str | None = None
     build_number: int = 1
 
+    def __post_init__(self) -> None:
+        for name, declared in _DECLARED.items():
+            given = dict(getattr(self, name))
+            unknown = sorted(set(given) - {opt.name for opt in declared})
+            if unknown:
+                raise ValueError(f"{name}: not options of accelkit build: {', '.join(unknown)}")
+            object.__setattr__(self, name, MappingProxyType(given))
+
     @classmethod
     def from_params(cls, params: Mapping[str, Any]) -> BuildRequest:
-        """The request of parsed option values, checked: BadInput (exit 2) for anything a
-        shell would read, malformed targets, alternatives given together, missing folders."""
+        """The request of parsed option values (by option name), checked: BadInput (exit 2)
+        for anything a shell would read, malformed targets, alternatives given together,
+        missing folders."""
         values = {**options.defaults(BUILD_OPTIONS), **params}
-        unknown = sorted(set(values) - {f.name for f in fields(cls)})
+        unknown = sorted(set(values) - {opt.name for opt in BUILD_OPTIONS} - {"build_number"})
         if unknown:
             raise ValueError(f"not options of accelkit build: {', '.join(unknown)}")
         check_safe("backend", values["backend"])
@@ -162,14 +205,16 @@ class BuildRequest:
             value = values.get(opt.name)
             if opt.type is str and opt.flags and value is not None:
                 check_safe(opt.flag, value)
-        given = [flag for name, flag in VERSION_FLAGS if values[name] is not None]
+        given = [opt.flag for opt in TOOLKIT_OPTIONS if values[opt.name] is not None]
         if len(given) > 1:
             raise BadInput(f"{' and '.join(given)} are alternatives: give one")
-        if values["gfx"] is not None and values["arch"] is not None:
-            raise BadInput("--gfx (ROCm) and --arch (CUDA, XPU) are alternatives: give one")
-        for flag in ("gfx", "arch"):
-            if values[flag] is not None:
-                check_targets(f"--{flag}", values[flag])
+        lists = [opt for opt in TARGET_OPTIONS if opt.name in _TARGET_OWNERS]
+        named = [opt for opt in lists if values[opt.name] is not None]
+        if len(named) > 1:
+            spelled = [f"{opt.flag} ({', '.join(_TARGET_OWNERS[opt.name])})" for opt in named]
+            raise BadInput(f"{' and '.join(spelled)} are alternatives: give one")
+        for opt in named:
+            check_targets(opt.flag, values[opt.name])
         check_python(values["python"])
         if values["source"] is not None:
             values["source"] = check_dir("--source", values["source"])
@@ -179,6 +224,10 @@ class BuildRequest:
         for name in ("builder_base_image", "smoke_image"):
             if values[name] is not None:
                 check_image(f"--{name.replace('_', '-')}", values[name])
+        for name, declared in _DECLARED.items():
+            values[name] = {
+                opt.name: value for opt in declared if (value := values.pop(opt.name)) is not None
+            }
         return cls(**values)
 
     @classmethod
@@ -186,8 +235,21 @@ class BuildRequest:
         """`accelkit build ARGV` parsed by the command's own parser (nothing runs)."""
         return cls.from_params(options.parse(BUILD_OPTIONS, argv, "accelkit build"))
 
+    def values(self) -> dict[str, Any]:
+        """Every option's value by name (None for a backend's option not given), in the
+        order of the fields, and `build_number`: the request as plain data."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in _DECLARED:
+                out.update({opt.name: value.get(opt.name) for opt in _DECLARED[f.name]})
+            else:
+                out[f.name] = value
+        return out
+
     def params(self) -> dict[str, Any]:
-        values = asdict(self)
+        """The option values `from_params` takes back."""
+        values = self.values()
         values.pop("build_number")
         return values
 
@@ -197,21 +259,25 @@ class BuildRequest:
     @property
     def version(self) -> str | None:
         """The toolkit version, whichever flag gave it."""
-        return self.rocm_version or self.cuda_version or self.oneapi_version
+        return next(iter(self.toolkit.values()), None)
 
     @property
     def version_flag(self) -> str | None:
-        for name, flag in VERSION_FLAGS:
-            if getattr(self, name) is not None:
-                return flag
-        return None
+        return next((o.flag for o in TOOLKIT_OPTIONS if o.name in self.toolkit), None)
 
     @property
     def targets(self) -> tuple[str, ...]:
         """The GPU targets, whichever flag gave them (--gfx or --arch)."""
-        text = self.gfx if self.gfx is not None else self.arch
-        return tuple(part.strip() for part in (text or "").split(",") if part.strip())
+        text = next((v for k, v in self.target_options.items() if k in _TARGET_OWNERS), "")
+        return tuple(part.strip() for part in text.split(",") if part.strip())
 
     @property
-    def targets_flag(self) -> str:
-        return "--gfx" if self.gfx is not None else "--arch"
+    def targets_flag(self) -> str | None:
+        """The flag that gave the targets; None when none did."""
+        named = [o.flag for o in TARGET_OPTIONS if o.name in _TARGET_OWNERS]
+        return next((f for f in named if f.removeprefix("--") in self.target_options), None)
+
+    @property
+    def family(self) -> str | None:
+        """The family of targets named instead of (or beside) them (--family)."""
+        return next((v for k, v in self.target_options.items() if k in _FAMILY_NAMES), None)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from collections.abc import Iterable
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -56,10 +56,11 @@ def accept(request: BuildRequest, *flags: str) -> None:
     """BadInput for a flag given to `accelkit build <backend>` that its recipe does not take
     (the common flags, plus `flags`)."""
     taken = COMMON_FLAGS | set(flags)
+    values = request.params()
     for opt in BUILD_OPTIONS:
         if opt.positional:
             continue
-        value = getattr(request, opt.name)
+        value = values[opt.name]
         if value != opt.default and opt.flag not in taken:
             spelled = opt.negative if opt.type is bool and not value and opt.negative else opt.flag
             also = f" (it takes {', '.join(sorted(set(flags)))})" if flags else ""
@@ -107,13 +108,57 @@ def torch_version(request: BuildRequest) -> str:
     return DEFAULT_TORCH_VERSION
 
 
+def _git(source: Path, *args: str) -> str | None:
+    """`git -C source ARGS`'s output, None where git fails (or there is no git)."""
+    try:
+        proc = subprocess.run(
+            ["git", "-C", str(source), *args], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError:
+        return None
+    return proc.stdout.strip() if proc.returncode == 0 else None
+
+
+def check_checkout_of(source: Path, ref: str) -> str:
+    """The commit of `ref` that `source` is a clean checkout of (HEAD at it, no tracked file
+    changed); BadInput otherwise. `--source DIR --torch-ref REF` builds a checkout made
+    outside the builder (a CI job's own `git clone --branch REF`), recorded with its ref."""
+    check_git_ref(ref)
+    top = _git(source, "rev-parse", "--show-toplevel")
+    head = _git(source, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    if top is None or head is None or Path(top).resolve() != Path(source).resolve():
+        raise BadInput(
+            f"--source {source} with --torch-ref {ref}: not a git checkout (give one of them, "
+            f"or a clone of PyTorch at {ref})"
+        )
+    commit = _git(
+        source, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
+    )
+    if commit is None:
+        raise BadInput(f"--source {source} has no ref {ref} (--torch-ref): clone it at {ref}")
+    if commit != head:
+        raise BadInput(
+            f"--source {source} is at {head[:12]}, not at --torch-ref {ref} ({commit[:12]})"
+        )
+    changed = _git(source, "status", "--porcelain", "--untracked-files=no")
+    if changed:
+        first = changed.splitlines()[0].strip()
+        raise BadInput(
+            f"--source {source} is not a clean checkout of {ref}: tracked files changed "
+            f"({first}, ...)"
+        )
+    return commit
+
+
 def checkout_step(request: BuildRequest) -> Step:
-    if request.source is not None and request.torch_ref is not None:
-        raise BadInput("--source and --torch-ref are alternatives: give one")
     if request.source is not None:
+        checkout = ""
+        if request.torch_ref is not None:
+            commit = check_checkout_of(request.source, request.torch_ref)
+            checkout = f"; a checkout of {request.torch_ref} at {commit}"
         return Step(
             name="checkout",
-            description=f"copy the source tree {request.source} (mounted read-only)",
+            description=f"copy the source tree {request.source} (mounted read-only{checkout})",
             action="copy-tree",
             args={"source": CONTAINER_SOURCE, "target": CONTAINER_TREE},
         )
@@ -163,9 +208,8 @@ def common_env(request: BuildRequest, version: str) -> list[EnvVar]:
 def inputs(request: BuildRequest, **extra: Any) -> dict[str, Any]:
     """The request as plain data, for the plan and the manifest."""
     data: dict[str, Any] = {}
-    for f in fields(BuildRequest):
-        value = getattr(request, f.name)
-        data[f.name] = str(value) if isinstance(value, Path) else value
+    for name, value in request.values().items():
+        data[name] = str(value) if isinstance(value, Path) else value
     data.update(extra)
     return data
 

@@ -21,7 +21,9 @@ def _env(built: object) -> dict[str, str]:
 
 
 def _rocm(output: Path, **flags: Any) -> BuildRequest:
-    return BuildRequest(backend="rocm", output=output, rocm_version="7.14", **flags)
+    return BuildRequest.from_params(
+        dict(backend="rocm", output=output, rocm_version="7.14", **flags)
+    )
 
 
 def test_rocm_plan_multi_arch(tmp_path: Path) -> None:
@@ -119,19 +121,23 @@ def test_rocm_plan_pre_and_exact_versions(tmp_path: Path) -> None:
     assert "--pre" in steps["sdk"].argv
     assert "pre-releases too" in built.notes[0]
     nightly = plan(
-        BuildRequest(
-            backend="rocm",
-            output=tmp_path,
-            rocm_version="7.14.0a20261128",
-            gfx="gfx1100",
-            triton=False,
+        BuildRequest.from_params(
+            dict(
+                backend="rocm",
+                output=tmp_path,
+                rocm_version="7.14.0a20261128",
+                gfx="gfx1100",
+                triton=False,
+            )
         )
     )
     assert "exactly this version" in nightly.notes[0]
     assert _env(nightly)["USE_FLASH_ATTENTION"] == "OFF"  # no triton, no AOTriton
     assert "@{triton_requirement}" not in _env(nightly)["PYTORCH_EXTRA_INSTALL_REQUIREMENTS"]
     with pytest.raises(BadInput, match="--pre does not apply to accelkit build cuda"):
-        plan(BuildRequest(backend="cuda", output=tmp_path, arch="sm_90", pre=True))
+        plan(
+            BuildRequest.from_params(dict(backend="cuda", output=tmp_path, arch="sm_90", pre=True))
+        )
 
 
 def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
@@ -159,32 +165,87 @@ def test_rocm_plan_legacy_family_index(tmp_path: Path) -> None:
 
 def test_cuda_sm_107_plan(tmp_path: Path) -> None:
     built = plan(
-        BuildRequest(backend="cuda", output=tmp_path, arch="sm_90,sm_107", torch_ref="v2.14.1")
+        BuildRequest.from_params(
+            dict(backend="cuda", output=tmp_path, arch="sm_90,sm_107", torch_ref="v2.14.1")
+        )
     )
     env = _env(built)
     assert env["TORCH_CUDA_ARCH_LIST"] == "9.0;10.7"
     assert env["PYTORCH_BUILD_VERSION"] == "2.14.1+cu134"
     assert built.builder.base_image == "nvidia/cuda:13.4.0-devel-ubuntu24.04"
     with pytest.raises(BadInput, match=r"sm_107 needs CUDA version >= 13.4, got 13.3"):
-        plan(BuildRequest(backend="cuda", output=tmp_path, cuda_version="13.3", arch="sm_107"))
+        plan(
+            BuildRequest.from_params(
+                dict(backend="cuda", output=tmp_path, cuda_version="13.3", arch="sm_107")
+            )
+        )
     # An update release is a CUDA version too (the matrix accepts it, so build does).
     update = plan(
-        BuildRequest(backend="cuda", output=tmp_path, cuda_version="13.4.1", arch="sm_107")
+        BuildRequest.from_params(
+            dict(backend="cuda", output=tmp_path, cuda_version="13.4.1", arch="sm_107")
+        )
     )
     assert update.builder.base_image == "nvidia/cuda:13.4.1-devel-ubuntu24.04"
 
 
 def test_xpu_plan(tmp_path: Path) -> None:
-    built = plan(BuildRequest(backend="xpu", output=tmp_path, arch="pvc,bmg"))
+    built = plan(BuildRequest.from_params(dict(backend="xpu", output=tmp_path, arch="pvc,bmg")))
     env = _env(built)
     assert env["USE_XCCL"] == "1" and env["USE_XPU"] == "1"
     assert env["TORCH_XPU_ARCH_LIST"] == "pvc,bmg"
     assert built.builder.base_image.startswith("intel/deep-learning-essentials:")
     with pytest.raises(BadInput, match="'gfx942' is not a xpu target"):
-        plan(BuildRequest(backend="xpu", output=tmp_path, arch="gfx942"))
+        plan(BuildRequest.from_params(dict(backend="xpu", output=tmp_path, arch="gfx942")))
 
 
 def test_cpu_plan_rejects_gpu_flags(tmp_path: Path) -> None:
-    assert _env(plan(BuildRequest(backend="cpu", output=tmp_path)))["USE_CUDA"] == "0"
+    assert (
+        _env(plan(BuildRequest.from_params(dict(backend="cpu", output=tmp_path))))["USE_CUDA"]
+        == "0"
+    )
     with pytest.raises(BadInput, match="does not apply to accelkit build cpu"):
-        plan(BuildRequest(backend="cpu", output=tmp_path, gfx="gfx942"))
+        plan(BuildRequest.from_params(dict(backend="cpu", output=tmp_path, gfx="gfx942")))
+
+
+def _clone_at(tmp_path: Path, ref: str) -> Path:
+    """A git repository whose HEAD is `ref` (a tag), with one more commit on its branch."""
+    import subprocess
+
+    tree = tmp_path / "pytorch"
+    tree.mkdir()
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "init", "--quiet", "--initial-branch", "main"], check=True)
+    (tree / "version.txt").write_text("2.14.1\n")
+    subprocess.run([*git, "add", "version.txt"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", "2.14.1"], check=True)
+    subprocess.run([*git, "tag", ref], check=True)
+    return tree
+
+
+def test_source_with_torch_ref_must_be_a_clean_checkout_of_it(tmp_path: Path) -> None:
+    """--source DIR --torch-ref REF: DIR is a checkout of REF made outside the builder (the
+    nightly's leg job clones it); the plan copies it and records the ref and its commit."""
+    import subprocess
+
+    tree = _clone_at(tmp_path, "v2.14.1")
+    built = plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.1"))
+    (checkout,) = [s for s in built.steps if s.name == "checkout"]
+    head = subprocess.run(
+        ["git", "-C", str(tree), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert checkout.action == "copy-tree" and f"a checkout of v2.14.1 at {head}" in (
+        checkout.description
+    )
+    with pytest.raises(BadInput, match=r"has no ref v2\.14\.2 \(--torch-ref\)"):
+        plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.2"))
+    (tree / "version.txt").write_text("2.14.2\n")
+    with pytest.raises(BadInput, match="not a clean checkout of v2.14.1: tracked files changed"):
+        plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.1"))
+    git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    subprocess.run([*git, "commit", "--quiet", "-am", "moved on"], check=True)
+    with pytest.raises(BadInput, match=r"is at [0-9a-f]{12}, not at --torch-ref v2\.14\.1"):
+        plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.1"))
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(BadInput, match="with --torch-ref v2.14.1: not a git checkout"):
+        plan(_rocm(tmp_path / "out", gfx="gfx942", source=plain, torch_ref="v2.14.1"))

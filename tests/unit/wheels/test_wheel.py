@@ -83,13 +83,15 @@ def fatbin(*targets: str, mach: dict[str, int] | None = None, compress: bool = T
 
 
 def expectation(*, triton: bool = False) -> WheelExpectation:
-    request = BuildRequest(
-        backend="rocm",
-        rocm_version="7.14",
-        gfx="gfx942",
-        torch_version="2.14.1",
-        output=Path("/tmp/unused"),
-        triton=triton,
+    request = BuildRequest.from_params(
+        dict(
+            backend="rocm",
+            rocm_version="7.14",
+            gfx="gfx942",
+            torch_version="2.14.1",
+            output=Path("/tmp/unused"),
+            triton=triton,
+        )
     )
     return plan(request).expect.resolved(VALUES)
 
