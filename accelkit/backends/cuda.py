@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -482,7 +481,10 @@ BACKEND = CudaBackend()
 
 def _installed(distribution: str) -> bool:
     """Whether a distribution is installed, read from its metadata (importing the CUTLASS
-    DSL loads its compiler: seconds, for a yes or no)."""
+    DSL loads its compiler: seconds, for a yes or no). importlib.metadata is imported here:
+    it costs `accelkit --help`, which builds `build`'s options from the backends, 20 ms."""
+    import importlib.metadata
+
     try:
         importlib.metadata.distribution(distribution)
     except importlib.metadata.PackageNotFoundError:
