@@ -21,6 +21,8 @@ from accelkit.backends.base import (
     TargetFlag,
     VersionRule,
 )
+from accelkit.backends.peaks import Ceilings, DevicePeak, lookup
+from accelkit.backends.peaks import table_ceilings as _table_ceilings
 from accelkit.errors import BadInput
 
 #: Every backend by name, in the order users see in tables and help texts.
@@ -34,6 +36,20 @@ REGISTRY: Mapping[str, Backend] = MappingProxyType(
 #: The backends `accelkit build` builds torch for, in the order its help lists them and their
 #: options (`BuildFlags`): ROCm first, whose torch only a build makes; the CPU last.
 BUILDS: tuple[Backend, ...] = (rocm.BACKEND, cuda.BACKEND, xpu.BACKEND, cpu.BACKEND)
+
+#: Every backend's device peaks, in the registry's order: one table, the first match winning.
+PEAK_TABLE: tuple[DevicePeak, ...] = tuple(row for b in REGISTRY.values() for row in b.peaks)
+
+
+def device_peak(device_name: str) -> DevicePeak | None:
+    """The first row of `PEAK_TABLE` whose pattern matches `device_name` (as torch reports
+    it), or None."""
+    return lookup(device_name, PEAK_TABLE)
+
+
+def table_ceilings(device_name: str) -> Ceilings:
+    """The published ceilings of `device_name` (empty when no backend lists the device)."""
+    return _table_ceilings(device_name, PEAK_TABLE)
 
 
 def names() -> list[str]:
@@ -58,14 +74,19 @@ def get(name: str, *, flag: str = "--device") -> Backend:
 
 __all__ = [
     "BUILDS",
+    "PEAK_TABLE",
     "REGISTRY",
     "Availability",
     "Backend",
     "BuildFlags",
+    "Ceilings",
     "DeviceInfo",
+    "DevicePeak",
     "TargetFlag",
     "VersionRule",
     "all_backends",
+    "device_peak",
     "get",
     "names",
+    "table_ceilings",
 ]

@@ -17,6 +17,7 @@ from accelkit.backends.base import (
     VersionRule,
     release_tuple,
 )
+from accelkit.backends.peaks import DevicePeak
 from accelkit.errors import BadInput
 
 #: PyTorch's wheel indexes: https://download.pytorch.org/whl/[nightly/|test/]<variant>.
@@ -34,6 +35,7 @@ class BackendDefaults:
     torch_device_type: str
     targets: tuple[str, ...] = ()
     build_flags = BuildFlags()
+    peaks: tuple[DevicePeak, ...] = ()
     families: Mapping[str, tuple[str, ...]] = _EMPTY
     version_rule: VersionRule | None = None
     collective_backends: tuple[str, ...] = ()

@@ -16,6 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Protocol
 
+from accelkit.backends.peaks import DevicePeak
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
 from accelkit.options import Opt
@@ -259,6 +260,9 @@ class Backend(Protocol):
     """GPU targets a build or a matrix leg may name (sm_90, gfx942, pvc); empty for none."""
     build_flags: BuildFlags
     """The options of `accelkit build` that name its toolkit version and its targets."""
+    peaks: tuple[DevicePeak, ...]
+    """Published FLOP/s and bandwidth of its devices, the first match winning (the perf
+    suite's ceilings: `accelkit.backends.table_ceilings`); empty for none."""
 
     @property
     def families(self) -> Mapping[str, tuple[str, ...]]:

@@ -36,6 +36,7 @@ from accelkit.backends.base import (
     VersionRule,
     release_tuple,
 )
+from accelkit.backends.peaks import TB_S, DevicePeak, P, T, dense_rates
 from accelkit.containers.run import DeviceRequest, RunOptions
 from accelkit.options import Opt
 from accelkit.torch_import import torch_import_error, torch_or_none
@@ -194,10 +195,88 @@ def arch_coverage_problem(arch_list: list[str], target: str) -> str | None:
     )
 
 
+#: Published ceilings of NVIDIA's devices (`accelkit.backends.peaks`: conventions and
+#: units). Order matters: the first matching row wins, so specific names precede general
+#: ones ("H100 NVL" and "H100 PCIe" before the SXM row that matches any "H100").
+PEAKS: tuple[DevicePeak, ...] = (
+    # NVIDIA H100 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h100/, "H100 NVL"
+    # column): TF32 835, BF16/FP16 1,671, FP8 3,341 TFLOPS with sparsity; FP32 60 TFLOPS;
+    # 94 GB HBM3 at 3.9 TB/s.
+    DevicePeak(
+        name="NVIDIA H100 NVL",
+        pattern=r"H100.*NVL",
+        flops=dense_rates(60 * T, 417.5 * T, 835.5 * T, 1670.5 * T),
+        memory_bandwidth=3.9 * TB_S,
+        source="NVIDIA H100 datasheet (H100 NVL column), sparse figures halved",
+    ),
+    # Same datasheet, "H100 PCIe" column: FP32 51 TFLOPS; TF32 756, BF16/FP16 1,513,
+    # FP8 3,026 TFLOPS with sparsity; 80 GB HBM2e at 2 TB/s.
+    DevicePeak(
+        name="NVIDIA H100 PCIe",
+        pattern=r"H100.*PCIe",
+        flops=dense_rates(51 * T, 378 * T, 756.5 * T, 1513 * T),
+        memory_bandwidth=2.0 * TB_S,
+        source="NVIDIA H100 datasheet (H100 PCIe column), sparse figures halved",
+    ),
+    # Same datasheet, "H100 SXM" column: FP32 67 TFLOPS; TF32 989, BF16/FP16 1,979,
+    # FP8 3,958 TFLOPS with sparsity; 80 GB HBM3 at 3.35 TB/s. The H100 whitepaper's
+    # dense figures are 494.7 / 989.4 / 1,978.9 TFLOPS.
+    DevicePeak(
+        name="NVIDIA H100 SXM",
+        pattern=r"H100",
+        flops=dense_rates(66.9 * T, 494.7 * T, 989.4 * T, 1978.9 * T),
+        memory_bandwidth=3.35 * TB_S,
+        source="NVIDIA H100 datasheet (H100 SXM column) / Hopper whitepaper dense rates",
+    ),
+    # NVIDIA H200 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/h200/), "H200
+    # NVL" column: FP32 60 TFLOPS; TF32 835, BF16/FP16 1,671, FP8 3,341 TFLOPS with
+    # sparsity; 141 GB HBM3e at 4.8 TB/s.
+    DevicePeak(
+        name="NVIDIA H200 NVL",
+        pattern=r"H200.*NVL",
+        flops=dense_rates(60 * T, 417.5 * T, 835.5 * T, 1670.5 * T),
+        memory_bandwidth=4.8 * TB_S,
+        source="NVIDIA H200 datasheet (H200 NVL column), sparse figures halved",
+    ),
+    # Same datasheet, "H200 SXM" column: the H100 SXM compute (same GH100 die and clocks)
+    # with 141 GB HBM3e at 4.8 TB/s.
+    DevicePeak(
+        name="NVIDIA H200 SXM",
+        pattern=r"H200",
+        flops=dense_rates(66.9 * T, 494.7 * T, 989.4 * T, 1978.9 * T),
+        memory_bandwidth=4.8 * TB_S,
+        source="NVIDIA H200 datasheet (H200 SXM column), sparse figures halved",
+    ),
+    # NVIDIA HGX B200 / DGX B200 datasheets (nvidia.com/en-us/data-center/hgx/): per GPU
+    # FP32 75 TFLOPS; TF32 2.2, FP16/BF16 4.5, FP8 9 PFLOPS with sparsity; 180 GB HBM3e,
+    # 64 TB/s per 8-GPU system = 8 TB/s per GPU.
+    DevicePeak(
+        name="NVIDIA B200",
+        pattern=r"\bB200\b",
+        flops=dense_rates(75 * T, 1.1 * P, 2.25 * P, 4.5 * P),
+        memory_bandwidth=8.0 * TB_S,
+        source="NVIDIA HGX/DGX B200 datasheet, per GPU, sparse figures halved",
+    ),
+    # NVIDIA Vera Rubin announcements (GTC 2025 keynote, CES 2026 press release): Rubin GPU
+    # with 288 GB HBM4 at up to 22 TB/s, 50 PFLOPS NVFP4 inference. No dense BF16/FP8
+    # figure is published yet, so no FLOP/s entry; revisit with the final datasheet.
+    DevicePeak(
+        name="NVIDIA Rubin",
+        pattern=r"Rubin|\bR200\b|VR200",
+        flops={},
+        memory_bandwidth=22.0 * TB_S,
+        source="NVIDIA Vera Rubin announcement (CES 2026): HBM4 up to 22 TB/s",
+        preliminary=True,
+        note="preliminary: announced figures; no dense BF16/FP8 rate published",
+    ),
+)
+
+
 class CudaBackend(BackendDefaults):
     name = "cuda"
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
+    peaks = PEAKS
     version_rule = CUDA_VERSION
     build_flags = BuildFlags(
         toolkit=Opt(

@@ -37,6 +37,7 @@ from accelkit.backends.base import (
     Toolchain,
     VersionRule,
 )
+from accelkit.backends.peaks import TB_S, DevicePeak, P, T, dense_rates
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
 from accelkit.options import Opt
@@ -274,10 +275,47 @@ _NO_TMA = "triton's AMD backend has no TMA: tensor descriptors become ordinary l
 _NO_WARP_SPECIALIZE = "warp specialization is an NVIDIA (sm_90 and newer) feature in triton"
 
 
+#: Published ceilings of AMD's devices (`accelkit.backends.peaks`: conventions and
+#: units). Order matters: the first matching row wins, so specific names precede general
+#: ones.
+PEAKS: tuple[DevicePeak, ...] = (
+    # AMD Instinct MI325X data sheet (amd.com/en/products/accelerators/instinct/mi300/
+    # mi325x.html): FP32 vector 163.4 TFLOPS, TF32 matrix 653.7, FP16/BF16 1,307.4,
+    # FP8 2,614.9 TFLOPS (dense); 256 GB HBM3E at 6 TB/s.
+    DevicePeak(
+        name="AMD Instinct MI325X",
+        pattern=r"MI325X",
+        flops=dense_rates(163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T),
+        memory_bandwidth=6.0 * TB_S,
+        source="AMD Instinct MI325X data sheet",
+    ),
+    # AMD Instinct MI300X data sheet (amd.com/en/products/accelerators/instinct/mi300/
+    # mi300x.html): same compute as MI325X (dense); 192 GB HBM3 at 5.3 TB/s.
+    DevicePeak(
+        name="AMD Instinct MI300X",
+        pattern=r"MI300X",
+        flops=dense_rates(163.4 * T, 653.7 * T, 1307.4 * T, 2614.9 * T),
+        memory_bandwidth=5.3 * TB_S,
+        source="AMD Instinct MI300X data sheet",
+    ),
+    # AMD Instinct MI355X data sheet (amd.com/en/products/accelerators/instinct/mi350/
+    # mi355x.html): FP32 vector 157.3 TFLOPS, FP16/BF16 2.5 PFLOPS, FP8 5.0 PFLOPS (dense;
+    # 2x with sparsity); 288 GB HBM3E at 8 TB/s. CDNA 4 has no TF32 matrix rate.
+    DevicePeak(
+        name="AMD Instinct MI355X",
+        pattern=r"MI355X",
+        flops={"float32": 157.3 * T, "bfloat16": 2.5 * P, "float16": 2.5 * P, "float8": 5.0 * P},
+        memory_bandwidth=8.0 * TB_S,
+        source="AMD Instinct MI355X data sheet",
+    ),
+)
+
+
 class RocmBackend(BackendDefaults):
     name = "rocm"
     torch_device_type = "cuda"
     description = "AMD GPUs through ROCm (HIP)"
+    peaks = PEAKS
     targets = ROCM_TARGETS
     families = GFX_FAMILIES
     version_rule = SDK_VERSION

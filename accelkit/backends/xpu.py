@@ -29,6 +29,7 @@ from accelkit.backends.base import (
     TestImageSpec,
     VersionRule,
 )
+from accelkit.backends.peaks import GB_S, TB_S, DevicePeak, T
 from accelkit.containers.run import Mount, RunOptions
 from accelkit.options import Opt
 from accelkit.torch_import import torch_import_error, torch_or_none
@@ -54,10 +55,70 @@ ONEAPI_VERSION = VersionRule(
 )
 
 
+#: Published ceilings of Intel's devices (`accelkit.backends.peaks`: conventions and
+#: units). Order matters: the first matching row wins, so specific names precede general
+#: ones.
+PEAKS: tuple[DevicePeak, ...] = (
+    # Intel ark, Data Center GPU Max 1550 (ark.intel.com product 232873) and the Max Series
+    # product brief: 128 Xe cores at 1.6 GHz, FP32 52 TFLOPS, TF32 419 TFLOPS, BF16/FP16
+    # 839 TFLOPS (XMX, no sparsity); 128 GB HBM2e at 3.2768 TB/s.
+    DevicePeak(
+        name="Intel Data Center GPU Max 1550",
+        pattern=r"Max 1550",
+        flops={
+            "float32": 52.4 * T,
+            "tfloat32": 419.4 * T,
+            "bfloat16": 838.9 * T,
+            "float16": 838.9 * T,
+        },
+        memory_bandwidth=3.2768 * TB_S,
+        source="Intel ark / Data Center GPU Max Series product brief",
+    ),
+    # Intel ark, Data Center GPU Max 1100 (ark.intel.com product 232876): 56 Xe cores at
+    # 1.55 GHz, FP32 22.2 TFLOPS; 48 GB HBM2e at 1.2288 TB/s. XMX rates derived with the
+    # Max 1550's per-core rate (4,096 BF16 FLOP/clock/Xe core): 56 x 1.55 GHz x 4,096.
+    DevicePeak(
+        name="Intel Data Center GPU Max 1100",
+        pattern=r"Max 1100",
+        flops={
+            "float32": 22.2 * T,
+            "tfloat32": 177.8 * T,
+            "bfloat16": 355.5 * T,
+            "float16": 355.5 * T,
+        },
+        memory_bandwidth=1.2288 * TB_S,
+        source="Intel ark (Max 1100); XMX rates derived from Xe-core count and clock",
+        note="tfloat32/bfloat16/float16 derived, not printed by Intel",
+    ),
+    # Intel Arc B580 product page / ark: 20 Xe2 cores, 233 INT8 TOPS (XMX), 12 GB GDDR6
+    # 192-bit at 19 Gbps = 456 GB/s. FP16/BF16 XMX rate is half the INT8 rate; FP32 =
+    # 20 cores x 128 lanes x 2 x 2.67 GHz.
+    DevicePeak(
+        name="Intel Arc B580",
+        pattern=r"B580",
+        flops={"float32": 13.7 * T, "bfloat16": 116.5 * T, "float16": 116.5 * T},
+        memory_bandwidth=456 * GB_S,
+        source="Intel Arc B580 product page (233 INT8 TOPS, 456 GB/s)",
+        note="float16/bfloat16 = INT8 TOPS / 2; float32 from core count and clock",
+    ),
+    # Intel Arc B570 product page / ark: 18 Xe2 cores, 203 INT8 TOPS, 10 GB GDDR6 160-bit
+    # at 19 Gbps = 380 GB/s.
+    DevicePeak(
+        name="Intel Arc B570",
+        pattern=r"B570",
+        flops={"float32": 11.5 * T, "bfloat16": 101.5 * T, "float16": 101.5 * T},
+        memory_bandwidth=380 * GB_S,
+        source="Intel Arc B570 product page (203 INT8 TOPS, 380 GB/s)",
+        note="float16/bfloat16 = INT8 TOPS / 2; float32 from core count and clock",
+    ),
+)
+
+
 class XpuBackend(BackendDefaults):
     name = "xpu"
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
+    peaks = PEAKS
     version_rule = ONEAPI_VERSION
     build_flags = BuildFlags(
         toolkit=Opt(

@@ -8,7 +8,7 @@ device's memory, once per process, at collection time (case ids carry the sizes)
 All timing goes through `accelkit.suite.timing` (one timing module). Each metric carries
 `value` (median), `unit`, `higher_is_better`, `samples`, `iqr`, `iqr_over_median`,
 `noisy`, the timer used and, where the device's ceiling is known, `peak`,
-`peak_fraction` and `peak_source` ("table" or "measured", see `accelkit.suite.peaks`).
+`peak_fraction` and `peak_source` ("table" or "measured", see `accelkit.backends.peaks`).
 
 torch is imported inside functions only: collecting the suite on a machine without a
 device must not initialise one.
@@ -23,8 +23,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelkit.backends.peaks import Ceilings
 from accelkit.suite.environment import PERF_THREADS_ENV
-from accelkit.suite.peaks import Ceilings, table_ceilings
 from accelkit.suite.request import DEFAULT_CPU_THREADS
 from accelkit.suite.timing import Measurement, Timer
 
@@ -261,7 +261,7 @@ class PerfContext:
         self.tier = tier_for(self.spec.host_memory, self.memory_bytes)
         self.threads = configure_threads(self.tier)
         self.measure_ceilings = measure_ceilings
-        self._table = table_ceilings(self.device_name)
+        self._table = backends.table_ceilings(self.device_name)
         self._measured_flops: dict[str, float | None] = {}
         self._measured_bandwidth: float | None = None
 
