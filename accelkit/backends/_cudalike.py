@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelkit.backends.base import DeviceInfo
+from accelkit.backends.base import Availability, CapabilityCheck, DeviceInfo
+from accelkit.backends.checks import cuda_devices_needed, torch_module, torch_version
 
 
 def cuda_devices(torch: Any, *, rocm: bool) -> list[DeviceInfo]:
@@ -38,3 +39,14 @@ def cuda_devices(torch: Any, *, rocm: bool) -> list[DeviceInfo]:
             )
         )
     return out
+
+
+def _cuda_graph() -> Availability:
+    torch = torch_module()
+    if not hasattr(torch.cuda, "CUDAGraph"):
+        return Availability(False, f"torch {torch_version(torch)} has no torch.cuda.CUDAGraph")
+    return cuda_devices_needed(torch, 1)
+
+
+#: torch.cuda.CUDAGraph captures CUDA graphs, and HIP graphs on ROCm.
+CUDA_GRAPH = CapabilityCheck("cuda_graph", "graph", _cuda_graph)

@@ -10,6 +10,7 @@ from types import MappingProxyType
 
 from accelkit.backends.base import (
     BuildFlags,
+    CapabilityCheck,
     CrossTarget,
     GraphCapture,
     TestImageSpec,
@@ -36,6 +37,7 @@ class BackendDefaults:
     targets: tuple[str, ...] = ()
     build_flags = BuildFlags()
     peaks: tuple[DevicePeak, ...] = ()
+    capability_checks: tuple[CapabilityCheck, ...] = ()
     families: Mapping[str, tuple[str, ...]] = _EMPTY
     version_rule: VersionRule | None = None
     collective_backends: tuple[str, ...] = ()

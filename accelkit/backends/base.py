@@ -10,7 +10,7 @@ explicit mapping of the modules' instances; this module imports none of them.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -100,6 +100,32 @@ class BuildFlags:
     """The option that names its GPU targets (--gfx, --arch)."""
     family: Opt | None = None
     """An option that names a family of targets (--family: a legacy per-family index)."""
+
+
+#: Where a backend's capability shows among the probe's (doctor's rows, the results file's
+#: table): with the graph-capture checks, the Inductor targets, the GEMM backends, the c10d
+#: backends, or last (a feature of the device itself).
+CHECK_SECTIONS = ("graph", "target", "gemm", "collective", "device")
+
+
+@dataclass(frozen=True)
+class CapabilityCheck:
+    """A capability only this backend's devices have (cuda_graph, gfx_in_arch_list), and its
+    check, which `accelkit.probe.capabilities` registers in its `section` (`CHECK_SECTIONS`).
+
+    A check named after one of the backend's targets (sm_107) says whether torch knows the
+    target; the probe adds whether triton can compile for it here. A "collective" check named
+    after one of the backend's `collective_backends` replaces the probe's plain c10d check of
+    that name (nccl2's whole registration). The check runs only where torch imports.
+    """
+
+    name: str
+    section: str
+    check: Callable[[], Availability]
+
+    def __post_init__(self) -> None:
+        if self.section not in CHECK_SECTIONS:
+            raise ValueError(f"capability {self.name}: unknown section {self.section!r}")
 
 
 def release_tuple(version: str) -> tuple[int, int]:
@@ -263,6 +289,9 @@ class Backend(Protocol):
     peaks: tuple[DevicePeak, ...]
     """Published FLOP/s and bandwidth of its devices, the first match winning (the perf
     suite's ceilings: `accelkit.backends.table_ceilings`); empty for none."""
+    capability_checks: tuple[CapabilityCheck, ...]
+    """The capabilities only its devices have, with their checks (doctor, the suite's
+    `requires` markers and `required_capabilities` name them)."""
 
     @property
     def families(self) -> Mapping[str, tuple[str, ...]]:

@@ -1,10 +1,20 @@
-"""NVIDIA CUDA. ROCm builds also answer torch.cuda, so this backend requires hip unset."""
+"""NVIDIA CUDA. ROCm builds also answer torch.cuda, so this backend requires hip unset.
+
+Longer than 600 lines because it holds every fact about NVIDIA GPUs, one job: targets and
+toolkits, cross-compilation, containers and test images, device peaks and the capabilities
+only NVIDIA GPUs have (graph conditional nodes, sm_107, NVGEMM, nccl2).
+"""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import importlib
+import logging
+import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -19,12 +29,13 @@ from accelkit.backends._containers import (
     suite_smoke,
     torch_problems,
 )
-from accelkit.backends._cudalike import cuda_devices
+from accelkit.backends._cudalike import CUDA_GRAPH, cuda_devices
 from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
     BuildFlags,
+    CapabilityCheck,
     CrossTarget,
     DeviceInfo,
     FakeDevice,
@@ -35,6 +46,14 @@ from accelkit.backends.base import (
     Toolchain,
     VersionRule,
     release_tuple,
+)
+from accelkit.backends.checks import (
+    c10d_backend,
+    cuda_devices_needed,
+    distributed,
+    has_module,
+    torch_module,
+    torch_version,
 )
 from accelkit.backends.peaks import TB_S, DevicePeak, P, T, dense_rates
 from accelkit.containers.run import DeviceRequest, RunOptions
@@ -272,11 +291,163 @@ PEAKS: tuple[DevicePeak, ...] = (
 )
 
 
+# --------------------------------------------------------------------------------------
+# Capabilities only NVIDIA GPUs have (registered by accelkit.probe.capabilities)
+
+
+def _cuda_graph_while_loop() -> Availability:
+    torch = torch_module()
+    graph = getattr(torch.cuda, "CUDAGraph", None)
+    if graph is None or not hasattr(graph, "begin_capture_to_while_node"):
+        return Availability(
+            False,
+            f"torch {torch_version(torch)} has no torch.cuda.CUDAGraph.begin_capture_to_while_node",
+        )
+    # torch binds the conditional-node methods on every build, but compiles their bodies
+    # only for CUDA >= 12.4 (aten/src/ATen/cuda/CUDAGraph.cu: `!defined(USE_ROCM) &&
+    # CUDA_VERSION >= 12040`); elsewhere capture raises "not allowed".
+    if getattr(torch.version, "hip", None):
+        return Availability(
+            False, "HIP graphs have no conditional nodes in torch (CUDA >= 12.4 builds only)"
+        )
+    built = getattr(torch.version, "cuda", None)
+    if built and release_tuple(built) < (12, 4):
+        return Availability(
+            False, f"torch built with CUDA {built}: conditional nodes need CUDA >= 12.4"
+        )
+    return cuda_devices_needed(torch, 1)
+
+
+_ARCH_LOCK = threading.Lock()
+_SM_107_FLAGS = (
+    "-gencode=arch=compute_107,code=sm_107",
+    "-gencode=arch=compute_107,code=compute_107",
+)
+
+
+@contextlib.contextmanager
+def _quiet_logger(name: str) -> Iterator[None]:
+    logger = logging.getLogger(name)
+    previous = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)
+
+
+@contextlib.contextmanager
+def _env(name: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(name)
+    os.environ[name] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = previous
+
+
+def _sm_107() -> Availability:
+    """torch generates code for sm_107 (the probe adds whether triton's ptxas knows it)."""
+    torch = torch_module()
+    # Importing cpp_extension looks for a CUDA toolkit and warns when no runtime is found;
+    # that warning says nothing about arch-flag generation.
+    with _quiet_logger("torch.utils.cpp_extension"):
+        cpp_extension = importlib.import_module("torch.utils.cpp_extension")
+    arch_flags = getattr(cpp_extension, "_get_cuda_arch_flags", None)
+    version = torch_version(torch)
+    if arch_flags is None:
+        return Availability(
+            False, f"torch {version} has no torch.utils.cpp_extension._get_cuda_arch_flags"
+        )
+    # The environment is process-wide: hold a lock so two probes cannot interleave.
+    with _ARCH_LOCK, _env("TORCH_CUDA_ARCH_LIST", "Rubin"):
+        try:
+            flags = list(arch_flags())
+        except ValueError as exc:
+            return Availability(
+                False, f"torch {version} does not know TORCH_CUDA_ARCH_LIST=Rubin: {exc}"
+            )
+    missing = [flag for flag in _SM_107_FLAGS if flag not in flags]
+    if missing:
+        return Availability(
+            False,
+            f"torch {version}: TORCH_CUDA_ARCH_LIST=Rubin gives "
+            f"{' '.join(flags) or 'no flags'}, not {' '.join(missing)}",
+        )
+    return Availability(True, f"torch {version}: TORCH_CUDA_ARCH_LIST=Rubin gives compute_107")
+
+
+def _nvgemm() -> Availability:
+    torch = torch_module()
+    if getattr(torch.version, "hip", None):
+        return Availability(False, "NVGEMM needs an NVIDIA GPU (torch is a ROCm build)")
+    devices = cuda_devices_needed(torch, 1)
+    if not devices.available:
+        return devices
+    config = importlib.import_module("torch._inductor.config")
+    version = torch_version(torch)
+    # Inductor takes any name in max_autotune_gemm_backends; a torch knows NVGEMM when it
+    # has the knobs and the code generator for it.
+    if not hasattr(config, "nvgemm_max_profiling_configs") or not has_module(
+        "torch._inductor.codegen.nv_universal_gemm"
+    ):
+        return Availability(False, f"torch {version} has no NVGEMM Inductor backend")
+    utils = importlib.import_module("torch._inductor.utils")
+    for helper, what in (
+        ("ensure_cute_available", "the CUTLASS DSL (CuTeDSL) Python package 'cutlass'"),
+        ("ensure_nv_universal_gemm_available", "the 'cutlass.operators' Python modules"),
+    ):
+        probe = getattr(utils, helper, None)
+        if probe is None:
+            return Availability(False, f"torch {version} has no torch._inductor.utils.{helper}")
+        if not probe():
+            return Availability(False, f"{what} not installed")
+    return Availability(True, f"torch {version} has the NVGEMM Inductor backend; {devices.reason}")
+
+
+def _nccl2() -> Availability:
+    """The whole registration of 2.14's nccl2 backend, the one check of it: what a case
+    could assert without GPUs is what this probe says (the collective cases, which need
+    the GPUs, test that it works)."""
+    found = c10d_backend("nccl2")
+    if not found.available:
+        return found
+    torch = torch_module()
+    dist = distributed(torch)
+    version = torch_version(torch)
+    if "nccl2" not in getattr(dist.Backend, "backend_list", ()):
+        return Availability(False, f"torch {version}: nccl2 is not in Backend.backend_list")
+    if not hasattr(dist, "ProcessGroupNCCL2"):
+        return Availability(False, f"torch {version} has no torch.distributed.ProcessGroupNCCL2")
+    try:
+        named = dist.Backend("nccl2")
+    except Exception as exc:
+        return Availability(False, f"torch.distributed.Backend('nccl2') failed: {exc}")
+    if named != "nccl2":
+        return Availability(False, f"torch.distributed.Backend('nccl2') is {named!r}")
+    return Availability(
+        True, f"torch {version}: nccl2 registered (Backend.backend_list, ProcessGroupNCCL2)"
+    )
+
+
+CAPABILITY_CHECKS: tuple[CapabilityCheck, ...] = (
+    CUDA_GRAPH,
+    CapabilityCheck("cuda_graph_while_loop", "graph", _cuda_graph_while_loop),
+    CapabilityCheck("sm_107", "target", _sm_107),
+    CapabilityCheck("nvgemm", "gemm", _nvgemm),
+    CapabilityCheck("nccl2", "collective", _nccl2),
+)
+
+
 class CudaBackend(BackendDefaults):
     name = "cuda"
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
     peaks = PEAKS
+    capability_checks = CAPABILITY_CHECKS
     version_rule = CUDA_VERSION
     build_flags = BuildFlags(
         toolkit=Opt(

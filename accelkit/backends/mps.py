@@ -9,7 +9,7 @@ from types import MappingProxyType
 from typing import Any
 
 from accelkit.backends._defaults import BackendDefaults
-from accelkit.backends.base import Availability, DeviceInfo, TestImageSpec
+from accelkit.backends.base import Availability, CapabilityCheck, DeviceInfo, TestImageSpec
 from accelkit.backends.peaks import GB_S, DevicePeak, T
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
@@ -130,11 +130,20 @@ PEAKS: tuple[DevicePeak, ...] = (
 )
 
 
+def _mps_linalg() -> Availability:
+    # The Jacobi-based linalg kernels are native Metal code with no Python surface:
+    # they are there whenever MPS is.
+    return BACKEND.availability()
+
+
 class MpsBackend(BackendDefaults):
     name = "mps"
     torch_device_type = "mps"
     description = "Apple Silicon GPUs through Metal (macOS)"
     peaks = PEAKS
+    capability_checks: tuple[CapabilityCheck, ...] = (
+        CapabilityCheck("mps_linalg", "device", _mps_linalg),
+    )
     # PyTorch's cpu index carries the macOS arm64 wheels (with MPS) on every channel.
     torch_wheel_variant = "cpu"
     unsupported_dtypes = MappingProxyType(

@@ -22,12 +22,13 @@ from accelkit.backends._containers import (
     suite_smoke,
     torch_problems,
 )
-from accelkit.backends._cudalike import cuda_devices
+from accelkit.backends._cudalike import CUDA_GRAPH, cuda_devices
 from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends._tools import tool_output
 from accelkit.backends.base import (
     Availability,
     BuildFlags,
+    CapabilityCheck,
     CrossTarget,
     DeviceInfo,
     GraphCapture,
@@ -37,6 +38,7 @@ from accelkit.backends.base import (
     Toolchain,
     VersionRule,
 )
+from accelkit.backends.checks import cuda_devices_needed, torch_module, torch_version
 from accelkit.backends.peaks import TB_S, DevicePeak, P, T, dense_rates
 from accelkit.containers.run import RunOptions
 from accelkit.errors import BadInput
@@ -311,11 +313,35 @@ PEAKS: tuple[DevicePeak, ...] = (
 )
 
 
+def _gfx_in_arch_list() -> Availability:
+    """torch has kernels for device 0's target (PYTORCH_ROCM_ARCH of its build)."""
+    torch = torch_module()
+    if not getattr(torch.version, "hip", None):
+        return Availability(False, f"torch {torch_version(torch)} is not a ROCm build")
+    devices = cuda_devices_needed(torch, 1)
+    if not devices.available:
+        return devices
+    # gcnArchName carries target features after a colon (gfx942:sramecc+:xnack-).
+    arch = str(torch.cuda.get_device_properties(0).gcnArchName).split(":")[0]
+    arch_list = [entry.split(":")[0] for entry in torch.cuda.get_arch_list()]
+    if arch not in arch_list:
+        return Availability(
+            False,
+            f"device 0 is {arch}, and torch {torch_version(torch)} has kernels for "
+            f"{' '.join(arch_list) or 'no GPU'} only (PYTORCH_ROCM_ARCH of its build)",
+        )
+    return Availability(True, f"device 0 is {arch}, in torch {torch_version(torch)}'s arch list")
+
+
 class RocmBackend(BackendDefaults):
     name = "rocm"
     torch_device_type = "cuda"
     description = "AMD GPUs through ROCm (HIP)"
     peaks = PEAKS
+    capability_checks: tuple[CapabilityCheck, ...] = (
+        CUDA_GRAPH,
+        CapabilityCheck("gfx_in_arch_list", "target", _gfx_in_arch_list),
+    )
     targets = ROCM_TARGETS
     families = GFX_FAMILIES
     version_rule = SDK_VERSION

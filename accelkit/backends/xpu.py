@@ -23,12 +23,14 @@ from accelkit.backends._defaults import BackendDefaults
 from accelkit.backends.base import (
     Availability,
     BuildFlags,
+    CapabilityCheck,
     DeviceInfo,
     GraphCapture,
     TargetFlag,
     TestImageSpec,
     VersionRule,
 )
+from accelkit.backends.checks import torch_module, torch_version
 from accelkit.backends.peaks import GB_S, TB_S, DevicePeak, T
 from accelkit.containers.run import Mount, RunOptions
 from accelkit.options import Opt
@@ -114,11 +116,23 @@ PEAKS: tuple[DevicePeak, ...] = (
 )
 
 
+def _xpu_graph() -> Availability:
+    torch = torch_module()
+    xpu = getattr(torch, "xpu", None)
+    if xpu is None or not hasattr(xpu, "XPUGraph"):
+        return Availability(False, f"torch {torch_version(torch)} has no torch.xpu.XPUGraph")
+    # On a build without XPU, XPUGraph is a dummy that raises when constructed.
+    return BACKEND.availability()
+
+
 class XpuBackend(BackendDefaults):
     name = "xpu"
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
     peaks = PEAKS
+    capability_checks: tuple[CapabilityCheck, ...] = (
+        CapabilityCheck("xpu_graph", "graph", _xpu_graph),
+    )
     version_rule = ONEAPI_VERSION
     build_flags = BuildFlags(
         toolkit=Opt(
