@@ -38,6 +38,7 @@ class BackendDefaults:
     build_flags = BuildFlags()
     peaks: tuple[DevicePeak, ...] = ()
     capability_checks: tuple[CapabilityCheck, ...] = ()
+    torch_build: str | None = None
     families: Mapping[str, tuple[str, ...]] = _EMPTY
     version_rule: VersionRule | None = None
     collective_backends: tuple[str, ...] = ()

@@ -289,6 +289,9 @@ class Backend(Protocol):
     peaks: tuple[DevicePeak, ...]
     """Published FLOP/s and bandwidth of its devices, the first match winning (the perf
     suite's ceilings: `accelkit.backends.table_ceilings`); empty for none."""
+    torch_build: str | None
+    """The `torch.version` attribute a torch built for it sets ("cuda", "hip", "xpu"); None:
+    every torch runs on it (the fingerprint records each)."""
     capability_checks: tuple[CapabilityCheck, ...]
     """The capabilities only its devices have, with their checks (doctor, the suite's
     `requires` markers and `required_capabilities` name them)."""

@@ -158,15 +158,21 @@ def _torch() -> Json:
         "version": str(torch.__version__),
         "git_version": getattr(version, "git_version", None),
         "debug": getattr(version, "debug", None),
-        "cuda": getattr(version, "cuda", None),
-        "hip": getattr(version, "hip", None),
-        "xpu": getattr(version, "xpu", None),
+        # The toolkit each backend's torch build names (cuda, hip, xpu), None where not built.
+        **{name: getattr(version, name, None) for name in _torch_builds()},
         "cxx11abi": cxx11abi,
         "path": os.path.dirname(str(getattr(torch, "__file__", "") or "")) or None,
         # Where it was installed from (channel, index or wheel) and the version pip resolved,
         # when accelkit installed it (test images; runners that record it).
         "source": read_torch_source(),
     }
+
+
+def _torch_builds() -> list[str]:
+    """The `torch.version` attributes of the backends' builds, in the registry's order."""
+    from accelkit.backends import all_backends
+
+    return list(dict.fromkeys(b.torch_build for b in all_backends() if b.torch_build))
 
 
 def _spec_exists(name: str) -> bool:

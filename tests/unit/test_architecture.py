@@ -28,9 +28,6 @@ BACKEND_WORDS = frozenset({"cpu", "cuda", "rocm", "xpu", "mps", "hip"})
 #: Mentions that are data, not branches: (file, what the finder reports) and why.
 NOT_BRANCHES = {
     ("accelkit/probe/fingerprint.py", "a mapping keyed by 'cpu'"): "the host CPU's section",
-    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'cuda'"): "torch.version.cuda",
-    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'hip'"): "torch.version.hip",
-    ("accelkit/probe/fingerprint.py", "a mapping keyed by 'xpu'"): "torch.version.xpu",
 }
 
 
