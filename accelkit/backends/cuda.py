@@ -447,7 +447,7 @@ class CudaBackend(BackendDefaults):
     torch_device_type = "cuda"
     description = "NVIDIA GPUs through CUDA"
     peaks = PEAKS
-    torch_build = "cuda"
+    torch_build: str | None = "cuda"
     capability_checks = CAPABILITY_CHECKS
     version_rule = CUDA_VERSION
     build_flags = BuildFlags(

@@ -338,7 +338,7 @@ class RocmBackend(BackendDefaults):
     torch_device_type = "cuda"
     description = "AMD GPUs through ROCm (HIP)"
     peaks = PEAKS
-    torch_build = "hip"
+    torch_build: str | None = "hip"
     capability_checks: tuple[CapabilityCheck, ...] = (
         CUDA_GRAPH,
         CapabilityCheck("gfx_in_arch_list", "target", _gfx_in_arch_list),

@@ -130,7 +130,7 @@ class XpuBackend(BackendDefaults):
     torch_device_type = "xpu"
     description = "Intel GPUs through XPU (SYCL, Level Zero)"
     peaks = PEAKS
-    torch_build = "xpu"
+    torch_build: str | None = "xpu"
     capability_checks: tuple[CapabilityCheck, ...] = (
         CapabilityCheck("xpu_graph", "graph", _xpu_graph),
     )
