@@ -1,8 +1,10 @@
 """One module per accelerator, and the registry that finds them.
 
 The registry is this explicit mapping: adding a backend is adding its module (implementing
-`base.Backend`) and one line here. Modules import `base` and the private helpers, never
-each other and never this package, so there is no import cycle. Nothing outside
+`base.Backend`) and one line here (two, with its place in `BUILDS`, if `accelkit build` builds
+torch for it; docs/design.md, "Backends", lists every step). Modules import `base`, the
+record modules (`peaks`, `checks`) and the private helpers, never each other and never this
+package, so there is no import cycle. Nothing outside
 `accelkit/backends/` branches on a backend's name: it asks the backend.
 """
 
