@@ -25,8 +25,9 @@ _ClickException: type[Exception] = typer.BadParameter.__mro__[2]
 __all__ = ["app", "main"]
 
 
-def _register() -> None:
-    # Each module adds its own commands to `app`; importing them must stay cheap.
+def register_commands() -> None:
+    """Import every command module; each adds its commands to `app` (cheap: the commands
+    import their cores lazily)."""
     from accelkit.cli import (  # noqa: F401
         bisect,
         build,
@@ -56,7 +57,7 @@ def _error_line(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point: every user-facing failure becomes one line and its exit code."""
-    _register()
+    register_commands()
     command = typer.main.get_command(app)
     args = sys.argv[1:] if argv is None else argv
     debug = "--debug" in args

@@ -10,22 +10,19 @@ only a ceiling), each row on one line, without colour, and no live progress view
 
     make_console()                  # stdout: the terminal's width, or plain when piped
     make_console(stderr=True)       # the same decision for stderr
-    table("Metrics", ["case", ...]) # a rich Table whose cells fold instead of truncating
-    fits(console, t)                # False: the command prints its narrow layout instead
+
+The tables themselves (cells that fold, a narrow layout where a table does not fit) are
+the results views' (`accelkit.results.render.terminal`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING
+
+from accelkit.results.render.terminal import PLAIN_WIDTH
 
 if TYPE_CHECKING:
     from rich.console import Console
-    from rich.table import Table
-
-PLAIN_WIDTH: Final = 4096
-"""The width output is laid out at where there is no terminal: wider than any row, so a
-table takes its natural width and no cell is cut or wrapped."""
 
 
 def make_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
@@ -48,22 +45,3 @@ def make_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
 def is_plain(console: Console) -> bool:
     """Whether `console` writes to something other than a terminal (see `make_console`)."""
     return not console.is_terminal
-
-
-def fits(console: Console, renderable: Table) -> bool:
-    """Whether `renderable` fits `console`'s width at its natural width, no cell wrapped."""
-    from rich.measure import Measurement
-
-    unbounded = console.options.update(max_width=PLAIN_WIDTH)
-    return Measurement.get(console, unbounded, renderable).maximum <= console.width
-
-
-def table(title: str | None, columns: Sequence[str], *, right: Sequence[str] = ()) -> Table:
-    """A table whose cells wrap (fold) when the width is short, never end in an ellipsis;
-    the `right` columns are right-aligned (numbers)."""
-    from rich.table import Table
-
-    result = Table(title=title, title_justify="left")
-    for column in columns:
-        result.add_column(column, overflow="fold", justify="right" if column in right else "left")
-    return result

@@ -310,7 +310,8 @@ def _write_verdict(
     threshold: float = 0.03,
 ) -> Any:
     from accelkit.results.io import atomic_write_text
-    from accelkit.results.nightly import DEFAULT_MAX_AGE_HOURS, judge_nightly, render_markdown
+    from accelkit.results.nightly import DEFAULT_MAX_AGE_HOURS, judge_nightly
+    from accelkit.results.render.markdown import nightly_markdown
 
     verdict = judge_nightly(
         legs,
@@ -321,23 +322,14 @@ def _write_verdict(
         baseline_run=baseline_run,
     )
     if markdown is not None:
-        atomic_write_text(markdown, render_markdown(verdict))
+        atomic_write_text(markdown, nightly_markdown(verdict))
     return verdict
 
 
 def _render_verdict(console: Any, verdict: dict[str, Any], summary: Path) -> None:
-    from rich.table import Table
+    from accelkit.results.render.terminal import print_nightly
 
-    styles = {"red": "bold red", "green": "green"}
-    table = Table(title="against the baseline", title_justify="left")
-    for column in ("leg", "verdict", "why"):
-        table.add_column(column, overflow="fold")
-    for leg in verdict["legs"]:
-        why = "; ".join([*leg["reasons"], *leg["notes"]])
-        style = styles.get(leg["state"], "yellow")
-        table.add_row(escape(leg["name"]), f"[{style}]{leg['state']}[/]", escape(why))
-    console.print(table)
-    console.print(f"summary: {summary}", markup=False)
+    print_nightly(console, verdict, summary)
 
 
 @matrix_app.command("compare")
@@ -548,7 +540,7 @@ def record_command(
     """Add a night to a results history (what the nightly keeps in its `results` branch);
     `accelkit report --history STORE` draws its trends."""
     from accelkit.inputs import check_safe
-    from accelkit.results.history import record_night
+    from accelkit.results.history_store import record_night
 
     data: dict[str, Any] | None = None
     if verdict is not None:

@@ -16,9 +16,9 @@ def reference() -> str:
     import typer
     from typer.cli import get_docs_for_click
 
-    from accelkit.cli import _register, app
+    from accelkit.cli import app, register_commands
 
-    _register()
+    register_commands()
     command = typer.main.get_command(app)
     ctx = typer.Context(command, info_name="accelkit")
     docs = get_docs_for_click(obj=command, ctx=ctx, name="accelkit", title="accelkit commands")

@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from accelkit.cli.app import app
-
-if TYPE_CHECKING:
-    from accelkit.results.report.model import Report
 
 
 @app.command("report")
@@ -64,10 +61,12 @@ def report_command(
     canaries and whether they moved); or, with --history, every metric's trend per leg over
     the nights, with the verdict changes."""
     # Lazy imports: pydantic and matplotlib are heavy, and `accelkit --help` must stay fast.
+    from accelkit.cli.console import make_console
     from accelkit.errors import BadInput
     from accelkit.results.io import atomic_write_text, check_output_path
-    from accelkit.results.report.html import render_html_with_plots
-    from accelkit.results.report.markdown import render_markdown
+    from accelkit.results.render.html import report_html_with_plots
+    from accelkit.results.render.markdown import history_markdown, report_markdown
+    from accelkit.results.render.terminal import print_report
     from accelkit.results.report.model import load_report
 
     if history is not None and inputs:
@@ -83,7 +82,7 @@ def report_command(
         raise BadInput("--html and --markdown must name different files")
     trends = None
     if history is not None:
-        from accelkit.results.report.history import load_history, render_history_markdown
+        from accelkit.results.report.trends import load_history
 
         trends = load_history(history, nights)
         report = trends.report
@@ -96,12 +95,12 @@ def report_command(
         comparisons = compare_runs(report)
     if markdown is not None:
         if trends is None:
-            text = render_markdown(report, comparisons=comparisons)
+            text = report_markdown(report, comparisons=comparisons)
         else:
-            text = render_history_markdown(trends)
+            text = history_markdown(trends)
         atomic_write_text(markdown, text)
     if html is not None:
-        page, note = render_html_with_plots(report, trends, comparisons)
+        page, note = report_html_with_plots(report, trends, comparisons)
         atomic_write_text(html, page)
         if note:
             typer.echo(f"accelkit: warning: {note}", err=True)
@@ -119,45 +118,4 @@ def report_command(
             ]
         typer.echo(json.dumps(data, indent=2))
     else:
-        _print_summary(report, html, markdown)
-
-
-def _print_summary(report: Report, html: Path | None, markdown: Path | None) -> None:
-    from rich.table import Table
-    from rich.text import Text
-
-    from accelkit.cli.console import make_console
-    from accelkit.results.model import SUITES
-    from accelkit.results.report.model import status_summary
-
-    console = make_console()
-    table = Table(title="Runs", title_justify="left")
-    for column in ("run", "device", "torch", *SUITES):
-        table.add_column(column, overflow="fold")
-    for run, counts in zip(report.runs, report.counts, strict=True):
-        if run.missing:
-            table.add_row(
-                Text(run.label),
-                Text("produced no results", style="bold red"),
-                "",
-                *("missing" for _ in SUITES),
-            )
-            continue
-        table.add_row(
-            Text(run.label),
-            Text(run.device_name or run.device),
-            run.torch_version or "?",
-            *(status_summary(counts[s]) if s in counts else "-" for s in SUITES),
-        )
-    console.print(table)
-    console.print(
-        f"{len(report.metrics)} metrics across {len(report.runs)} runs"
-        + (
-            f"; {len(report.skipped_inputs)} non-results JSON files skipped"
-            if report.skipped_inputs
-            else ""
-        )
-    )
-    for label, path in (("HTML", html), ("Markdown", markdown)):
-        if path is not None:
-            console.print(f"{label}: {path}")
+        print_report(make_console(), report, html, markdown)

@@ -127,10 +127,10 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
 
 def _ab_summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     """The --ab run's end: compare's table of B against A, then where things were written."""
-    from accelkit.cli.compare import _print_table
+    from accelkit.results.render.terminal import print_comparison
 
     assert request.ab is not None
-    _print_table(outcome.comparison)
+    print_comparison(console, outcome.comparison)
     for side, results in zip(("A", "B"), outcome.results, strict=True):
         bad = [c for c in results.cases if c.status not in ("passed", "skipped")]
         for case in bad[:20]:

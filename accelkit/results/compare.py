@@ -1,7 +1,8 @@
 """Compare two results files: per-metric verdicts and conformance status changes.
 
-`compare(base, new)` returns a `Comparison`: a frozen, typed object that the CLI renders
-(rich table, `--json`, `--markdown`). Every metric of either side is accounted for:
+`compare(base, new)` returns a `Comparison`: a frozen, typed object that
+`accelkit.results.render` shows (rich table, `--markdown`) and `--json` prints. Every
+metric of either side is accounted for:
 
 - present in both with the same unit and direction: a verdict from the two sample sets
   (`accelkit.results.stats`, whose module docstring states the decision rule). Where both
@@ -36,9 +37,6 @@ capability that disappeared) are listed first among the other changes.
 device name, driver, torch version and git hash, accelkit version:
 `accelkit.results.environment`), so a verdict never silently compares different hardware
 or software; every rendering shows them before any verdict.
-
-Longer than 600 lines because it is the one model of a comparison: the verdicts, their
-reasons and the canary summary that every view (terminal, Markdown, HTML, JSON) renders.
 """
 
 from __future__ import annotations
@@ -46,10 +44,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal, cast
 
-from accelkit.results import canary, markdown, stats
+from accelkit.results import canary, stats
 from accelkit.results.environment import EnvironmentDifference, environment_differences
-from accelkit.results.model import BAD_STATUSES, Case, Metric, Results, repro_command
-from accelkit.results.units import format_value
+from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
 
 MetricVerdict = Literal[
     "regressed", "improved", "environment-shifted", "unchanged", "noisy", "missing"
@@ -81,9 +78,6 @@ CHANGE_KINDS: tuple[ChangeKind, ...] = (
 
 CANARY_PREFIX = "perf/canary/"
 """Case ids of the canaries (`accelkit/suite/perf/test_canary.py`)."""
-
-_MESSAGE_CHARS = 200
-"""Longest case id, metric name or message in a Markdown cell."""
 
 
 @dataclass(frozen=True)
@@ -445,188 +439,3 @@ def compare(
         confidence=confidence,
         environment=environment_differences(base, new),
     )
-
-
-# ---------------------------------------------------------------------------------------
-# Presentation helpers shared by the terminal table and the Markdown summary
-# ---------------------------------------------------------------------------------------
-
-
-def metrics_by_severity(comparison: Comparison) -> list[MetricComparison]:
-    """Regressions first, then improvements, environment-shifted, noisy, missing, unchanged;
-    stable within."""
-    order = ("regressed", "improved", "environment-shifted", "noisy", "missing", "unchanged")
-    return sorted(comparison.metrics, key=lambda m: order.index(m.verdict))
-
-
-def format_ratio(metric: MetricComparison) -> str:
-    if metric.ratio is None:
-        return "-"
-    return f"{metric.ratio:.3f}x ({(metric.ratio - 1.0) * 100:+.1f}%)"
-
-
-def format_ci(metric: MetricComparison) -> str:
-    if metric.ci is None:
-        return "-"
-    return f"[{metric.ci[0]:.3f}, {metric.ci[1]:.3f}]"
-
-
-def canary_summary(comparison: Comparison) -> str | None:
-    """One line naming each canary, its verdict and how far it moved, with the band, for
-    every view's summary: `canaries (±3%): perf/canary/host/gemm environment-shifted (moved)
-    1.067x [1.022, 1.097]; perf/canary/host/copy unchanged 1.019x [0.994, 1.041]`; None
-    when neither run has canaries."""
-    parts = []
-    for m in comparison.canaries():
-        if m.ratio is None or m.ci is None:
-            parts.append(f"{m.case} {m.metric} {m.verdict}")
-            continue
-        moved = " (moved)" if canary.interval_moved(m.ci, comparison.threshold) else ""
-        parts.append(f"{m.case} {m.metric} {m.verdict}{moved} {format_ratio(m)} {format_ci(m)}")
-    if not parts:
-        return None
-    return f"canaries (band ±{comparison.threshold:.0%}): " + "; ".join(parts)
-
-
-def _cell(text: str) -> str:
-    return markdown.cell(text, _MESSAGE_CHARS)
-
-
-def _metric_rows(metrics: list[MetricComparison]) -> list[str]:
-    if not metrics:
-        return []
-    return markdown.table(
-        ("case", "metric", "verdict", "base", "new", "ratio", "CI", "p", "why"),
-        (
-            (
-                _cell(m.case),
-                _cell(m.metric),
-                m.verdict,
-                format_value(m.base_median, m.unit),
-                format_value(m.new_median, m.unit),
-                format_ratio(m),
-                format_ci(m),
-                f"{m.p_value:.2g}" if m.p_value is not None else "-",
-                _cell(m.reason),
-            )
-            for m in metrics
-        ),
-    )
-
-
-def _change_rows(changes: tuple[StatusChange, ...]) -> list[str]:
-    if not changes:
-        return []
-    return markdown.table(
-        ("case", "was", "now", "message"),
-        (
-            (_cell(c.case), c.base_status or "-", c.new_status or "-", _cell(c.message))
-            for c in changes
-        ),
-    )
-
-
-def render_markdown(
-    comparison: Comparison,
-    *,
-    base_label: str = "base",
-    new_label: str = "new",
-    max_bytes: int = markdown.DEFAULT_MAX_BYTES,
-    new_source: str | None = None,
-) -> str:
-    """A summary for `$GITHUB_STEP_SUMMARY`: regressions, newly failing (with the
-    `accelkit repro` line of each, given the new run's file `new_source`), improvements,
-    then the rest in brief. Never longer than `max_bytes` (UTF-8): extra rows are cut with
-    a note.
-    """
-    summary = comparison.summary()
-    verdict = "❌ regressions or new failures" if comparison.fails else "✅ no regressions"
-    head = [
-        f"## accelkit compare: {verdict}",
-        "",
-        f"`{_cell(new_label)}` against `{_cell(base_label)}`; minimum effect "
-        f"{comparison.threshold:.0%}, {comparison.confidence:.0%} interval.",
-        "",
-        f"**{summary['regressed']}** regressed, **{summary['newly_failing']}** newly failing, "
-        f"**{summary['improved']}** improved, "
-        f"{summary['environment-shifted']} environment-shifted, {summary['unchanged']} unchanged, "
-        f"{summary['noisy']} noisy, {summary['missing']} missing metrics; "
-        f"{summary['newly_passing']} newly passing, {summary['newly_skipped']} newly skipped "
-        f"({summary['skipped_after_passing']} of them passed before), "
-        f"{summary['missing_in_new']} cases missing in the new run.",
-        "",
-    ]
-    canaries = canary_summary(comparison)
-    if canaries is not None:
-        head += [markdown.cell(canaries[:1].upper() + canaries[1:], 4000) + ".", ""]
-    if comparison.environment:
-        head += [
-            "⚠️ **The runs differ in their environment**: verdicts compare different "
-            "hardware or software.",
-            "",
-            *markdown.table(
-                ("what", "base", "new"),
-                (
-                    (_cell(d.label), _cell(d.base or "not recorded"), _cell(d.new or "-"))
-                    for d in comparison.environment
-                ),
-            ),
-            "",
-        ]
-    skipped_after_passing = comparison.skipped_after_passing
-    other_skips = tuple(
-        c for c in comparison.changes_of("newly_skipped") if c not in skipped_after_passing
-    )
-    sections: list[tuple[str, list[str]]] = [
-        ("### Regressions", _metric_rows(list(comparison.metrics_with("regressed")))),
-        ("### Newly failing", _change_rows(comparison.changes_of("newly_failing"))),
-        ("#### Reproduce the new failures", _repro_lines(comparison, new_source)),
-        ("### Passed before, skipped now", _change_rows(skipped_after_passing)),
-        ("### Improvements", _metric_rows(list(comparison.metrics_with("improved")))),
-        (
-            "### Environment-shifted (the canaries moved: the machine, not the build)",
-            _metric_rows(list(comparison.metrics_with("environment-shifted"))),
-        ),
-        ("### Noisy (no verdict possible)", _metric_rows(list(comparison.metrics_with("noisy")))),
-        ("### Missing metrics", _missing_rows(comparison.metrics_with("missing"))),
-        (
-            "### Other status changes",
-            _change_rows(
-                comparison.changes_of("newly_passing")
-                + other_skips
-                + comparison.changes_of("still_failing")
-                + comparison.changes_of("missing_in_new")
-                + comparison.changes_of("new_case")
-            ),
-        ),
-    ]
-    lines = list(head)
-    for title, rows in sections:
-        if rows:
-            lines += [title, "", *rows, ""]
-    if summary["unchanged"]:
-        lines.append(
-            f"{summary['unchanged']} metrics unchanged (within "
-            f"±{comparison.threshold:.0%}); see `accelkit compare --json` for every metric."
-        )
-    return markdown.cap("\n".join(lines) + "\n", max_bytes, see="`accelkit compare --json`")
-
-
-def _missing_rows(metrics: tuple[MetricComparison, ...]) -> list[str]:
-    if not metrics:
-        return []
-    return markdown.table(
-        ("case", "metric", "reason"),
-        ((_cell(m.case), _cell(m.metric), _cell(m.reason)) for m in metrics),
-    )
-
-
-def _repro_lines(comparison: Comparison, new_source: str | None) -> list[str]:
-    new_cases = comparison.changes_of("new_case")
-    new_failures = [*comparison.changes_of("newly_failing"), *new_cases]
-    commands = [
-        repro_command(c.case, new_source)
-        for c in new_failures
-        if c.repro and c.new_status in BAD_STATUSES and new_source is not None
-    ]
-    return ["```bash", *commands, "```"] if commands else []

@@ -1,6 +1,7 @@
-"""A nightly against the night before: one verdict per leg and one summary, written by the
-workflow's report job (`accelkit matrix compare`) and by its rehearsal (`accelkit matrix run
---baseline`), so both say the same thing about the same files.
+"""A nightly against the night before: one verdict per leg (`judge_nightly`), rendered as
+one summary (`accelkit.results.render.markdown.nightly_markdown`) by the workflow's report
+job (`accelkit matrix compare`) and by its rehearsal (`accelkit matrix run --baseline`), so
+both say the same thing about the same files.
 
 The baseline of a leg is that leg's results in the most recent *completed* nightly, whatever
 that run's conclusion: a red night is still last night. The workflow downloads that run's
@@ -29,9 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from accelkit.results import markdown
 from accelkit.results.compare import Comparison, compare
-from accelkit.results.compare import render_markdown as render_comparison
 from accelkit.results.io import load_results
 from accelkit.results.model import BAD_STATUSES, Results
 
@@ -250,83 +249,3 @@ def judge_nightly(
     )
     shown = str(baseline_dir) if baseline_dir is not None else None
     return NightlyVerdict(verdicts, max_age_hours, baseline_run, shown)
-
-
-_STATE_MARK = {
-    "red": "❌ red",
-    "green": "✅ green",
-    "no-baseline": "⚠️ no baseline",
-    "stale-baseline": "⚠️ stale baseline",
-}
-
-
-def _baseline_line(run: Mapping[str, Any] | None, directory: str | None) -> str:
-    if run is None and directory is not None:
-        return f"Baseline: the results in `{markdown.cell(directory, 200)}`."
-    if run is None:
-        return "Baseline: no completed nightly before this one; every leg is named below."
-    number = run.get("number")
-    when = str(run.get("createdAt") or "")[:19]
-    conclusion = run.get("conclusion") or "?"
-    url = run.get("url")
-    name = f"run #{number}" if number is not None else f"run {run.get('databaseId')}"
-    shown = f"[{name}]({url})" if url else name
-    return (
-        f"Baseline: the previous completed nightly, {shown} of {when} (conclusion: {conclusion})."
-    )
-
-
-def render_markdown(verdict: NightlyVerdict, *, max_bytes: int = markdown.DEFAULT_MAX_BYTES) -> str:
-    """The summary for $GITHUB_STEP_SUMMARY: the verdict, a row per leg, then details."""
-    red = [leg for leg in verdict.legs if leg.red]
-    named = [leg for leg in verdict.legs if leg.state in ("no-baseline", "stale-baseline")]
-    title = f"❌ {len(red)} of {len(verdict.legs)} legs red" if red else "✅ every leg green"
-    if not verdict.legs:
-        title = "no legs"
-    lines = [
-        f"## Nightly against the previous nightly: {title}",
-        "",
-        _baseline_line(verdict.baseline_run, verdict.baseline_dir),
-        "",
-    ]
-    if named:
-        lines.append(
-            f"**{len(named)} {'leg' if len(named) == 1 else 'legs'} without a usable baseline** "
-            "(missing, or older than "
-            f"{verdict.max_age_hours:g} h): "
-            + ", ".join(f"`{markdown.cell(leg.name, 80)}` ({leg.state})" for leg in named)
-        )
-        lines.append("")
-    # Inductor's cache hit rate, where a leg kept its caches from the night before.
-    caches = any(leg.compile_cache for leg in verdict.legs)
-    rows = []
-    for leg in verdict.legs:
-        age = f"{leg.baseline_age_hours / 24:.1f} d" if leg.baseline_age_hours is not None else "—"
-        row = [
-            markdown.cell(leg.name, 80),
-            _STATE_MARK[leg.state],
-            age,
-            str(len(leg.failing)),
-            str(len(leg.regressed)),
-            str(len(leg.newly_skipped)),
-        ]
-        if caches:
-            row.append(markdown.cell(leg.compile_cache or "—", 80))
-        rows.append([*row, markdown.cell("; ".join((*leg.reasons, *leg.notes)), 300)])
-    header = ["leg", "verdict", "baseline age", "failing", "regressed", "newly skipped"]
-    lines += markdown.table([*header, *(["Inductor cache"] if caches else []), "why"], rows)
-    lines.append("")
-    for leg in verdict.legs:
-        if leg.comparison is None or not (leg.red or leg.comparison.metrics_with("improved")):
-            continue
-        detail = render_comparison(
-            leg.comparison,
-            base_label=f"{leg.name} (baseline)",
-            new_label=f"{leg.name} (tonight)",
-            new_source=leg.results,  # each new failure's `accelkit repro` line
-        )
-        detail = detail.replace("\n### ", "\n#### ").replace(
-            "## accelkit compare", f"### {leg.name}", 1
-        )
-        lines += [detail, ""]
-    return markdown.cap("\n".join(lines) + "\n", max_bytes, see="the nightly-report artifact")

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from accelkit.cli import main
-from accelkit.results.compare import compare, render_markdown
+from accelkit.results.compare import compare
 from accelkit.results.model import SCHEMA_ID, Results
+from accelkit.results.render.markdown import comparison_markdown
 from tests.factories import STATUS_BASE, STATUS_NEW, case, grouped_run, perf_run, results
 
 
@@ -210,7 +211,7 @@ def test_environment_differences_are_reported_before_any_verdict(tmp_path: Path)
         "base": "NVIDIA H200",
         "new": "NVIDIA B200",
     }
-    text = render_markdown(comparison)
+    text = comparison_markdown(comparison)
     assert "differ in their environment" in text.split("###")[0]
     assert "| device | NVIDIA H200 | NVIDIA B200 |" in text
     # The CLI says it too, above its tables and in its last line.

@@ -19,8 +19,8 @@ import torch
 from accelkit.errors import BadInput
 from accelkit.results.differential import Differential, load_differential
 from accelkit.results.io import write_results
-from accelkit.results.report.html import render_html
-from accelkit.results.report.markdown import render_markdown
+from accelkit.results.render.html import report_html
+from accelkit.results.render.markdown import report_markdown
 from accelkit.results.report.model import load_report
 from accelkit.suite.outputs import file_name
 from accelkit.triage.differential import compare_answers, differential
@@ -136,10 +136,10 @@ def test_a_differential_lists_cases_that_differ_and_flags_those_beyond_tolerance
     assert load_differential(out) == found
     report = load_report([a, b, out])
     assert len(report.runs) == 2 and report.differentials == (found,)
-    page = render_html(report)
+    page = report_html(report)
     assert '<tr class="disagree"' in page and "yes, both passed" in page
     assert "conformance/ops/far/float32" in page
-    text = render_markdown(report)
+    text = report_markdown(report)
     assert "**1 beyond tolerance** (1 of them passed in both runs)" in text
     # Found in a folder too (not listed as a skipped input).
     folder_report = load_report([tmp_path])

@@ -17,16 +17,13 @@ from typing import Any
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.results.history import load_index, record_night
+from accelkit.results.history_store import load_index, record_night
 from accelkit.results.model import Results
 from accelkit.results.nightly import judge_nightly
-from accelkit.results.report.history import (
-    load_history,
-    render_history_markdown,
-    sparkline,
-    trend_rows,
-)
-from accelkit.results.report.html import render_html_with_plots
+from accelkit.results.render.html import report_html_with_plots
+from accelkit.results.render.markdown import history_markdown
+from accelkit.results.render.sparkline import sparkline
+from accelkit.results.report.trends import load_history, trend_rows
 from tests.browser import browse, console_lines, find_chromium
 from tests.helpers import REPO, assert_one_line_error, run_cli
 from tests.helpers import SMALL_GEMM as GEMM
@@ -139,7 +136,7 @@ def test_trends_and_sparklines(store: Path) -> None:
     gemv = rows[(B, GEMV, "bandwidth")]
     assert gemv.values[3] is None and sparkline(gemv.values)[3] == "·"  # a gap, not a value
     assert gemv.change == pytest.approx(0.3, abs=0.02)
-    text = render_history_markdown(history)
+    text = history_markdown(history)
     assert f"## accelkit history: {NIGHTS} nights" in text
     assert f"`{line}`" in text
     assert f"{history.nights[6]}: unchanged → regressed" in text
@@ -169,7 +166,7 @@ def test_history_html_in_headless_chromium(store: Path, tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     chromium = find_chromium()
     history = load_history(store)
-    page_text, note = render_html_with_plots(history.report, history)
+    page_text, note = report_html_with_plots(history.report, history)
     assert note is None
     page = tmp_path / "history.html"
     page.write_text(page_text, encoding="utf-8")

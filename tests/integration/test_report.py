@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from accelkit.results.report.html import render_html_with_plots
+from accelkit.results.render.html import report_html_with_plots
 from accelkit.results.report.model import load_report
 from tests.browser import browse, console_lines, find_chromium
 from tests.factories import report_run, write_history, write_nightly, write_results
@@ -52,7 +52,7 @@ def test_html_in_headless_chromium(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     chromium = find_chromium()
     report = load_report([write_history(tmp_path / "history")])
-    page_text, _ = render_html_with_plots(report)
+    page_text, _ = report_html_with_plots(report)
     page = tmp_path / "report.html"
     page.write_text(page_text, encoding="utf-8")
 

@@ -397,10 +397,9 @@ def test_the_same_failure_means_the_same_worst_element_and_difference() -> None:
 
 def test_reports_and_summaries_give_each_new_failure_its_repro_line(tmp_path: Path) -> None:
     from accelkit.results.compare import compare
-    from accelkit.results.compare import render_markdown as render_comparison
     from accelkit.results.nightly import judge_nightly
-    from accelkit.results.nightly import render_markdown as render_nightly
-    from accelkit.results.report.html import render_html
+    from accelkit.results.render.html import report_html
+    from accelkit.results.render.markdown import comparison_markdown, nightly_markdown
     from accelkit.results.report.model import load_report
 
     exp, mul, added = (f"conformance/ops/{op}/float32" for op in ("exp", "mul", "abs"))
@@ -418,15 +417,15 @@ def test_reports_and_summaries_give_each_new_failure_its_repro_line(tmp_path: Pa
     new_path = str(tmp_path / "results" / "leg" / "results.json")
     expected = [f"accelkit repro {c} --from {new_path}" for c in (exp, added)]
 
-    text = render_comparison(compare(base, new), new_source=new_path)
+    text = comparison_markdown(compare(base, new), new_source=new_path)
     block = text.split("#### Reproduce the new failures", 1)[1].split("```")[1]
     assert block.strip().splitlines() == ["bash", *expected], text
 
     verdict = judge_nightly(["leg"], tmp_path / "results", tmp_path / "baseline")
-    summary = render_nightly(verdict)
+    summary = nightly_markdown(verdict)
     assert all(line in summary for line in expected), summary
     assert f"accelkit repro {mul}" not in summary
 
-    page = render_html(load_report([Path(new_path)]))
+    page = report_html(load_report([Path(new_path)]))
     assert f"accelkit repro {exp} --from {new_path}" in page
     assert f"accelkit repro {mul}" not in page

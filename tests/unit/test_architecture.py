@@ -5,7 +5,9 @@
 - no module over MAX_LINES lines without the reason written at its top;
 - the code that runs inside containers (accelkit/incontainer/) imports only the standard
   library and itself, and runs under `python -I` with nothing else installed;
-- results/ imports nothing from suite/.
+- results/ imports nothing from suite/;
+- no cli module imports another module's private (underscore) name: what two commands
+  share is public, in the package it belongs to (the results views: results/render/).
 """
 
 from __future__ import annotations
@@ -224,3 +226,77 @@ def test_results_import_nothing_from_suite() -> None:
         if name.startswith("accelkit.results")
     }
     assert {k: v for k, v in bad.items() if v} == {}
+
+
+def _private_names(name: str, path: Path) -> Iterator[tuple[int, str]]:
+    """Another accelkit module's private names that `name` reaches: `from m import _x`, or
+    `m._x` where `m` was imported as a module."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    modules: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("accelkit"):
+                    modules[alias.asname or alias.name] = alias.name
+            continue
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        base = node.module or ""
+        if node.level:
+            anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*anchor, *([base] if base else [])])
+        if base != "accelkit" and not base.startswith("accelkit."):
+            continue
+        for alias in node.names:
+            if f"{base}.{alias.name}" in MODULES:
+                modules[alias.asname or alias.name] = f"{base}.{alias.name}"
+            elif _private(alias.name) and base != name:
+                yield node.lineno, f"{base}.{alias.name}"
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and modules[node.value.id] != name
+            and _private(node.attr)
+        ):
+            yield node.lineno, f"{modules[node.value.id]}.{node.attr}"
+
+
+def _private(attribute: str) -> bool:
+    return attribute.startswith("_") and not attribute.startswith("__")
+
+
+def test_no_cli_module_imports_a_private_name() -> None:
+    found = [
+        f"{path.relative_to(REPO)}:{line}: {what}"
+        for name, path in MODULES.items()
+        if name.startswith("accelkit.cli")
+        for line, what in _private_names(name, path)
+    ]
+    assert found == []
+
+
+def test_the_private_name_finder_finds_planted_imports(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text(
+        "from accelkit.cli.compare import _print_table\n"
+        "from accelkit.cli import console, _register\n"
+        "from . import report\n"
+        "import accelkit.results.io as results_io\n"
+        "from accelkit.cli.console import make_console, __doc__\n"
+        "def f():\n"
+        "    console._hidden()\n"
+        "    results_io._atomic\n"
+        "    report._print_summary\n"
+        "    console.make_console()\n"
+    )
+    found = sorted(_private_names("accelkit.cli.planted", planted))
+    assert found == [
+        (1, "accelkit.cli.compare._print_table"),
+        (2, "accelkit.cli._register"),
+        (7, "accelkit.cli.console._hidden"),
+        (8, "accelkit.results.io._atomic"),
+        (9, "accelkit.cli.report._print_summary"),
+    ]

@@ -13,7 +13,7 @@ import pytest
 import typer
 
 from accelkit import options
-from accelkit.cli import _register, app
+from accelkit.cli import app, register_commands
 from accelkit.errors import BadInput
 from accelkit.matrix import load_legs
 from accelkit.setup.request import SETUP_OPTIONS, SetupRequest
@@ -25,7 +25,7 @@ MATRICES = sorted((REPO / "matrices").glob("*.yaml"))
 
 
 def _click_params(name: str) -> dict[str, tuple[str, ...]]:
-    _register()
+    register_commands()
     command: Any = typer.main.get_command(app).commands[name]  # type: ignore[attr-defined]
     return {p.name: tuple(p.opts) + tuple(p.secondary_opts) for p in command.params}
 

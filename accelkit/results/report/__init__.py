@@ -1,4 +1,4 @@
-"""`accelkit report`: several results files side by side, as data, Markdown and HTML.
+"""`accelkit report`: several results files side by side, as data.
 
 One module per step, each feeding the next:
 
@@ -7,9 +7,9 @@ One module per step, each feeding the next:
 - `model`: the runs' cases and metrics lined up by case id (`Report`, `load_report`);
 - `verdicts`: each run compared with its baseline (the first run of the same device), the
   canaries and the intervals the verdicts used;
-- `markdown`: the summary for $GITHUB_STEP_SUMMARY, capped below 1 MiB;
-- `plots`: bar charts per run and trends over history, drawn with matplotlib as SVG;
-- `html`: one self-contained page (inline CSS and SVG; no script, no network).
+- `trends`: a results history as a report (`HistoryReport`, `load_history`): each leg's
+  state and metric verdicts per night, each perf metric's values over the nights.
 
+The views (Markdown, HTML with plots, the terminal) are in `accelkit.results.render`.
 Nothing here prints.
 """

@@ -2,7 +2,7 @@
 
 `build_report` turns the runs found by `discover` into a `Report`: one `CaseRow` per case
 id and one `MetricRow` per (case, metric), each with one entry per run (None where the run
-lacks it), in first-seen order, conformance before perf. The Markdown and HTML renderings
+lacks it), in first-seen order, conformance before perf. The views (`accelkit.results.render`)
 and `accelkit report --json` all read this one object.
 """
 
@@ -23,7 +23,6 @@ from accelkit.results.differential import (
 from accelkit.results.model import STATUSES, SUITES, Case, Metric
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.report.discover import Run, discover
-from accelkit.results.units import format_value
 
 
 @dataclass(frozen=True)
@@ -241,34 +240,18 @@ def load_report(paths: Sequence[Path]) -> Report:
 
 
 # ---------------------------------------------------------------------------------------
-# What the Markdown and HTML renderings share
+# Which cases the views list
 
 
-def format_cell(cell: Cell | None, unit: str) -> str:
-    if cell is None:
-        return "—"
-    text = format_value(cell.value, unit)
-    if cell.peak_fraction is not None:
-        which = "measured peak" if cell.peak_source == "measured" else "peak"
-        text += f" ({cell.peak_fraction:.1%} of {which})"
-    if cell.noisy:
-        text += " ~"
-    return text
-
-
-def status_summary(counts: dict[str, int]) -> str:
-    parts = [f"{counts[s]} {s}" for s in STATUSES if counts.get(s)]
-    return ", ".join(parts) if parts else "no cases"
-
-
-def _present(report: Report) -> list[int]:
+def present_runs(report: Report) -> list[int]:
+    """The indices of the runs that have results."""
     return [i for i, run in enumerate(report.runs) if not run.missing]
 
 
 def skipped_everywhere(report: Report, suite: str) -> list[CaseRow]:
     """The cases of `suite` skipped in every run that has results: nothing differs between
-    the runs there, so the reports give them one line with a count, not a row each."""
-    present = _present(report)
+    the runs there, so the views give them one line with a count, not a row each."""
+    present = present_runs(report)
     return [
         c
         for c in report.cases
@@ -276,29 +259,13 @@ def skipped_everywhere(report: Report, suite: str) -> list[CaseRow]:
     ]
 
 
-def skipped_everywhere_line(report: Report, suite: str) -> str | None:
-    """`216 cases skipped in every run, not listed (most often: "no CUDA device" (120), ...)`,
-    or None when there are none."""
-    rows = skipped_everywhere(report, suite)
-    if not rows:
-        return None
-    present = _present(report)
-    reasons: dict[str, int] = {}
-    for row in rows:
-        first = (row.messages[present[0]] or "no reason given").splitlines()[0][:120]
-        reasons[first] = reasons.get(first, 0) + 1
-    common = sorted(reasons.items(), key=lambda item: -item[1])[:3]
-    listed = ", ".join(f'"{reason}" ({count})' for reason, count in common)
-    return f"{len(rows)} cases skipped in every run, not listed (most often: {listed})"
-
-
 def interesting_cases(report: Report, suite: str) -> list[CaseRow]:
     """Perf: every case. Conformance: only cases not passing in some run that has results
     (absent from it, or another status); the rest are only counted. In both, the cases
-    skipped in every run are left out (`skipped_everywhere_line` counts them)."""
+    skipped in every run are left out (`skipped_everywhere` counts them)."""
     everywhere = {c.case for c in skipped_everywhere(report, suite)}
     rows = [c for c in report.cases if c.suite == suite and c.case not in everywhere]
     if suite == "perf":
         return rows
-    present = _present(report)
+    present = present_runs(report)
     return [c for c in rows if any(c.statuses[i] != "passed" for i in present)]

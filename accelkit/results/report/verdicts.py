@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from accelkit.results import canary
 from accelkit.results.compare import CANARY_PREFIX, Comparison, MetricComparison, compare
 from accelkit.results.report.model import Cell, MetricRow, Report
-from accelkit.results.units import format_value
 
 
 @dataclass(frozen=True)
@@ -129,70 +128,3 @@ def _canary_state(row: MetricRow, comparison: RunComparison | None) -> CanarySta
     # The one rule every view uses: its verdict is `environment-shifted` exactly then.
     moved = canary.interval_moved(m.ci, comparison.comparison.threshold)
     return CanaryState(moved=moved, comparison=m)
-
-
-def verdict_css(m: MetricComparison) -> str:
-    """A CSS class name for the verdict (`verdict-environment-shifted`, ...)."""
-    return f"verdict-{m.verdict}"
-
-
-def band_text(m: MetricComparison) -> str:
-    """The verdict with the band it used, in one line: ratio, interval, and where a canary
-    moved, the interval relative to the machine and the canary's name."""
-    if m.ratio is None or m.ci is None:
-        return m.verdict
-    text = f"{m.ratio:.3f}x [{m.ci[0]:.3f}, {m.ci[1]:.3f}] {m.verdict}"
-    if m.canary is not None and m.relative_ci is not None:
-        low, high = m.relative_ci
-        text += f"; vs machine [{low:.3f}, {high:.3f}] ({m.canary.removeprefix(CANARY_PREFIX)})"
-    return text
-
-
-def canary_state_text(state: CanaryState | None) -> str:
-    if state is None:
-        return ""
-    m = state.comparison
-    assert m.ci is not None and m.ratio is not None
-    # The comparison's own verdict, the word the terminal, Markdown and JSON use too.
-    word = f"moved, {m.verdict}" if state.moved else m.verdict
-    return f"{word}: {m.ratio:.3f}x [{m.ci[0]:.3f}, {m.ci[1]:.3f}]"
-
-
-def iqr_share(cell: Cell | None) -> str | None:
-    """The interquartile range as a share of the median ("IQR 2.1%"), or None."""
-    if cell is None or cell.p25 is None or cell.p75 is None or not cell.value:
-        return None
-    return f"IQR {(cell.p75 - cell.p25) / abs(cell.value):.1%}"
-
-
-def spread_text(cell: Cell | None, unit: str) -> str:
-    """A cell's value with its interquartile range (the noise within the run)."""
-    if cell is None:
-        return "—"
-    text = format_value(cell.value, unit)
-    if cell.p25 is not None and cell.p75 is not None:
-        text += f" (IQR {format_value(cell.p25, unit)} to {format_value(cell.p75, unit)})"
-    return text
-
-
-def legend(report: Report, comparisons: Sequence[RunComparison | None]) -> str | None:
-    """One sentence naming each compared run's baseline and the band, or None."""
-    pairs = [
-        f"{report.runs[c.run].label} against {report.runs[c.baseline].label}"
-        + (
-            f" (different {', '.join(d.label for d in c.comparison.environment)})"
-            if c.comparison.environment
-            else ""
-        )
-        for c in comparisons
-        if c is not None
-    ]
-    if not pairs:
-        return None
-    first = next(c for c in comparisons if c is not None).comparison
-    return (
-        f"Compared ({', '.join(pairs)}): ratio new/base, its "
-        f"{first.confidence:.0%} confidence interval and the verdict (a change within "
-        f"±{first.threshold:.0%} is unchanged); where a canary moved, the interval with the "
-        "machine's largest effect taken out and the canary it was judged against."
-    )

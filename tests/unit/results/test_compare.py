@@ -13,9 +13,9 @@ from accelkit.results.compare import (
     MetricComparison,
     StatusChange,
     compare,
-    render_markdown,
 )
-from accelkit.results.markdown import MARKDOWN_LIMIT_BYTES
+from accelkit.results.render.markdown import comparison_markdown
+from accelkit.results.render.step_summary import MARKDOWN_LIMIT_BYTES
 from tests.factories import (
     STATUS_BASE,
     STATUS_NEW,
@@ -242,7 +242,7 @@ def test_markdown_orders_regressions_then_failures_then_improvements() -> None:
             case("c/broken|pipe", "failed", suite="conformance", message="bad\nvalue"),
         ]
     )
-    text = render_markdown(compare(base, new), base_label="base.json", new_label="new.json")
+    text = comparison_markdown(compare(base, new), base_label="base.json", new_label="new.json")
     regressions = text.index("### Regressions")
     failing = text.index("### Newly failing")
     improvements = text.index("### Improvements")
@@ -287,7 +287,7 @@ def _big_comparison(rows: int) -> Comparison:
 
 
 def test_markdown_is_capped_under_one_mebibyte_with_a_note() -> None:
-    text = render_markdown(_big_comparison(20_000))
+    text = comparison_markdown(_big_comparison(20_000))
     size = len(text.encode("utf-8"))
     assert size < MARKDOWN_LIMIT_BYTES
     assert size > MARKDOWN_LIMIT_BYTES // 2  # it used the room it had
@@ -296,10 +296,10 @@ def test_markdown_is_capped_under_one_mebibyte_with_a_note() -> None:
 
 
 def test_small_markdown_is_not_truncated() -> None:
-    text = render_markdown(compare(perf_run(), perf_run(seed=10)))
+    text = comparison_markdown(compare(perf_run(), perf_run(seed=10)))
     assert "Truncated" not in text
     assert "3 metrics unchanged" in text
-    assert render_markdown(_big_comparison(50), max_bytes=3000).count("\n") < 60
+    assert comparison_markdown(_big_comparison(50), max_bytes=3000).count("\n") < 60
 
 
 # --- environments and lost coverage (issue 11) ---------------------------------------------
@@ -310,7 +310,7 @@ def test_cases_that_passed_and_are_now_skipped_are_listed_first() -> None:
     lost = comparison.skipped_after_passing
     assert [c.case for c in lost] == ["c/pass-skip"]
     assert comparison.summary()["skipped_after_passing"] == 1
-    text = render_markdown(comparison)
+    text = comparison_markdown(comparison)
     section = text.index("### Passed before, skipped now")
     assert section < text.index("### Other status changes")
     assert "| c/pass-skip | passed | skipped | sm_107 target absent |" in text

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accelkit.results.nightly import judge_nightly, render_markdown
+from accelkit.results.nightly import judge_nightly
+from accelkit.results.render.markdown import nightly_markdown
 from tests.factories import LAST_NIGHT, TONIGHT, night_run, write_leg
 
 ADD = "conformance/ops/add/float32"
@@ -89,13 +90,13 @@ def test_green_night_and_a_failing_new_leg(tmp_path: Path) -> None:
     # No previous nightly at all: every leg is named, none compared.
     verdict = judge_nightly(["same", "new-leg"], new, None)
     assert [leg.state for leg in verdict.legs] == ["no-baseline", "no-baseline"]
-    assert "no completed nightly before this one" in render_markdown(verdict)
+    assert "no completed nightly before this one" in nightly_markdown(verdict)
 
 
 def test_markdown_names_red_and_baseline_less_legs(tmp_path: Path) -> None:
     base, new = _nights(tmp_path)
     run = {"databaseId": 41, "number": 7, "createdAt": LAST_NIGHT, "conclusion": "failure"}
-    text = render_markdown(judge_nightly(LEGS, new, base, baseline_run=run))
+    text = nightly_markdown(judge_nightly(LEGS, new, base, baseline_run=run))
     assert text.startswith("## Nightly against the previous nightly: ❌ 4 of 8 legs red")
     assert "run #7 of 2026-03-01T02:17:00 (conclusion: failure)" in text
     assert "**2 legs without a usable baseline**" in text

@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from accelkit.errors import BadInput
+from accelkit.results.render.html import report_html, report_html_with_plots
+from accelkit.results.render.markdown import report_markdown
+from accelkit.results.render.plots import render_plots
 from accelkit.results.report.discover import discover
-from accelkit.results.report.html import render_html, render_html_with_plots
-from accelkit.results.report.markdown import render_markdown
 from accelkit.results.report.model import build_report, load_report
-from accelkit.results.report.plots import render_plots
 from tests.factories import (
     case,
     report_run,
@@ -110,7 +110,7 @@ def test_metrics_line_up_by_case_with_gaps(tmp_path: Path) -> None:
 
 def test_markdown_summary(tmp_path: Path) -> None:
     report = load_report([write_nightly(tmp_path / "results")])
-    text = render_markdown(report)
+    text = report_markdown(report)
     assert "| run | device | torch | started | conformance | perf |" in text
     assert "**missing**" in text  # the dead xpu leg
     assert "1 passed, 1 failed" in text
@@ -126,7 +126,7 @@ def test_markdown_is_capped(tmp_path: Path) -> None:
     report = build_report(
         discover([write_results(tmp_path / "r.json", report_run(extra_cases=many))])[0]
     )
-    text = render_markdown(report, max_bytes=200_000)
+    text = report_markdown(report, max_bytes=200_000)
     assert len(text.encode("utf-8")) <= 200_000
     assert "Truncated" in text
 
@@ -134,7 +134,7 @@ def test_markdown_is_capped(tmp_path: Path) -> None:
 def test_html_is_self_contained_with_plots(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     report = load_report([write_nightly(tmp_path / "results")])
-    page, note = render_html_with_plots(report)
+    page, note = report_html_with_plots(report)
     assert note is None
     assert page.count("<svg") >= 1
     assert '<table id="runs-table">' in page and 'class="metrics"' in page
@@ -160,5 +160,5 @@ def test_history_draws_trends_with_missing_points(tmp_path: Path) -> None:
 
 def test_html_without_plots_renders() -> None:
     report = build_report([], [])
-    page = render_html(report, plots_note="Plots need matplotlib")
+    page = report_html(report, plots_note="Plots need matplotlib")
     assert "Plots need matplotlib" in page and page.rstrip().endswith("</html>")

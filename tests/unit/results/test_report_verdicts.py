@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from accelkit.results.report.html import render_html, render_html_with_plots
-from accelkit.results.report.markdown import render_markdown
+from accelkit.results.render.html import report_html, report_html_with_plots
+from accelkit.results.render.markdown import report_markdown
 from accelkit.results.report.model import load_report
 from accelkit.results.report.verdicts import baselines, canary_rows, compare_runs
 from tests.factories import (
@@ -52,7 +52,7 @@ def test_each_run_is_compared_with_the_first_run_of_its_device(folder: Path) -> 
 
 
 def test_html_shows_canaries_and_the_band_beside_each_metric(folder: Path) -> None:
-    page = render_html(load_report(_paths(folder)))
+    page = report_html(load_report(_paths(folder)))
     assert '<table id="canaries-table">' in page
     canaries = page.split('<table id="canaries-table">', 1)[1].split("</table>", 1)[0]
     assert canaries.count("canary-moved") == 1 and canaries.count("canary-steady") == 1
@@ -67,7 +67,7 @@ def test_html_shows_canaries_and_the_band_beside_each_metric(folder: Path) -> No
 
 
 def test_markdown_has_the_same_information(folder: Path) -> None:
-    text = render_markdown(load_report(_paths(folder)))
+    text = report_markdown(load_report(_paths(folder)))
     assert "### Canaries: the machine" in text
     canary_line = next(
         line for line in text.splitlines() if line.startswith(f"| {HOST_COPY_CANARY}")
@@ -81,7 +81,7 @@ def test_markdown_has_the_same_information(folder: Path) -> None:
 
 
 def test_given_comparisons_are_used_as_they_are(folder: Path) -> None:
-    page, _ = render_html_with_plots(load_report(_paths(folder)), comparisons=[None] * 4)
+    page, _ = report_html_with_plots(load_report(_paths(folder)), comparisons=[None] * 4)
     assert "canaries-table" in page and "canary-moved" not in page.split("</style>", 1)[1]
     assert 'class="num verdict-' not in page and 'id="compared"' not in page
 
@@ -92,5 +92,5 @@ def test_the_legend_names_what_differs_between_a_run_and_its_baseline(tmp_path: 
     new = new.model_copy(update={"env": {"torch": {"version": "2.15.0"}}})
     for name, run in (("a", base), ("b", new)):
         (tmp_path / f"{name}.json").write_text(json.dumps(run.to_json_dict()), encoding="utf-8")
-    text = render_markdown(load_report(_paths(tmp_path)))
+    text = report_markdown(load_report(_paths(tmp_path)))
     assert "cpu · torch 2.15.0 · b against cpu · a (different torch)" in text

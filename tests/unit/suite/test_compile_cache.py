@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from accelkit.results.model import CompileCache, Results
-from accelkit.results.nightly import judge_nightly, render_markdown
+from accelkit.results.nightly import judge_nightly
+from accelkit.results.render.markdown import nightly_markdown
 from accelkit.results.shards import merge_shards
 from accelkit.suite import compile_cache
 from tests.factories import TONIGHT, night_run, three_shards, write_leg
@@ -82,8 +83,8 @@ def test_the_nightly_summary_shows_each_legs_hit_rate(tmp_path: Path) -> None:
     legs = {leg.name: leg for leg in verdict.legs}
     assert legs["cpu-py3.12"].compile_cache == "99% hit rate (99 hits, 1 misses)"
     assert legs["cpu-py3.12"].to_json_dict()["compile_cache"] == legs["cpu-py3.12"].compile_cache
-    text = render_markdown(verdict)
+    text = nightly_markdown(verdict)
     assert "| Inductor cache |" in text and "99% hit rate (99 hits, 1 misses)" in text
     # No leg kept its caches: the table is as before.
     alone = judge_nightly(["cpu-py3.11"], results, None)
-    assert "Inductor cache" not in render_markdown(alone)
+    assert "Inductor cache" not in nightly_markdown(alone)

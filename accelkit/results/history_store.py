@@ -1,6 +1,6 @@
-"""The results history: every nightly's results kept beyond the artifacts' 30 days, in a
-folder the nightly commits to the repository's `results` branch (`accelkit matrix record`),
-read by `accelkit report --history`.
+"""The results history's store: every nightly's results kept beyond the artifacts' 30 days,
+in a folder the nightly commits to the repository's `results` branch (`accelkit matrix
+record`), read by `accelkit report --history` (`accelkit.results.report.trends`).
 
 Layout (plain files, so `git log` and any script can read them):
 

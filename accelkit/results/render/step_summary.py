@@ -1,5 +1,5 @@
-"""Markdown for GitHub's step summary (`$GITHUB_STEP_SUMMARY`): table cells, tables and the
-size cap that `accelkit compare --markdown` and `accelkit report --markdown` share.
+"""The rules of GitHub's step summary (`$GITHUB_STEP_SUMMARY`) that every Markdown view
+(`accelkit.results.render.markdown`) writes through: table cells, tables and the size cap.
 
 A cell is one line of at most `limit` characters with the characters that would break a
 table or open a code span escaped, so any case id or failure message fits in a row:

@@ -1,41 +1,32 @@
-"""The report as one self-contained HTML page: inline CSS and inline SVG plots, no script,
-no network."""
+"""The report as one self-contained HTML page (`accelkit report --html`): inline CSS and
+inline SVG plots, no script, no network. `report_html` renders a `Report` (with each run's
+`RunComparison`, or with a `HistoryReport`'s verdicts per night and trends);
+`report_html_with_plots` adds the plots where matplotlib is installed."""
 
 from __future__ import annotations
 
 import html
 from collections.abc import Sequence
 
+from accelkit.results.compare import MetricComparison
 from accelkit.results.model import BAD_STATUSES, SUITES, repro_command
 from accelkit.results.noise import IQR_WARN_THRESHOLD
-from accelkit.results.report.history import (
-    HistoryReport,
-    TrendRow,
-    sparkline,
-    trend_rows,
-    value_range,
-)
-from accelkit.results.report.model import (
-    Cell,
-    Report,
-    format_cell,
-    interesting_cases,
-    skipped_everywhere_line,
-    status_summary,
-)
-from accelkit.results.report.plots import Plot, render_plots
-from accelkit.results.report.verdicts import (
-    RunComparison,
+from accelkit.results.render.plots import Plot, render_plots
+from accelkit.results.render.sparkline import sparkline, value_range
+from accelkit.results.render.text import (
     band_text,
-    canary_rows,
     canary_state_text,
-    compare_runs,
+    format_cell,
     iqr_share,
     legend,
+    skipped_everywhere_line,
     spread_text,
-    verdict_css,
+    status_summary,
 )
-from accelkit.results.units import format_value
+from accelkit.results.render.units import format_value
+from accelkit.results.report.model import Cell, Report, interesting_cases
+from accelkit.results.report.trends import HistoryReport, TrendRow, trend_rows
+from accelkit.results.report.verdicts import RunComparison, canary_rows, compare_runs
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:1.5em;color:#222}
@@ -67,6 +58,11 @@ _SPARK_W, _SPARK_H = 160, 24
 
 def _e(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def verdict_css(m: MetricComparison) -> str:
+    """A CSS class name for the verdict (`verdict-environment-shifted`, ...)."""
+    return f"verdict-{m.verdict}"
 
 
 def _spark_svg(row: TrendRow, nights: Sequence[str]) -> str:
@@ -147,7 +143,7 @@ def _history_section(history: HistoryReport) -> list[str]:
     return out
 
 
-def render_html(
+def report_html(
     report: Report,
     *,
     plots: Sequence[Plot] | None = None,
@@ -386,7 +382,7 @@ def _differentials(report: Report) -> list[str]:
     return out
 
 
-def render_html_with_plots(
+def report_html_with_plots(
     report: Report,
     history: HistoryReport | None = None,
     comparisons: Sequence[RunComparison | None] | None = None,
@@ -396,7 +392,7 @@ def render_html_with_plots(
         import matplotlib  # noqa: F401
     except ImportError:
         note = "Plots need matplotlib (pip install matplotlib); this page has tables only."
-        page = render_html(report, plots_note=note, history=history, comparisons=comparisons)
+        page = report_html(report, plots_note=note, history=history, comparisons=comparisons)
         return page, note
     marks = None
     if history is not None:
@@ -406,4 +402,4 @@ def render_html_with_plots(
             if row.changes
         }
     plots = render_plots(report, marks=marks)
-    return render_html(report, plots=plots, history=history, comparisons=comparisons), None
+    return report_html(report, plots=plots, history=history, comparisons=comparisons), None

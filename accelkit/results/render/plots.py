@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from accelkit.results.render.units import axis_scale
 from accelkit.results.report.model import MetricRow, Report
-from accelkit.results.units import axis_scale
 
 
 def _primary_metrics(rows: Sequence[MetricRow]) -> list[MetricRow]:

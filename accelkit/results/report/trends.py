@@ -1,14 +1,17 @@
 """A results history as a report: every leg's metrics over the last N nights, and the nights
 where a leg's verdict against the night before changed (`accelkit report --history DIR`).
 
-`load_history` reads the history's index (accelkit.results.history) and each night's results
-files into one `Report` whose runs are (night, leg) pairs (a leg that produced nothing on a
-night is a missing run, a gap in its trend), plus the recorded verdicts: per leg and night
-its state (green, red, no-baseline, stale-baseline), and per metric its compare verdict
-(regressed, improved, else unchanged; None where the leg was not compared that night).
+`load_history` reads the history's index (accelkit.results.history_store) and each night's
+results files into one `Report` whose runs are (night, leg) pairs (a leg that produced
+nothing on a night is a missing run, a gap in its trend), plus the recorded verdicts: per
+leg and night its state (green, red, no-baseline, stale-baseline), and per metric its
+compare verdict (regressed, improved, else unchanged; None where the leg was not compared
+that night).
 A verdict *changed* on a night when it differs from the leg's previous compared night.
 
-Markdown shows the trends as sparklines, one row per leg and metric:
+`trend_rows` gives each perf metric's values per leg over the nights; the views
+(`accelkit.results.render`) draw them. Markdown shows them as sparklines, one row per leg
+and metric:
 
     | leg | case | metric | trend | first | last | change | verdict changed |
     | cpu-py3.12 | perf/gemm | latency (s) | ▁▁▁▁▁▁▇▇▇▇▇▇ | 1 ms | 1.25 ms | +25.0% |
@@ -17,25 +20,16 @@ Markdown shows the trends as sparklines, one row per leg and metric:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from accelkit.errors import BadInput
-from accelkit.results import markdown
-from accelkit.results.history import load_index
+from accelkit.results.history_store import load_index
 from accelkit.results.io import load_results
 from accelkit.results.report.discover import Run
 from accelkit.results.report.model import Report, build_report
-from accelkit.results.units import format_value
 
-SPARKS = "▁▂▃▄▅▆▇█"
-NO_VALUE = "·"
-#: The smallest range a sparkline spreads over its height, relative to the middle of the
-#: values (±3%, the compare threshold): night-to-night wobble below it stays flat instead of
-#: filling the full height.
-MIN_RELATIVE_SPAN = 0.06
 #: States a leg was compared in (its metric verdicts mean something that night).
 COMPARED = frozenset({"green", "red", "stale-baseline"})
 
@@ -141,36 +135,6 @@ def series(history: HistoryReport, leg: str, case: str, metric: str) -> list[flo
     return [by_night.get(night) for night in history.nights]
 
 
-def value_range(values: Sequence[float | None]) -> tuple[float, float]:
-    """(low, high) a trend of `values` is drawn between: their range, widened to at least
-    MIN_RELATIVE_SPAN of their middle."""
-    finite = [v for v in values if v is not None and math.isfinite(v)]
-    if not finite:
-        return 0.0, 1.0
-    low, high = min(finite), max(finite)
-    middle = (low + high) / 2
-    floor = MIN_RELATIVE_SPAN * abs(middle) or 1.0
-    if high - low < floor:
-        low, high = middle - floor / 2, middle + floor / 2
-    return low, high
-
-
-def sparkline(values: Sequence[float | None]) -> str:
-    """One character per value between the row's (widened) minimum and maximum; `·` for
-    none: `▁▁▁▁▁▁██████` is a step up of at least 3%, `▄▄▄▄▄▄` a flat trend."""
-    low, high = value_range(values)
-    out = []
-    for value in values:
-        if value is None or not math.isfinite(value):
-            out.append(NO_VALUE)
-        else:
-            out.append(SPARKS[round((value - low) / (high - low) * (len(SPARKS) - 1))])
-    return "".join(out)
-
-
-_STATE_MARK = {"green": "✅", "red": "❌", "no-baseline": "⚠️", "stale-baseline": "⚠️"}
-
-
 @dataclass(frozen=True)
 class TrendRow:
     leg: str
@@ -207,50 +171,3 @@ def trend_rows(history: HistoryReport) -> list[TrendRow]:
             changes = tuple(history.metric_changes(leg, key))
             rows.append(TrendRow(leg, metric.case, metric.metric, metric.unit, values, changes))
     return rows
-
-
-def render_history_markdown(
-    history: HistoryReport, *, max_bytes: int = markdown.DEFAULT_MAX_BYTES
-) -> str:
-    """Leg verdicts per night (◆ marks a change) and every perf metric's trend as a
-    sparkline, for $GITHUB_STEP_SUMMARY or a results branch's README."""
-    nights = history.nights
-    short = [night[5:] if len(night) > 5 else night for night in nights]
-    lines = [
-        f"## accelkit history: {len(nights)} nights, {nights[0]} to {nights[-1]}",
-        "",
-        "### Leg verdicts by night",
-        "",
-        "✅ green, ❌ red, ⚠️ no or stale baseline, — not run; ◆ the verdict changed.",
-        "",
-    ]
-    rows = []
-    for leg in history.legs:
-        changed = {c.night for c in history.state_changes(leg)}
-        cells = []
-        for night, state in zip(nights, history.states[leg], strict=True):
-            mark = _STATE_MARK.get(state or "", "—")
-            cells.append(mark + ("◆" if night in changed else ""))
-        rows.append([markdown.cell(leg, 60), *cells])
-    lines += markdown.table(["leg", *short], rows)
-    lines += ["", f"### Trends over {len(nights)} nights", ""]
-    trend = []
-    for row in trend_rows(history):
-        change = row.change
-        trend.append(
-            [
-                markdown.cell(row.leg, 60),
-                markdown.cell(row.case, 100),
-                markdown.cell(f"{row.metric} ({row.unit})", 60),
-                "`" + sparkline(row.values) + "`",
-                format_value(row.present[0], row.unit),
-                format_value(row.present[-1], row.unit),
-                f"{change:+.1%}" if change is not None else "—",
-                markdown.cell("; ".join(c.label() for c in row.changes), 200) or "—",
-            ]
-        )
-    lines += markdown.table(
-        ["leg", "case", "metric", "trend", "first", "last", "change", "verdict changed"], trend
-    )
-    lines += ["", f"`{NO_VALUE}`: no value that night (the leg did not run or lacked the metric)."]
-    return markdown.cap("\n".join(lines) + "\n", max_bytes, see="the HTML report")
