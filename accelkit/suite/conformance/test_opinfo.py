@@ -13,11 +13,13 @@ every QUICK_GRAD_EVERY-th op; `--breadth full` runs every sample, dtype and grad
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from accelkit.suite import opinfo
+from accelkit.suite.opinfo import peer
 
 
 def _breadth(config: pytest.Config) -> str:
@@ -53,7 +55,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.mark.requires("opinfo")
-def test_opinfo(case: opinfo.OpinfoCase | None, device: str, case_seed: int, request: Any) -> None:
+def test_opinfo(
+    case: opinfo.OpinfoCase | None,
+    device: str,
+    case_seed: int,
+    request: Any,
+    record_note: Callable[[str], None],
+) -> None:
     assert case is not None  # the capability marker skips the placeholder
     op = opinfo.op_db_by_name()[case.op]
     breadth = _breadth(request.config)
@@ -61,7 +69,13 @@ def test_opinfo(case: opinfo.OpinfoCase | None, device: str, case_seed: int, req
     if reason is not None:
         pytest.skip(reason)
     limit = opinfo.sample_limit(case, breadth)
-    ran = opinfo.run_case(op, case, device, limit, case_seed, opinfo.max_elements(case, breadth))
+    # A device case's peer is the CPU at the same dtype (`opinfo.peer`).
+    cpu = peer.device_peer(device, case.param_id, breadth)
+    ran = opinfo.run_case(
+        op, case, device, limit, case_seed, opinfo.max_elements(case, breadth), cpu
+    )
+    if cpu is not None and cpu.note is not None:
+        record_note(cpu.note)
     if ran == 0 and case.noncontiguous:
         pytest.skip(
             f"OpInfo: no {case.dtype} sample of {case.op} on {device} has a tensor that "

@@ -19,6 +19,7 @@ sample depends on the case's seed and its index only, not on what earlier sample
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -27,6 +28,7 @@ import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.failures import add_failure_info
+from accelkit.suite.opinfo import peer
 from accelkit.suite.opinfo.comparison import Mismatch, compare
 from accelkit.suite.opinfo.discontinuity import (
     cumsum,
@@ -36,6 +38,7 @@ from accelkit.suite.opinfo.discontinuity import (
 )
 from accelkit.suite.opinfo.draws import same_draws
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen, check_eigen
+from accelkit.suite.opinfo.inplace import check_inplace, fits_in_place
 from accelkit.suite.opinfo.layouts import (
     assert_selection_exact,
     elements,
@@ -58,7 +61,6 @@ from accelkit.suite.opinfo.sample_rules import (
 from accelkit.suite.opinfo.sample_tables import DISCONTINUOUS
 from accelkit.suite.opinfo.ties import indices_as_values
 from accelkit.suite.opinfo.tolerances import (
-    NO_RULES,
     Rules,
     least_precise,
     max_magnitude,
@@ -80,11 +82,26 @@ def run_case(
     limit: int | None,
     seed: int | None = None,
     max_elements: int | None = None,
+    device_peer: peer.DevicePeer | None = None,
 ) -> int:
     """The case's first `limit` samples (all for None), forward or gradient, on `device`;
     returns how many ran (0: the op has none for the case here). `seed`: the case's seed
     (default: the one torch was last seeded with, as the suite seeds every case).
-    `max_elements`: a noncontiguous case leaves out samples with more elements."""
+    `max_elements`: a noncontiguous case leaves out samples with more elements.
+    `device_peer`: the CPU as the device's peer (`peer.device_peer`), which records the
+    samples it passed."""
+    with peer.judging(device_peer):
+        return _run_case(op, case, device, limit, seed, max_elements)
+
+
+def _run_case(
+    op: Any,
+    case: OpinfoCase,
+    device: str,
+    limit: int | None,
+    seed: int | None,
+    max_elements: int | None,
+) -> int:
     dtype = DTYPES[case.dtype]
     if case.noncontiguous:
         return run_layouts(
@@ -221,23 +238,6 @@ def _call(fn: Callable[..., Any], sample: Any) -> Any:
     return fn(sample.input, *sample.args, **sample.kwargs)
 
 
-def _clone(value: Any) -> Any:
-    """A copy of every tensor in the same strides (a strided or transposed input stays so,
-    so that an in-place variant writes through the same layout); a tensor with a stride-0
-    dimension, which an in-place op cannot write, becomes a dense copy."""
-
-    def copy(x: Any) -> Any:
-        if not isinstance(x, torch.Tensor):
-            return x
-        x = x.detach()
-        if any(stride == 0 and size > 1 for size, stride in zip(x.shape, x.stride(), strict=True)):
-            return x.clone(memory_format=torch.contiguous_format)
-        kept = torch.empty_strided(x.shape, x.stride(), dtype=x.dtype, device=x.device)
-        return kept.copy_(x)
-
-    return pytree.tree_map(copy, value)
-
-
 def _sample_label(index: int, sample: Any, layout: str | None = None) -> str:
     summary = sample.summary() if hasattr(sample, "summary") else repr(sample)
     summary = " ".join(str(summary).split())
@@ -315,10 +315,32 @@ def _check_forward_sample(
     if squared is not None:
         actual, expected, rules = squares(actual), squares(expected), squared
         what += " (compared as squares)"
-    compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
+    try:
+        compare_with_steps(op, op_name, dtype, ref, actual, expected, what, magnitude, rules)
+    except AssertionError as error:  # the CPU at the same dtype may be as far (`peer`)
+
+        def mine() -> Any:
+            with torch.no_grad():
+                raw = _call(op, peer.peer_sample(sample, device))
+            out = indices_as_values(op_name, ref, process(raw), what)
+            return squares(out) if squared is not None else out
+
+        peer.rescue(
+            error,
+            peer.label(index, layout),
+            actual,
+            expected,
+            dtype,
+            rules.elementwise,
+            mine,
+            lambda answer: compare_with_steps(
+                op, op_name, dtype, ref, answer, expected, what, magnitude, rules
+            ),
+        )
     inplace = op.inplace_variant
-    if inplace is not None and _fits_in_place(raw, sample.input):
-        _check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules)
+    if inplace is not None and fits_in_place(raw, sample.input):
+        where = (device, peer.label(index, layout))
+        check_inplace(inplace, op_name, sample, ref, dtype, label, magnitude, rules, where)
     return True
 
 
@@ -384,61 +406,6 @@ def inputs_dtype(sample: Any) -> torch.dtype | None:
         and x.dtype in TOLERANCES
     }
     return least_precise(*dtypes) if dtypes else None
-
-
-def _fits_in_place(result: Any, target: Any) -> bool:
-    """In place is defined when the result has the input's shape and dtype (no broadcast
-    of the input, no type promotion beyond it, e.g. float_power_ needs a float64 input)."""
-    return (
-        isinstance(result, torch.Tensor)
-        and isinstance(target, torch.Tensor)
-        and result.shape == target.shape
-        and result.dtype == target.dtype
-    )
-
-
-def _check_inplace(
-    inplace: Callable[..., Any],
-    op_name: str,
-    sample: Any,
-    ref: Any,
-    dtype: torch.dtype,
-    label: str,
-    magnitude: float,
-    rules: Rules = NO_RULES,
-) -> None:
-    """The in-place variant mutates its input into the reference's in-place answer."""
-    target = _clone(sample.input)
-    ref_target = _clone(ref.input)
-    with torch.no_grad():
-        try:
-            ref_result = inplace(ref_target, *ref.args, **ref.kwargs)
-        except RuntimeError:
-            return  # not valid in place for this sample (e.g. the result type does not fit)
-        result = inplace(target, *sample.args, **sample.kwargs)
-    del ref_result, result
-    what = f"{op_name} (in place) {label}"
-    try:
-        compare(target, ref_target, dtype, op_name, what, magnitude, rules)
-    except AssertionError:
-        step = DISCONTINUOUS.get(op_name)
-        if step is None or step.cumulative:
-            raise
-        with torch.no_grad():  # the in-place answer is the out-of-place one
-            variants = [
-                _call(inplace, p)
-                for p in perturbed(ref, dtype, step.mode, op_name=op_name, factor=step.factor)
-            ]
-        bracket = reference_bracket(ref_target, variants)
-        compare(
-            target,
-            ref_target,
-            dtype,
-            op_name,
-            what,
-            magnitude,
-            dataclasses.replace(rules, bracket=bracket),
-        )
 
 
 def run_grad(
@@ -526,6 +493,8 @@ def _check_grad_sample(
         device_type=_device_type(device),
     )
     variants: list[tuple[Any, ...]] | None = None
+    # The CPU's gradients at the same dtype (`peer`), computed where one is needed.
+    mine = peer.lazy_grads(op, op_name, sample, device, dtype, ref, ref_outputs, weights)
     grad_name = f"{op_name}/grad"
     try:
         rules = sample_rules(op, grad_name, dtype, ref, rules, weights)
@@ -545,32 +514,54 @@ def _check_grad_sample(
         if rules.input_brackets and rules.input_brackets[i] is not None:
             own = dataclasses.replace(rules, elementwise=True, bracket=rules.input_brackets[i])
         try:
-            compare(g, rg, dtype, grad_name, what, magnitude, own)
-        except AssertionError:
-            step = DISCONTINUOUS.get(grad_name)
-            if step is None:
-                raise
-            if variants is None:
-                variants = [
-                    reference_grads(op, p, weights)
-                    for p in perturbed(ref, dtype, step.mode, op_name=op_name, factor=step.factor)
-                ]
-                if step.mode == "exponent":  # also e * b ** fl(e - 1), e unrounded
-                    kernel = rounded_exponent_grads(ref, dtype, op_name, weights)
-                    variants += [kernel] if kernel is not None else []
-            bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
-            if own.bracket is not None:  # the step's range joins the element's own
-                bracket = (
-                    torch.fmin(bracket[0], own.bracket[0]),
-                    torch.fmax(bracket[1], own.bracket[1]),
+            try:
+                compare(g, rg, dtype, grad_name, what, magnitude, own)
+            except AssertionError:
+                step = DISCONTINUOUS.get(grad_name)
+                if step is None:
+                    raise
+                if variants is None:
+                    variants = [
+                        reference_grads(op, p, weights)
+                        for p in perturbed(
+                            ref, dtype, step.mode, op_name=op_name, factor=step.factor
+                        )
+                    ]
+                    if step.mode == "exponent":  # also e * b ** fl(e - 1), e unrounded
+                        kernel = rounded_exponent_grads(ref, dtype, op_name, weights)
+                        variants += [kernel] if kernel is not None else []
+                bracket = reference_bracket(rg, [v[i] for v in variants if v[i] is not None])
+                if own.bracket is not None:  # the step's range joins the element's own
+                    bracket = (
+                        torch.fmin(bracket[0], own.bracket[0]),
+                        torch.fmax(bracket[1], own.bracket[1]),
+                    )
+                compare(
+                    g,
+                    rg,
+                    dtype,
+                    grad_name,
+                    what,
+                    magnitude,
+                    dataclasses.replace(own, bracket=bracket),
                 )
-            compare(
+        except AssertionError as error:  # the CPU at the same dtype may be as far (`peer`)
+            peer.rescue(
+                error,
+                f"{peer.label(index, layout)} (grad of input {i})",
                 g,
                 rg,
                 dtype,
-                grad_name,
-                what,
-                magnitude,
-                dataclasses.replace(own, bracket=bracket),
+                own.elementwise,
+                functools.partial(mine, i),
+                functools.partial(
+                    compare,
+                    expected=rg,
+                    case_dtype=dtype,
+                    op_name=grad_name,
+                    what=what,
+                    magnitude=magnitude,
+                    rules=own,
+                ),
             )
     return True

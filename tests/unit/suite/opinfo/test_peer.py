@@ -105,3 +105,97 @@ def test_the_run_summary_counts_the_cases_the_peer_rule_passed_per_op() -> None:
     _summary(console, outcome, 1.0, RunRequest())
     text = console.export_text()
     assert "2 cases passed a sample by the peer rule only" in text and "exp (2)" in text
+
+
+# -- the CPU as the peer of a device case -------------------------------------------------
+
+
+def test_a_cpu_case_has_no_device_peer_unless_the_cpu_plays_a_device() -> None:
+    assert peer.device_peer("cpu", "exp/float32", "quick") is None
+    with peer.cpu_plays_device():
+        found = peer.device_peer("cpu", "exp/float32", "quick")
+    assert found is not None and found.known_failure is None
+    assert peer.device_peer("cpu", "exp/float32", "quick") is None  # the stand-in ended
+
+
+def test_a_device_case_whose_cpu_case_is_a_known_failure_has_a_peer_that_rescues_nothing() -> None:
+    # expectations/cpu.yaml lists special.ndtr's float32 case (the CPU's cancellation).
+    with peer.cpu_plays_device():
+        ndtr = peer.device_peer("cpu", "special.ndtr/float32", "quick")
+    assert ndtr is not None and ndtr.known_failure is not None
+    reference = torch.tensor([1.0], dtype=torch.float64)
+    with pytest.raises(Mismatch, match="the CPU's own case is a known failure"):
+        ndtr.rescue(
+            AssertionError("outside the derived bound"),
+            "0",
+            reference,
+            reference,
+            torch.float32,
+            True,
+            lambda: pytest.fail("a known-failing peer is not even computed"),
+            lambda answer: None,
+        )
+    assert ndtr.passed == [] and ndtr.note is None
+
+
+def _rescue(device_peer: peer.DevicePeer, candidate: torch.Tensor, mine: torch.Tensor) -> None:
+    reference = torch.tensor([1.0, -2.0], dtype=torch.float64)
+    device_peer.rescue(
+        AssertionError("outside the derived bound"),
+        "3 in layout strided",
+        candidate,
+        reference,
+        torch.float32,
+        True,
+        lambda: mine,
+        lambda answer: None,  # the CPU meets the bound
+    )
+
+
+def test_a_device_answer_as_close_as_the_cpu_passes_and_the_note_says_so() -> None:
+    device_peer = peer.DevicePeer()
+    _rescue(device_peer, torch.tensor([1 + 8 * U, -2.0]), torch.tensor([1 + 4 * U, -2.0]))
+    assert device_peer.passed == ["3 in layout strided"]
+    assert device_peer.note is not None
+    assert device_peer.note.startswith(peer.PEER_RULE_PREFIX)
+    assert "sample 3 in layout strided" in device_peer.note and "the CPU" in device_peer.note
+
+
+def test_a_device_answer_farther_than_the_rule_allows_fails_saying_by_how_much() -> None:
+    device_peer = peer.DevicePeer()
+    with pytest.raises(Mismatch, match=r"its error is [0-9.e+]+x what the peer rule allows"):
+        _rescue(device_peer, torch.tensor([1.001, -2.0]), torch.tensor([1 + 4 * U, -2.0]))
+    assert device_peer.passed == []
+
+
+def test_a_cpu_that_misses_the_bound_too_rescues_nothing() -> None:
+    reference = torch.tensor([1.0], dtype=torch.float64)
+
+    def misses(answer: object) -> None:
+        raise AssertionError("the CPU misses it too")
+
+    with pytest.raises(Mismatch, match="the CPU at the same dtype misses the bound too"):
+        peer.DevicePeer().rescue(
+            AssertionError("outside"),
+            "0",
+            reference,
+            reference,
+            torch.float32,
+            True,
+            lambda: reference,
+            misses,
+        )
+
+
+def test_without_a_peer_the_error_is_raised_as_it_was() -> None:
+    error = AssertionError("outside the derived bound")
+    with pytest.raises(AssertionError) as raised:
+        peer.rescue(error, "0", None, None, torch.float32, True, lambda: None, lambda a: None)
+    assert raised.value is error
+
+
+def test_the_peer_sample_is_a_copy_on_the_cpu_at_the_same_dtype() -> None:
+    _, sample = _exp_sample()
+    mine = peer.peer_sample(sample, "cpu")
+    assert mine.input.dtype == sample.input.dtype and mine.input.device.type == "cpu"
+    assert mine.input is not sample.input and torch.equal(mine.input, sample.input)
