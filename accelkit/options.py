@@ -1,7 +1,7 @@
 """Command options declared once, as data: the typer command, `to_argv` and `from_argv` all
 derive from the same `Opt` records (nox declares its options once the same way).
 
-A request module (`accelkit.suite.request`, `accelkit.setup.request`,
+A request module (`accelkit.suite.run.request`, `accelkit.setup.request`,
 `accelkit.wheels.request`) declares its command's options; the CLI builds its typer command
 from them (`command`), the container path and the matrix rehearsal turn a request back into
 an argv (`to_argv`) and parse a leg's arguments with the command's real click parser

@@ -113,7 +113,7 @@ def child(out: Path, slowdown: float, threads: int, interleaved: bool) -> None:
 
     from accelkit.results.io import atomic_write_text
     from accelkit.results.model import Case, Results, RunInfo, Summary
-    from accelkit.suite.timing import Timer, measure_interleaved
+    from accelkit.suite.perf.timing import Timer, measure_interleaved
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -198,7 +198,7 @@ def fidelity(threads: int, rounds: int) -> None:
     import torch
     from torch.utils.benchmark import Timer as TorchTimer
 
-    from accelkit.suite.timing import Timer
+    from accelkit.suite.perf.timing import Timer
 
     if threads > 0:
         torch.set_num_threads(threads)
@@ -238,7 +238,7 @@ def fidelity_cuda(rounds: int, size: int = 4096) -> None:
         print(f"fidelity (cuda): skipped: triton is not importable ({exc})")
         return
 
-    from accelkit.suite.timing import Timer
+    from accelkit.suite.perf.timing import Timer
 
     a = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(size, size, device="cuda", dtype=torch.bfloat16)

@@ -51,7 +51,7 @@ from faults import KINDS, TAIL_OPS, Fault, injected  # noqa: E402
 from accelkit import backends  # noqa: E402
 from accelkit.suite import opinfo  # noqa: E402
 from accelkit.suite.conformance import test_ops, test_special_values  # noqa: E402
-from accelkit.suite.numerics import strict_numerics  # noqa: E402
+from accelkit.suite.numerics.mode import strict_numerics  # noqa: E402
 from accelkit.suite.opinfo import compiled  # noqa: E402
 
 DTYPES = ("float32", "bfloat16", "float16")
@@ -75,7 +75,7 @@ Outcome = str  # "passed", "failed: <message>", "skipped: <reason>"
 
 
 def _seed(nodeid: str) -> None:
-    """The seed the suite's plugin gives the case (accelkit.suite.plugin, base seed 0)."""
+    """The seed the suite's plugin gives the case (accelkit.suite.session.plugin, base seed 0)."""
     torch.manual_seed(zlib.crc32(nodeid.encode()) % (2**31))
 
 

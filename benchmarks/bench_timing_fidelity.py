@@ -7,7 +7,7 @@ SIZE_TIERS`: GEMMs, gemv, STREAM copy/triad/sum, softmax, layer_norm, SDPA), the
 callable on the same operands is timed by:
 
 - accelkit: `PerfContext.measure`, exactly as the perf cases call it (the tier's
-  `TimingOptions`, `accelkit.suite.timing.Timer.blocked_autorange`);
+  `TimingOptions`, `accelkit.suite.perf.timing.Timer.blocked_autorange`);
 - CPU: `torch.utils.benchmark.Timer(num_threads=N)`: `blocked_autorange()` and
   `adaptive_autorange()` on their own, a torch A/A control, and torch's loop beside
   accelkit's at either tool's block length (`torch_benchmark_timers` says how each is
@@ -275,7 +275,7 @@ def torch_benchmark_timers(threads: int) -> dict[str, Reference]:
       differ on this machine; the floor under the two rows above;
     - "sample-pairs": torch's own loop (`Timer.timeit(number)`) at the block size and
       sample count accelkit chose, block by block beside accelkit's own block loop
-      (`accelkit.suite.timing.Timer.timeit`, what `blocked_autorange` times each sample
+      (`accelkit.suite.perf.timing.Timer.timeit`, what `blocked_autorange` times each sample
       with), alternating which goes first: both read the same seconds of the machine, so
       the ratio is the loops' and clocks' difference, not the machine's drift;
     - "autorange-pairs": each tool at its own block length, beside the other: torch's
@@ -288,7 +288,7 @@ def torch_benchmark_timers(threads: int) -> dict[str, Reference]:
     (torch's second, torch's first)."""
     from torch.utils import benchmark
 
-    from accelkit.suite.timing import Timer as AccelkitTimer
+    from accelkit.suite.perf.timing import Timer as AccelkitTimer
 
     def timer(case: OpCase) -> Any:
         return benchmark.Timer(
@@ -423,8 +423,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import torch
 
-    from accelkit.suite.environment import PERF_THREADS_ENV
     from accelkit.suite.perf.harness import PerfContext
+    from accelkit.suite.run.environment import PERF_THREADS_ENV
 
     if args.threads is not None:
         os.environ[PERF_THREADS_ENV] = str(args.threads)

@@ -422,7 +422,7 @@ class Backend(Protocol):
         utilities read some at import time (`PYTORCH_TEST_WITH_ROCM` in
         `torch.testing._internal.common_utils` selects OpInfo's `dtypesIfROCM` tables and ROCm
         skips, as PyTorch's own ROCm CI sets it). The runner adds them to the child's
-        environment (`accelkit.suite.runner.suite_environment`), also inside a test image;
+        environment (`accelkit.suite.run.runner.suite_environment`), also inside a test image;
         a value the user set in their own environment wins. Never raises."""
         ...
 

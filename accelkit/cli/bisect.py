@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from accelkit.cli.app import app
-from accelkit.suite.request import AB_DEFAULT_PASSES
+from accelkit.suite.run.request import AB_DEFAULT_PASSES
 
 if TYPE_CHECKING:
     from accelkit.triage.bisect import Step

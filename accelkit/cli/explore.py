@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from accelkit.errors import ExitCode
-from accelkit.suite.request import RunRequest
+from accelkit.suite.run.request import RunRequest
 
 SEED_RANGE = (1000, 2**31)
 """Drawn seeds: past the 0-999 that development and the gating runs use."""
@@ -53,8 +53,8 @@ def explore(request: RunRequest, console: Any, display: Any) -> int:
     """Run every seed, write the findings, print them; the exit code."""
     from accelkit.results.findings import exploration
     from accelkit.results.io import atomic_write_text
-    from accelkit.suite import container, runner
-    from accelkit.suite.request import validate
+    from accelkit.suite.run import container, runner
+    from accelkit.suite.run.request import validate
 
     validate(request)  # the exploration's own checks, before any seed runs
     seeds = exploration_seeds(request)

@@ -10,14 +10,14 @@ import typer
 
 from accelkit import options
 from accelkit.cli.app import app
-from accelkit.suite.request import RUN_OPTIONS
+from accelkit.suite.run.request import RUN_OPTIONS
 
 
 def test(**params: Any) -> None:
     from accelkit.cli.console import make_console
     from accelkit.cli.progress import display_for
-    from accelkit.suite import container, runner
-    from accelkit.suite.request import RunRequest
+    from accelkit.suite.run import container, runner
+    from accelkit.suite.run.request import RunRequest
 
     request = RunRequest.from_params(params, argv=("accelkit", *sys.argv[1:]))
     # Piped or in CI: plain lines at full width, so no case id wraps or is cut.
@@ -31,7 +31,7 @@ def test(**params: Any) -> None:
     display = display_for(console)  # one view of the run: live on a terminal, else lines
     started = time.monotonic()
     if request.ab is not None:
-        from accelkit.suite import ab
+        from accelkit.suite.run import ab
 
         with display:
             ab_outcome = ab.run(request, display.on_event)
@@ -62,7 +62,7 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
     from rich.table import Table
 
     from accelkit.cli.progress import STATUS_STYLE as _STATUS_STYLE
-    from accelkit.suite.outcome import compile_skips, peer_rule_passes
+    from accelkit.suite.run.outcome import compile_skips, peer_rule_passes
 
     results = outcome.results
     table = Table(title=f"accelkit test --device {request.device}", title_justify="left")

@@ -33,7 +33,7 @@ def check_leg_commands(leg: MatrixEntry) -> None:
     """ConfigError (the leg's file:line) when build, setup or test would refuse the leg."""
     from accelkit.setup.image import plan_setup
     from accelkit.setup.request import SetupRequest
-    from accelkit.suite.request import RunRequest, validate
+    from accelkit.suite.run.request import RunRequest, validate
     from accelkit.wheels.recipes import plan
     from accelkit.wheels.request import BuildRequest
 

@@ -4,7 +4,7 @@
 steps the workflow would run, with their argv) and decides whether THIS machine can run
 each one, with the precise reason when it cannot; it starts nothing. `rehearse` executes the
 runnable legs by calling the same cores `accelkit setup` and `accelkit test --image` call
-(`accelkit.setup.image`, `accelkit.suite.runner`), writing each leg's files under
+(`accelkit.setup.image`, `accelkit.suite.run.runner`), writing each leg's files under
 `OUTPUT/<leg name>/` as the workflow's artifacts lay them out, so `accelkit report OUTPUT`
 reads them.
 
@@ -50,7 +50,7 @@ from accelkit.matrix.model import MatrixEntry
 
 if TYPE_CHECKING:
     from accelkit.setup.image import SetupPlan
-    from accelkit.suite.request import RunRequest
+    from accelkit.suite.run.request import RunRequest
 
 #: Where the workflow's `leg` job writes a leg's files, under `leg-results/<leg name>/`.
 RESULTS_FILE = "results.json"
@@ -441,7 +441,7 @@ def _plan_test(
     image: str | None,
     shard: tuple[int, int] | None = None,
 ) -> TestStep:
-    from accelkit.suite.request import RunRequest, suite_choice
+    from accelkit.suite.run.request import RunRequest, suite_choice
 
     args = (*leg.test_args, *options.test_args)
     where = f"{leg.location}: leg {leg.name}: test_args"
@@ -512,7 +512,7 @@ def rehearse(
 
 
 def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutcome:
-    from accelkit.suite import container, runner
+    from accelkit.suite.run import container, runner
 
     name = leg.leg.name
     leg.output_dir.mkdir(parents=True, exist_ok=True)

@@ -71,7 +71,7 @@ def scale_out(
     endpoint = checker.string(
         endpoint_found[0], endpoint_found[1], "rdzv_endpoint", rules.ENDPOINT, "HOST:PORT"
     )
-    from accelkit.suite.multinode import parse_endpoint
+    from accelkit.suite.distributed.multinode import parse_endpoint
 
     try:
         parse_endpoint(endpoint, flag="rdzv_endpoint")

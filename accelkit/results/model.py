@@ -173,7 +173,7 @@ class Shard(_Model):
 
 class CompileCache(_Model):
     """Inductor's caches kept between runs (`ACCELKIT_COMPILE_CACHE`,
-    `accelkit.suite.compile_cache`): the torch build they are keyed by and torch's cache
+    `accelkit.suite.session.compile_cache`): the torch build they are keyed by and torch's cache
     counters summed over the run's processes (FX graph cache hits, misses and bypasses;
     AOTAutograd cache hits and misses)."""
 

@@ -1,5 +1,5 @@
 """The results file's fixed vocabulary (statuses, suites), with the standard library only:
-code that runs in every pytest worker (`suite/caseid.py`) names suites without loading the
+code that runs in every pytest worker (`suite/session/caseid.py`) names suites without loading the
 pydantic models of `results/model.py` (0.3 s a process), which re-exports these."""
 
 from __future__ import annotations

@@ -109,7 +109,7 @@ Paired mode: interleaved passes (`accelkit test --ab A B`)
 ---------------------------------------------------------
 When the two sides are one interleaved run (`compare_samples(paired=True)`, set by
 `accelkit.results.compare` for the two files of one `--ab` run), pass g of base and pass g
-of new ran at the same time, taking their samples in turns (`accelkit.suite.lockstep`), so
+of new ran at the same time, taking their samples in turns (`accelkit.suite.session.lockstep`), so
 whatever the machine did during that pair is shared by both. The unit is then the pair:
 d_g = log(median(new_g) / median(base_g)); the interval is exp(mean(d) +- t(n-1) * sd(d) /
 sqrt(n)) at the same confidence, and the confirming test is the exact sign-flip

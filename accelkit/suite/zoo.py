@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelkit.suite.reference import make_input
+from accelkit.suite.numerics.reference import make_input
 
 
 class MLP(nn.Module):

@@ -22,7 +22,7 @@ removed, and what `import torch` says there names the build.
 `CaseJudge` runs `accelkit test --case ID` (only that case) with the build's Python: for a
 conformance case the first run (the good build) decides what good means (usually `passed`)
 and every later run is good when its status is the same. A perf case is measured
-interleaved against the good build (`accelkit test --ab GOOD STEP`, `accelkit.suite.ab`:
+interleaved against the good build (`accelkit test --ab GOOD STEP`, `accelkit.suite.run.ab`:
 passes A B, B A, ... on the same machine, so a shift of the machine lands on both sides),
 and `compare`'s verdict of the step against the good build decides (`perf_verdict`):
 regressed is bad; unchanged or improved is good; noisy (or environment-shifted) means the
@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from accelkit.suite.interpreters import IMAGE_PREFIX
+from accelkit.suite.run.interpreters import IMAGE_PREFIX
 from accelkit.triage.bisect import Build, BuildUnusable, Environment, Verdict
 
 ACCELKIT_PARENT = Path(__file__).resolve().parent.parent.parent
@@ -69,7 +69,7 @@ def accelkit_alone() -> str:
     """A folder holding a copy of this accelkit package and nothing else, for the PYTHONPATH
     of a build's own Python (a venv): ACCELKIT_PARENT of an installed accelkit is
     site-packages, whose torch would shadow the venv's. Made once a process, removed at exit."""
-    from accelkit.suite.ab_sides import copy_accelkit
+    from accelkit.suite.run.ab_sides import copy_accelkit
 
     folder = Path(tempfile.mkdtemp(prefix="accelkit-alone-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -316,7 +316,7 @@ os.execvpe(python[0], [*python, *sys.argv[1:]], env)
 def launcher(environment: Environment, target: Path) -> Path:
     """An executable at `target` that runs the environment's Python with its folders first
     on PYTHONPATH: what `accelkit test --ab` takes as a side. Its accelkit folder is left out:
-    the side imports the run's copy of accelkit (`accelkit.suite.ab_sides`), and a second
+    the side imports the run's copy of accelkit (`accelkit.suite.run.ab_sides`), and a second
     accelkit before it would collect the cases from one and import them from the other. The
     values are written as
     Python literals (JSON), never through a shell."""
@@ -458,7 +458,7 @@ class CaseJudge:
         argv += ["--ab", sides[0], sides[1], "--json", str(out)]
         argv += ["--workers", "0", "--passes", str(passes)]
         self._accelkit((sys.executable,), (str(ACCELKIT_PARENT),), argv)
-        from accelkit.suite.ab import side_paths
+        from accelkit.suite.run.ab import side_paths
 
         a, b, _ = side_paths(out)
         return self._load_case(a), self._load_case(b)

@@ -10,7 +10,8 @@ Only modules whose imports are closed can be embedded: `check_closed` refuses a 
 modules in which one imports, at module level, an accelkit module that is not in the set
 (imports inside functions may stay open: the embedded finder makes them fail loudly if a
 reproducer ever reaches one). For example, the modules of an OpInfo case are
-`accelkit.suite.failures`, `accelkit.suite.reference`, the `accelkit.suite.opinfo` package
+`accelkit.suite.session.failures`, `accelkit.suite.numerics.reference`, the `accelkit.suite.opinfo`
+package
 and `accelkit.triage.replay_main`.
 """
 

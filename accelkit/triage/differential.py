@@ -1,7 +1,7 @@
 """`accelkit diff A.json B.json`: what two runs of the same seeded cases computed differently.
 
 Each run must have recorded its cases' answers (`accelkit test --record-outputs DIR`, one
-file per case: `accelkit.suite.outputs`). For every conformance case both runs recorded,
+file per case: `accelkit.suite.session.outputs`). For every conformance case both runs recorded,
 the answers are paired by the label the case gave them (`what`, in order); per pair:
 
 - not comparable when the inputs' digests differ (a sample generator that changed between
@@ -135,7 +135,7 @@ def differential(
     not, or share no case."""
     import torch
 
-    from accelkit.suite.outputs import file_name
+    from accelkit.suite.session.outputs import file_name
 
     runs = [load_results(a_path), load_results(b_path)]
     folders = [_outputs_folder(r, p) for r, p in zip(runs, (a_path, b_path), strict=True)]

@@ -4,7 +4,7 @@
 case's seed, as the suite seeds it) rebuilds the case's op from `CASE["perf"]` (written by
 `accelkit.triage.perf_repro`: the op family, sizes, dtype, rotating input sets, the size
 tier's timing options, the timer's device and the recorded intra-op threads), times it
-with `accelkit.suite.timing.Timer.blocked_autorange` (the perf suite's one timing method:
+with `accelkit.suite.perf.timing.Timer.blocked_autorange` (the perf suite's one timing method:
 the same warm-up, block sizing, device synchronisation or events, sample rules), and prints
 each metric measured here beside the recorded one: median, the recorded samples'
 interquartile range, and the ratio. Its last line (`MEASURED_PREFIX` and JSON) holds every
@@ -205,7 +205,7 @@ BUILDERS: dict[str, Callable[[Any, dict[str, Any], str], Built]] = {
 
 
 def _spread(samples: list[float]) -> tuple[float, float, float]:
-    from accelkit.suite.timing import _spread as spread
+    from accelkit.suite.perf.timing import _spread as spread
 
     return spread(samples) if samples else (float("nan"),) * 3
 
@@ -224,7 +224,7 @@ def run_perf(case: dict[str, Any]) -> int:
 
     import torch
 
-    from accelkit.suite.timing import Timer
+    from accelkit.suite.perf.timing import Timer
 
     spec, device = case["perf"], case["device"]
     threads = spec.get("threads")

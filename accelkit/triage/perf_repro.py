@@ -6,7 +6,7 @@ op (`family` and its sizes and dtype), how many rotating input sets, the timing 
 the run's size tier (`accelkit.suite.perf.harness.SIZE_TIERS`), the timer's device, the
 intra-op thread count the run recorded, and each recorded metric (median, samples, work per
 call). The reproducer (`accelkit.triage.perf_replay`, embedded with
-`accelkit.suite.timing`) rebuilds the op from it and times it with `Timer.blocked_autorange`
+`accelkit.suite.perf.timing`) rebuilds the op from it and times it with `Timer.blocked_autorange`
 and these options: the perf suite's own timing code.
 
 Covered: GEMM, gemv, the memory kernels (copy, triad, sum, softmax, layer_norm), attention
@@ -100,9 +100,9 @@ def perf_spec(results: Results, case: Case) -> dict[str, Any]:
 
 
 def _perf_spec(results: Results, case: Case) -> dict[str, Any]:
-    from accelkit.suite.params import decode_param
     from accelkit.suite.perf.harness import SIZE_TIERS, element_size
     from accelkit.suite.perf.rotation import memory_rotation_count, rotation_count
+    from accelkit.suite.session.params import decode_param
 
     record = case.repro
     assert record is not None

@@ -89,7 +89,7 @@ def _check_device(device: str, torch: Any) -> None:
 
 
 def seed_everything(seed: int) -> None:
-    """The seeding the suite does as a case starts (accelkit.suite.plugin)."""
+    """The seeding the suite does as a case starts (accelkit.suite.session.plugin)."""
     import torch
 
     random.seed(seed)
@@ -107,7 +107,7 @@ def seed_everything(seed: int) -> None:
 
 
 def _report_failure(error: BaseException, case: dict[str, Any], indent: str = "  ") -> None:
-    from accelkit.suite.failures import failure_info
+    from accelkit.suite.session.failures import failure_info
 
     text = f"{type(error).__name__}: {error}".strip()
     print(indent + text.replace("\n", "\n" + indent))
@@ -244,7 +244,7 @@ def _opinfo(case: dict[str, Any]) -> int:
 
 
 def _arguments(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
-    from accelkit.suite.params import decode_param
+    from accelkit.suite.session.params import decode_param
 
     kwargs = {name: decode_param(value) for name, value in case.get("params", {}).items()}
     for name in inspect.signature(fn).parameters:
@@ -263,7 +263,7 @@ def _arguments(fn: Callable[..., Any], case: dict[str, Any]) -> dict[str, Any]:
 
 def _numerics(case: dict[str, Any]) -> Any:
     """The numerics every conformance case runs under (TF32 off where the backend has it)."""
-    from accelkit.suite.numerics import strict_numerics
+    from accelkit.suite.numerics.mode import strict_numerics
 
     backend = case.get("backend")
     return strict_numerics(bool(backend.get("tf32")) if isinstance(backend, dict) else False)

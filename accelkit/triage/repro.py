@@ -7,7 +7,7 @@ with a Python that has torch. Which cases can be reproduced:
 
 - OpInfo cases (`conformance/opinfo/<op>/<dtype>[/grad]`, forward, in place and gradient):
   the failing sample, rebuilt from the case's seed and the sample's index;
-- case functions whose module needs nothing of accelkit but `accelkit.suite.reference`
+- case functions whose module needs nothing of accelkit but `accelkit.suite.numerics.reference`
   (ops, control flow, compile parity, dynamic shapes, complex, gemv, linalg, graph
   capture), with their recorded parameters; those that compile also run with Inductor
   bypassed;
@@ -54,10 +54,10 @@ CUSTOM_CASES_PACKAGE = "accelkit_cases"
 """Modules of a `--cases DIR` folder are embedded under this package."""
 
 _COMMON = (
-    "accelkit.suite.failures",
-    "accelkit.suite.numerics",
-    "accelkit.suite.outputs",
-    "accelkit.suite.params",
+    "accelkit.suite.session.failures",
+    "accelkit.suite.numerics.mode",
+    "accelkit.suite.session.outputs",
+    "accelkit.suite.session.params",
     "accelkit.triage.replay_main",
 )
 
@@ -176,7 +176,7 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
     if record.kind == "opinfo":
         modules = [
             *common,
-            accelkit_module("accelkit.suite.reference"),
+            accelkit_module("accelkit.suite.numerics.reference"),
             *accelkit_package("accelkit.suite.opinfo"),
         ]
     elif record.kind == "function":
@@ -184,11 +184,16 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
         _check_arguments(module, record.function, dict(record.params))
         shim = accelkit_module("accelkit.triage.pytest_shim")
         pytest_module = Embedded("pytest", shim.path, shim.source)
-        modules = [*common, accelkit_module("accelkit.suite.reference"), pytest_module, module]
+        modules = [
+            *common,
+            accelkit_module("accelkit.suite.numerics.reference"),
+            pytest_module,
+            module,
+        ]
         check_closed(modules, roots=("accelkit", "pytest", CUSTOM_CASES_PACKAGE))
         case_record["module"] = module.name
     elif record.kind == "perf":
-        from accelkit.suite.environment import perf_env
+        from accelkit.suite.run.environment import perf_env
         from accelkit.triage.perf_repro import perf_spec
 
         case_record["perf"] = perf_spec(results, case)
@@ -196,8 +201,8 @@ def plan_repro(results_path: Path, case_id: str) -> ReproPlan:
         modules = [
             *common,
             accelkit_module("accelkit.results.noise"),
-            accelkit_module("accelkit.suite.lockstep"),  # timing's turns: a no-op there
-            accelkit_module("accelkit.suite.timing"),
+            accelkit_module("accelkit.suite.session.lockstep"),  # timing's turns: a no-op there
+            accelkit_module("accelkit.suite.perf.timing"),
             accelkit_module("accelkit.triage.perf_replay"),
         ]
     else:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from accelkit.results.io import load_results
-from accelkit.suite import compile_cache
+from accelkit.suite.session import compile_cache
 
 # One compiled op (abs, float32: ~15 s of C++ compiles cold, ~2 s from the cache).
 CASE = "conformance/opinfo_compiled/abs/float32"

@@ -22,7 +22,7 @@ from accelkit.results.io import write_results
 from accelkit.results.render.html import report_html
 from accelkit.results.render.markdown import report_markdown
 from accelkit.results.report.model import load_report
-from accelkit.suite.outputs import file_name
+from accelkit.suite.session.outputs import file_name
 from accelkit.triage.differential import compare_answers, differential
 from tests.factories import case, results
 from tests.helpers import (

@@ -17,7 +17,7 @@ from accelkit.errors import BadInput
 from accelkit.matrix import RehearsalOptions, load_legs, plan_rehearsal
 from accelkit.results.io import load_results
 from accelkit.setup.request import SetupRequest
-from accelkit.suite.request import RunRequest
+from accelkit.suite.run.request import RunRequest
 from tests.helpers import (
     IMAGE_TESTS_TIMEOUT_S,
     REPO,

@@ -22,7 +22,7 @@ import pytest
 from accelkit.errors import BadInput
 from accelkit.results.io import load_results, write_results
 from accelkit.results.model import Repro
-from accelkit.suite.params import decode_param, encode_param
+from accelkit.suite.session.params import decode_param, encode_param
 from accelkit.triage import bundle, replay_main, repro
 from tests.factories import case, results
 from tests.helpers import REPO, assert_one_line_error, run_cli
@@ -87,7 +87,7 @@ def _outputs_by_script(output: str) -> dict[str, str]:
 def _greatest_difference(text: str) -> tuple[str, str]:
     """(value, index) of the worst element a failed comparison names: torch.testing's
     'Greatest absolute difference' line (for a scalar: 'Absolute difference', no index), or
-    accelkit.suite.reference.check_close's 'worst at index I: ..., |difference| D'."""
+    accelkit.suite.numerics.reference.check_close's 'worst at index I: ..., |difference| D'."""
     ours = re.search(r"worst at index (\([^)]*\)|\(\)): .*?\|difference\| (\S+)", text)
     if ours:
         return ours.group(2), ours.group(1)
@@ -295,7 +295,7 @@ def test_a_written_reproducer_embeds_its_modules_and_no_other_accelkit(tmp_path:
     plan = repro.plan_repro(path, "conformance/ops/exp/float32")
     assert plan.file_name == "repro_conformance_ops_exp_float32.py"
     assert set(plan.embedded) >= {
-        "accelkit.suite.reference",
+        "accelkit.suite.numerics.reference",
         "accelkit.suite.conformance.test_ops",
         "pytest",
         "accelkit.triage.replay_main",
@@ -333,11 +333,11 @@ def test_the_embedded_import_hook_refuses_accelkit_modules_it_does_not_carry(
 
 
 def test_closed_bundles_and_their_imports() -> None:
-    reference = bundle.accelkit_module("accelkit.suite.reference")
+    reference = bundle.accelkit_module("accelkit.suite.numerics.reference")
     with pytest.raises(BadInput, match=r"imports accelkit\.suite\.failures"):
         bundle.check_closed([reference])
     with pytest.raises(BadInput, match=r"imports accelkit\.suite\.outputs"):
-        bundle.check_closed([reference, bundle.accelkit_module("accelkit.suite.failures")])
+        bundle.check_closed([reference, bundle.accelkit_module("accelkit.suite.session.failures")])
     closed = [
         reference,
         *(bundle.accelkit_module(f"accelkit.suite.{n}") for n in ("failures", "outputs")),
@@ -356,9 +356,9 @@ def test_embedded_modules_need_only_the_standard_library_and_torch() -> None:
     stdlib |= {"linecache", "math", "random", "sys", "traceback", "contextlib", "hashlib"}
     stdlib |= {"pathlib"}
     for name in (
-        "accelkit.suite.failures",
-        "accelkit.suite.outputs",
-        "accelkit.suite.params",
+        "accelkit.suite.session.failures",
+        "accelkit.suite.session.outputs",
+        "accelkit.suite.session.params",
         "accelkit.triage.embedded",
         "accelkit.triage.pytest_shim",
         "accelkit.triage.replay_main",

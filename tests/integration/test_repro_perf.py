@@ -85,7 +85,7 @@ def test_gemm_and_copy_reproducers_time_the_case_alone(perf_run: Path, tmp_path:
         assert proc.returncode == 0, proc.stderr
         data = json.loads(proc.stdout)
         assert data["kind"] == "perf"
-        assert "accelkit.suite.timing" in data["embedded"]
+        assert "accelkit.suite.perf.timing" in data["embedded"]
         script = Path(data["script"])
         cwd = tmp_path / f"cwd_{name}"
         cwd.mkdir()
@@ -136,9 +136,9 @@ def test_perf_replay_needs_only_the_standard_library_and_what_it_embeds() -> Non
     every = module_imports(module, top_level_only=False)
     ours = {name for name in every if name.startswith("accelkit.")}
     assert ours <= {
-        "accelkit.suite.timing",
-        "accelkit.suite.timing.Timer",
-        "accelkit.suite.timing._spread",
+        "accelkit.suite.perf.timing",
+        "accelkit.suite.perf.timing.Timer",
+        "accelkit.suite.perf.timing._spread",
     }, ours
     ast.parse(module.source)
 

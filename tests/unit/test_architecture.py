@@ -2,7 +2,7 @@
 
 - no import cycle between accelkit's modules, counting imports inside functions too;
 - nothing outside accelkit/backends/ branches on a backend's name or device type;
-- no module over MAX_LINES lines without the reason written at its top;
+- the rooms of accelkit/suite/ import each other one way only (`SUITE_ROOMS`);
 - the code that runs inside containers (accelkit/incontainer/) imports only the standard
   library and itself, and runs under `python -I` with nothing else installed;
 - results/ imports nothing from suite/;
@@ -23,9 +23,20 @@ import pytest
 from tests.helpers import REPO
 
 PACKAGE = REPO / "accelkit"
-MAX_LINES = 600
-#: The sentence a longer module's docstring must hold, followed by its reason.
-LONG_MODULE_MARK = "Longer than 600 lines because"
+#: The rooms of accelkit/suite/ (a subpackage, or a top-level module) and the other rooms
+#: each may import; each subpackage's docstring says why. The case rooms (conformance/,
+#: perf/) are pytest case folders that may import any room; nothing imports them back.
+SUITE_ROOMS: dict[str, frozenset[str]] = {
+    "expectations": frozenset(),
+    "session": frozenset({"expectations"}),
+    "distributed": frozenset({"session"}),
+    "numerics": frozenset({"session"}),
+    "opinfo": frozenset({"numerics", "session"}),
+    "zoo": frozenset({"numerics"}),
+    "crosscompile": frozenset({"zoo"}),
+    "run": frozenset({"session", "distributed", "crosscompile", "expectations"}),
+}
+CASE_ROOMS = frozenset({"conformance", "perf"})
 BACKEND_WORDS = frozenset({"cpu", "cuda", "rocm", "xpu", "mps", "hip"})
 #: Mentions that are data, not branches: (file, what the finder reports) and why.
 NOT_BRANCHES = {
@@ -169,14 +180,47 @@ def test_the_branch_finder_finds_planted_branches(tmp_path: Path) -> None:
     assert [line for line, _ in _backend_branches(planted)] == [1, 2, 3, 5]
 
 
-def test_long_modules_say_why() -> None:
-    long = [
-        f"{path.relative_to(REPO)} ({lines} lines)"
-        for path in MODULES.values()
-        if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_LINES
-        and LONG_MODULE_MARK not in (ast.get_docstring(ast.parse(path.read_text())) or "")
+def _suite_room(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if parts[:2] == ["accelkit", "suite"] and len(parts) > 2 else None
+
+
+def _room_violations(graph: dict[str, set[str]]) -> list[str]:
+    """Imports between suite rooms that `SUITE_ROOMS` does not allow."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        room = _suite_room(module)
+        if room is None or room in CASE_ROOMS:
+            continue
+        for target in sorted(targets):
+            other = _suite_room(target)
+            if other is None or other == room:
+                continue
+            if other not in SUITE_ROOMS.get(room, frozenset()):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_every_suite_room_is_listed() -> None:
+    rooms = {_suite_room(name) for name in MODULES} - {None}
+    assert rooms == set(SUITE_ROOMS) | CASE_ROOMS
+
+
+def test_suite_rooms_import_one_way() -> None:
+    assert _room_violations(_graph()) == []
+
+
+def test_the_room_check_finds_planted_violations() -> None:
+    planted = {
+        "accelkit.suite.session.plugin": {"accelkit.suite.run.runner"},
+        "accelkit.suite.numerics.reference": {"accelkit.suite.opinfo.running"},
+        "accelkit.suite.run.runner": {"accelkit.suite.session.plugin"},
+        "accelkit.suite.perf.harness": {"accelkit.suite.run.request"},
+    }
+    assert _room_violations(planted) == [
+        "accelkit.suite.numerics.reference -> accelkit.suite.opinfo.running",
+        "accelkit.suite.session.plugin -> accelkit.suite.run.runner",
     ]
-    assert long == []
 
 
 def test_incontainer_imports_only_the_standard_library_and_itself() -> None:

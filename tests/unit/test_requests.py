@@ -17,7 +17,7 @@ from accelkit.cli import app, register_commands
 from accelkit.errors import BadInput
 from accelkit.matrix import load_legs
 from accelkit.setup.request import SETUP_OPTIONS, SetupRequest
-from accelkit.suite.request import RUN_OPTIONS, RunRequest
+from accelkit.suite.run.request import RUN_OPTIONS, RunRequest
 from accelkit.wheels.request import BUILD_OPTIONS, BuildRequest
 from tests.helpers import REPO
 
@@ -183,7 +183,7 @@ def test_every_shipped_leg_parses_with_the_real_commands(matrix: Path, tmp_path:
 def test_perf_threads_default_per_device_and_option() -> None:
     """--threads: 1 on the CPU by default (stated in --help), torch's choice on an
     accelerator, 0 for torch's choice anywhere."""
-    from accelkit.suite.request import DEFAULT_CPU_THREADS, RUN_OPTIONS
+    from accelkit.suite.run.request import DEFAULT_CPU_THREADS, RUN_OPTIONS
 
     assert RunRequest().perf_threads == DEFAULT_CPU_THREADS == 1
     assert RunRequest(device="cuda").perf_threads is None
@@ -195,7 +195,7 @@ def test_perf_threads_default_per_device_and_option() -> None:
 
 def test_one_case_gets_one_worker_unless_told_otherwise() -> None:
     """--case runs one case: a second xdist worker would only import torch and collect."""
-    from accelkit.suite.request import default_workers
+    from accelkit.suite.run.request import default_workers
 
     assert RunRequest(case="conformance/ops/exp/float32").worker_count == 1
     assert RunRequest(case="conformance/ops/exp/float32", workers=0).worker_count == 0
@@ -205,14 +205,14 @@ def test_one_case_gets_one_worker_unless_told_otherwise() -> None:
 
 def test_negative_threads_are_refused() -> None:
     from accelkit.errors import BadInput
-    from accelkit.suite.request import validate
+    from accelkit.suite.run.request import validate
 
     with pytest.raises(BadInput, match="--threads"):
         validate(RunRequest(threads=-1))
 
 
 def test_perf_env_always_states_the_threads() -> None:
-    from accelkit.suite.environment import PERF_THREADS_ENV, perf_env
+    from accelkit.suite.run.environment import PERF_THREADS_ENV, perf_env
 
     assert perf_env(1) == {PERF_THREADS_ENV: "1", "OPENBLAS_NUM_THREADS": "1"}
     assert perf_env(None) == {PERF_THREADS_ENV: "0"}
@@ -230,7 +230,7 @@ def test_perf_env_always_states_the_threads() -> None:
 def test_case_and_record_outputs_are_checked_before_the_run(
     fields: dict[str, Any], needle: str
 ) -> None:
-    from accelkit.suite.request import validate
+    from accelkit.suite.run.request import validate
 
     with pytest.raises(BadInput, match=re.escape(needle)):
         validate(RunRequest(**fields))

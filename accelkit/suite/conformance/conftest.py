@@ -1,4 +1,4 @@
-"""What every conformance case runs under (accelkit.suite.numerics): the backend's
+"""What every conformance case runs under (accelkit.suite.numerics.mode): the backend's
 unsupported dtypes are skips with the backend's reason, and every case runs with TF32 and
 reduced-precision reductions off."""
 
@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from accelkit.suite.caseid import case_id
-from accelkit.suite.numerics import strict_numerics, unsupported_dtype
+from accelkit.suite.numerics.mode import strict_numerics, unsupported_dtype
+from accelkit.suite.session.caseid import case_id
 
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from accelkit.suite.reference import assert_matches_reference, make_input
+from accelkit.suite.numerics.reference import assert_matches_reference, make_input
 from accelkit.suite.zoo import ZOO
 
 pytestmark = pytest.mark.requires("inductor")

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from accelkit.suite.reference import assert_matches_reference, reference
+from accelkit.suite.numerics.reference import assert_matches_reference, reference
 
 pytestmark = pytest.mark.requires("complex_compile")
 

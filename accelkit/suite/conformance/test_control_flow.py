@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import torch
 
-from accelkit.suite.reference import (
+from accelkit.suite.numerics.reference import (
     assert_matches_reference,
     iteration_atol,
     make_input,

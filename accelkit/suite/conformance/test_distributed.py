@@ -10,11 +10,12 @@ only on its own checks, with its own message. Rank processes are joined or kille
 the session's first case finishes.
 
 What runs inside the ranks (each session's rank function, its named checks and their
-inputs) is in `accelkit.suite.distributed_checks`; this module holds the sessions, the
+inputs) is in `accelkit.suite.distributed.checks`; this module holds the sessions, the
 expected values and the cases that compare the two.
 
 The same cases run across nodes (`accelkit test --suite distributed --nnodes N`): each rank
-session is then a torchrun job over the nodes (`accelkit.suite.multinode`), with the world
+session is then a torchrun job over the nodes (`accelkit.suite.distributed.multinode`), with the
+world
 size the session asks for split over them (accelerators: one rank per device on every node).
 """
 
@@ -28,8 +29,7 @@ from typing import Any
 import pytest
 
 from accelkit.backends.base import Backend
-from accelkit.suite.distributed import CheckSkipped, check_result, node_count, run_ranks
-from accelkit.suite.distributed_checks import (
+from accelkit.suite.distributed.checks import (
     FLOAT_OPS,
     FR_BUFFER_SIZE,
     FR_SIZES,
@@ -47,7 +47,8 @@ from accelkit.suite.distributed_checks import (
     shrink_rank,
     window_rank,
 )
-from accelkit.suite.failures import add_failure_info, failure_info
+from accelkit.suite.distributed.ranks import CheckSkipped, check_result, node_count, run_ranks
+from accelkit.suite.session.failures import add_failure_info, failure_info
 
 # The rank sessions are shared by the module's cases: `accelkit test --shard` keeps them in
 # one shard, so no shard starts them again.

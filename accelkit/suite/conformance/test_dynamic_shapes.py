@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import torch
 
-from accelkit.suite.reference import (
+from accelkit.suite.numerics.reference import (
     absolute_terms,
     assert_matches_reference,
     make_input,

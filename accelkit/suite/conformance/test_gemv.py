@@ -10,7 +10,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from accelkit.suite.reference import (
+from accelkit.suite.numerics.reference import (
     absolute_terms,
     assert_matches_reference,
     make_input,

@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from accelkit.backends.base import Backend
-from accelkit.suite.reference import (
+from accelkit.suite.numerics.reference import (
     absolute_terms,
     assert_matches_reference,
     make_input,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from accelkit.suite.reference import assert_matches_reference
+from accelkit.suite.numerics.reference import assert_matches_reference
 
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
 SIZES = (4, 33, 64)

@@ -1,6 +1,7 @@
 """Operator numerics against a float64 CPU reference, per dtype the device supports.
 
-Each op's bound is derived (accelkit.suite.reference): rtol is the dtype's, a few units of the
+Each op's bound is derived (accelkit.suite.numerics.reference): rtol is the dtype's, a few units of
+the
 output's rounding; an op whose output elements accumulate K terms adds sqrt(K) * eps * terms,
 with terms the sum of the terms' magnitudes per output element, computed from the inputs.
 Shapes are chosen so that every reduction has a partial last tile (lengths that are not
@@ -24,9 +25,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from accelkit.suite import outputs
-from accelkit.suite.numerics import allow_tf32
-from accelkit.suite.reference import (
+from accelkit.suite.numerics.mode import allow_tf32
+from accelkit.suite.numerics.reference import (
     absolute_terms,
     accumulation_eps,
     assert_matches_reference,
@@ -35,6 +35,7 @@ from accelkit.suite.reference import (
     reference,
     tf32_atol,
 )
+from accelkit.suite.session import outputs
 
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend

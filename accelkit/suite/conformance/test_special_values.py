@@ -24,7 +24,7 @@ How an answer is judged, element by element:
   result (`exact`: +, *, /, neg, abs, copysign, the roundings to integers, nan_to_num,
   maximum and its kin, clamp, relu, and sums and matmuls whose terms are integer multiples of
   the smallest subnormal, so that every partial sum is exact); for the transcendentals within
-  the dtype's rtol (accelkit.suite.reference) of the reference and 2 units of the smallest
+  the dtype's rtol (accelkit.suite.numerics.reference) of the reference and 2 units of the smallest
   subnormal (a 1-2 ulp kernel near underflow), softmax adding its derived bound.
 
 Inputs that the op leaves undefined are not used: nan for sign (torch gives 0) and for
@@ -42,7 +42,7 @@ from typing import Any
 import pytest
 import torch
 
-from accelkit.suite.reference import accumulation_eps, reference, tolerance
+from accelkit.suite.numerics.reference import accumulation_eps, reference, tolerance
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 INF, NAN = math.inf, math.nan

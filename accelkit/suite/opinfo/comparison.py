@@ -19,8 +19,7 @@ from typing import Any
 
 import torch
 
-from accelkit.suite import outputs
-from accelkit.suite.failures import add_failure_info
+from accelkit.suite.numerics.reference import worst_element
 from accelkit.suite.opinfo.tolerances import (
     NO_RULES,
     Rules,
@@ -29,7 +28,8 @@ from accelkit.suite.opinfo.tolerances import (
     overrides,
     scalar_tolerance,
 )
-from accelkit.suite.reference import worst_element
+from accelkit.suite.session import outputs
+from accelkit.suite.session.failures import add_failure_info
 
 
 class Mismatch(AssertionError):

@@ -88,7 +88,7 @@ FULL_COMPILED_SAMPLES, with a smaller cap. interpolate.bicubic's 24 samples (a d
 each: sizes, scale factors, align_corners) took 395 s to compile in float64 and 171 s in
 float32 with a cold Inductor cache on the 2-core dev machine (300 s is the per-case default)."""
 MODULE_NODEID = "conformance/test_opinfo_compiled.py::test_opinfo_compiled"
-# The skip message's start for COMPILE_SKIPS (accelkit.suite.outcome.COMPILE_SKIP_PREFIX,
+# The skip message's start for COMPILE_SKIPS (accelkit.suite.run.outcome.COMPILE_SKIP_PREFIX,
 # which the run summary counts; written out here as case_seed is, and checked equal).
 COMPILE_SKIP_PREFIX = "cannot compile: "
 
@@ -215,7 +215,8 @@ def choose_samples(op: Any, case: OpinfoCase, device: str, breadth: str, base_se
 
 
 def case_seed(param_id: str, base_seed: int) -> int:
-    """The seed the plugin gives the compiled case `param_id` (accelkit.suite.caseid.case_seed_of).
+    """The seed the plugin gives the compiled case `param_id`
+    (accelkit.suite.session.caseid.case_seed_of).
 
     Written out here, not imported: a compiled case's reproducer carries this module alone,
     and caseid needs the results model (tests/unit/suite/opinfo/test_sample_tables.py checks the two

@@ -37,9 +37,9 @@ import torch
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import _disable_current_modes
 
-from accelkit.suite.failures import add_failure_info, failure_info
 from accelkit.suite.opinfo.eigen import EIGEN_OPS, align_eigen
 from accelkit.suite.opinfo.sample_measures import differentiable
+from accelkit.suite.session.failures import add_failure_info, failure_info
 
 PEER_FACTOR = 2.0
 """C: the candidate may be this many times as far from float64 as its peer."""
@@ -47,7 +47,7 @@ PEER_FLOOR_UNITS = 2.0
 """The floor, in units of rounding (u = eps / 2) of the reference's magnitude."""
 PEER_RULE_PREFIX = "passed by the peer rule: "
 """How a passing case's message begins when the peer rule passed one of its samples
-(`accelkit.suite.outcome.PEER_RULE_PREFIX` says the same, for the run summary)."""
+(`accelkit.suite.run.outcome.PEER_RULE_PREFIX` says the same, for the run summary)."""
 
 
 @dataclass(frozen=True)

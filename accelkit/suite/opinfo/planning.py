@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 
+from accelkit.suite.numerics.reference import REFERENCE_DTYPE
 from accelkit.suite.opinfo.op_db import DTYPES, op_db_by_name
 from accelkit.suite.opinfo.records import CaseKind
 from accelkit.suite.opinfo.skips import (
@@ -36,7 +37,6 @@ from accelkit.suite.opinfo.skips import (
     NONDETERMINISTIC_OUTPUT_OPS,
     RANDOM_OPS,
 )
-from accelkit.suite.reference import REFERENCE_DTYPE
 
 BREADTHS = ("quick", "full")
 

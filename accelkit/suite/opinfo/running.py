@@ -12,7 +12,7 @@ AssertionError) naming the op, the sample and the worst element.
 Each sample is made right after torch is seeded with `sample_seed(case seed, index)`, so a
 sample depends on the case's seed and its index only, not on what earlier samples computed:
 `accelkit repro` rebuilds sample k of a case from the two numbers recorded with its failure
-(`accelkit.suite.failures` carries them on the error), and runs `check_forward_sample` or
+(`accelkit.suite.session.failures` carries them on the error), and runs `check_forward_sample` or
 `check_grad_sample` on it, the same code as the case.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from accelkit.suite.failures import add_failure_info
+from accelkit.suite.numerics.reference import TOLERANCES, _to_reference
 from accelkit.suite.opinfo import peer
 from accelkit.suite.opinfo.comparison import Mismatch, compare
 from accelkit.suite.opinfo.discontinuity import (
@@ -66,8 +66,8 @@ from accelkit.suite.opinfo.tolerances import (
     max_magnitude,
     overflow_threshold,
 )
-from accelkit.suite.outputs import inputs_seen
-from accelkit.suite.reference import TOLERANCES, _to_reference
+from accelkit.suite.session.failures import add_failure_info
+from accelkit.suite.session.outputs import inputs_seen
 
 
 def sample_seed(case_seed: int, index: int) -> int:

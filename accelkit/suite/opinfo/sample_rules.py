@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import torch
 from torch.utils import _pytree as pytree
 
+from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
@@ -48,7 +49,6 @@ from accelkit.suite.opinfo.tolerances import (
     least_precise,
     overflow_threshold,
 )
-from accelkit.suite.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 
 
 class NoDigits(Exception):

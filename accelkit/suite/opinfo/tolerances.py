@@ -2,7 +2,8 @@
 
 `case_tolerance` is the one function that decides the (rtol, atol) of an output of a case
 (`scalar_tolerance` that of a Python number an op returns). rtol is
-`accelkit.suite.reference`'s per-dtype rtol for the least precise dtype involved (a few units
+`accelkit.suite.numerics.reference`'s per-dtype rtol for the least precise dtype involved (a few
+units
 of the output's rounding), times the op's `scales.TOLERANCE_SCALE` factor where it has one.
 atol depends on what the op is:
 
@@ -44,10 +45,10 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
+from accelkit.suite.numerics.reference import TOLERANCES, tolerance
 from accelkit.suite.opinfo.op_db import op_db_by_name
 from accelkit.suite.opinfo.records import entry_for
 from accelkit.suite.opinfo.scales import NORMWISE_SCALE, TOLERANCE_SCALE
-from accelkit.suite.reference import TOLERANCES, tolerance
 
 # Rounding error of a sum (matmul, conv, reductions, intermediate products) is relative
 # to the magnitude of the summands, not of the result: an element where terms cancel

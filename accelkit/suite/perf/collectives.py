@@ -1,4 +1,4 @@
-"""all_reduce timing inside the rank processes (spawned by accelkit.suite.distributed)."""
+"""all_reduce timing inside the rank processes (spawned by accelkit.suite.distributed.ranks)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 
 SAMPLES_PER_MIN_SAMPLE = 8
 """Samples per size: this many times the tier's `min_samples` (160 on the host tier). A
@@ -93,7 +93,7 @@ def all_reduce_rank(
     import torch.distributed as dist
 
     from accelkit import backends
-    from accelkit.suite.timing import Timer
+    from accelkit.suite.perf.timing import Timer
 
     if threads:
         torch.set_num_threads(threads)

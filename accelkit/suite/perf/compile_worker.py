@@ -36,7 +36,7 @@ import gc
 import json
 import sys
 
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 
 WARM_REPEATS = 5
 """Warm compiles of each graph: a warm compile takes tens of milliseconds, and one sample
@@ -73,7 +73,7 @@ def main(argv: list[str]) -> int:
     device, count, rows = args.device, args.count, args.rows
     import torch
 
-    from accelkit.suite.timing import HostClockTimer, device_synchronize
+    from accelkit.suite.perf.timing import HostClockTimer, device_synchronize
 
     if args.threads is not None:
         torch.set_num_threads(args.threads)

@@ -5,7 +5,7 @@ finishes in minutes on a 2-core machine; large on a data-centre GPU, so a GEMM f
 (8192^3 bfloat16 on an H100/H200). The tier is chosen from the torch device type and the
 device's memory, once per process, at collection time (case ids carry the sizes).
 
-All timing goes through `accelkit.suite.timing` (one timing module). Each metric carries
+All timing goes through `accelkit.suite.perf.timing` (one timing module). Each metric carries
 `value` (median), `unit`, `higher_is_better`, `samples`, `iqr`, `iqr_over_median`,
 `noisy`, the timer used and, where the device's ceiling is known, `peak`,
 `peak_fraction` and `peak_source` ("table" or "measured", see `accelkit.backends.peaks`).
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from accelkit.backends.peaks import Ceilings
-from accelkit.suite.environment import PERF_THREADS_ENV
-from accelkit.suite.request import DEFAULT_CPU_THREADS
-from accelkit.suite.timing import Measurement, Timer
+from accelkit.suite.perf.timing import Measurement, Timer
+from accelkit.suite.run.environment import PERF_THREADS_ENV
+from accelkit.suite.run.request import DEFAULT_CPU_THREADS
 
 THREADS_ENV = PERF_THREADS_ENV
 """Intra-op threads for the perf cases, set by the runner from `accelkit test --threads`
@@ -311,7 +311,7 @@ class PerfContext:
         return "host" if self.spec.host_memory else "device"
 
     def synchronize(self) -> None:
-        from accelkit.suite.timing import device_synchronize
+        from accelkit.suite.perf.timing import device_synchronize
 
         device_synchronize(self.device_type)()
 

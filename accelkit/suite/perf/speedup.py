@@ -1,6 +1,6 @@
 """Compiled-vs-eager timing of a transformer block, for `test_compile.py::test_speedup`.
 
-`measure_pass` runs where the run puts it (accelkit.suite.run_scoped): with several
+`measure_pass` runs where the run puts it (accelkit.suite.session.run_scoped): with several
 measurement passes, in one worker process for the whole run, so the block is compiled once
 per run (the first pass) and every pass times eager against the same compiled block;
 otherwise in the pass's own process. Either way each pass takes its own interleaved samples,
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from accelkit.suite import lockstep
 from accelkit.suite.perf.harness import torch_dtype
-from accelkit.suite.timing import Measurement, Timer, measure_interleaved
+from accelkit.suite.perf.timing import Measurement, Timer, measure_interleaved
+from accelkit.suite.session import lockstep
 
 
 def block(d_model: int, heads: int) -> Any:

@@ -41,7 +41,7 @@ DEVICE_GEMM_MAX_N = 4096
 HOST_CANARIES = ("host/copy", "host/gemm")
 DEVICE_CANARIES = ("device/copy", "device/gemm")
 CANARY_PREFIX = "perf/canary/"
-"""Case ids of the canaries start with this (`accelkit.suite.caseid`)."""
+"""Case ids of the canaries start with this (`accelkit.suite.session.caseid`)."""
 
 
 def canaries_for(host_memory: bool) -> tuple[str, ...]:

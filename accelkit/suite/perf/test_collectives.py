@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from accelkit.suite import lockstep
-from accelkit.suite.distributed import run_ranks_for_run
+from accelkit.suite.distributed.ranks import run_ranks_for_run
 from accelkit.suite.perf.collectives import (
     SAMPLES_PER_MIN_SAMPLE,
     all_reduce_rank,
     shared_cpu,
 )
 from accelkit.suite.perf.harness import PerfContext
-from accelkit.suite.timing import Measurement
+from accelkit.suite.perf.timing import Measurement
+from accelkit.suite.session import lockstep
 
 WORLD_SIZE = 2
 

@@ -29,12 +29,12 @@ from typing import Any
 import pytest
 
 from accelkit.results.stats import MIN_PAIRS
-from accelkit.suite import lockstep, run_scoped
 from accelkit.suite.perf import speedup
 from accelkit.suite.perf.compile_worker import WARM_REPEATS
 from accelkit.suite.perf.fixtures import tier_of
 from accelkit.suite.perf.harness import PerfContext
-from accelkit.suite.timing import Measurement
+from accelkit.suite.perf.timing import Measurement
+from accelkit.suite.session import lockstep, run_scoped
 
 WORKER_TIMEOUT_S = 240.0
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from accelkit.suite.perf.harness import PerfContext
-from accelkit.suite.timing import measure_interleaved
+from accelkit.suite.perf.timing import measure_interleaved
 
 
 def test_replay_overhead(

@@ -13,8 +13,8 @@ import torch
 
 from accelkit.backends import Availability, all_backends
 from accelkit.probe import capabilities as caps
-from accelkit.suite import numerics
 from accelkit.suite.expectations import load_expectations
+from accelkit.suite.numerics import mode
 from accelkit.suite.opinfo import ties
 from accelkit.suite.opinfo.comparison import Mismatch
 
@@ -37,7 +37,7 @@ def test_strict_numerics_restores_the_split_k_half(matmul, flag: str, tf32: bool
     # (allow, split_k) = (False, False): the user switched split-K off too. Writing the flag
     # back as a bool would switch split-K on again.
     setattr(matmul, flag, (False, False))
-    with numerics.strict_numerics(tf32=tf32):
+    with mode.strict_numerics(tf32=tf32):
         assert (getattr(matmul, flag), getattr(matmul, f"{flag}_split_k")) == (False, False)
     assert (getattr(matmul, flag), getattr(matmul, f"{flag}_split_k")) == (False, False)
 
@@ -45,7 +45,7 @@ def test_strict_numerics_restores_the_split_k_half(matmul, flag: str, tf32: bool
 @pytest.mark.parametrize("flag", FLAGS)
 def test_strict_numerics_switches_off_torchs_default_and_restores_it(matmul, flag: str) -> None:
     setattr(matmul, flag, (True, True))  # torch's default
-    with numerics.strict_numerics(tf32=False):
+    with mode.strict_numerics(tf32=False):
         assert getattr(matmul, flag) is False
     assert (getattr(matmul, flag), getattr(matmul, f"{flag}_split_k")) == (True, True)
 
@@ -53,7 +53,7 @@ def test_strict_numerics_switches_off_torchs_default_and_restores_it(matmul, fla
 def test_strict_numerics_restores_after_an_error(matmul) -> None:
     setattr(matmul, FLAGS[1], (False, False))
     conv = torch.backends.cudnn.conv.fp32_precision
-    with pytest.raises(RuntimeError), numerics.strict_numerics(tf32=True):
+    with pytest.raises(RuntimeError), mode.strict_numerics(tf32=True):
         assert torch.backends.cudnn.conv.fp32_precision == "ieee"
         raise RuntimeError("a case failed")
     assert torch.backends.cudnn.conv.fp32_precision == conv
@@ -68,7 +68,7 @@ def test_a_torch_without_split_k_gets_plain_bools() -> None:
         def __getattr__(self, name: str) -> object:
             raise AttributeError(name)
 
-    assert numerics._reduction_setting(Old(), FLAGS[0]) is True
+    assert mode._reduction_setting(Old(), FLAGS[0]) is True
 
 
 @pytest.fixture
@@ -185,9 +185,9 @@ def test_xpu_devices_without_fp64_skip_float64_cases(monkeypatch, has_fp64: bool
 
     monkeypatch.setattr(xpu_module, "torch_or_none", lambda: _fake_xpu_torch(has_fp64))
     table = get_backend("xpu").unsupported_dtypes
-    linalg = numerics.unsupported_dtype("conformance/linalg/svd/float64/4x4/well", table)
-    opinfo = numerics.unsupported_dtype("conformance/opinfo/add/complex128", table)
-    kept = numerics.unsupported_dtype("conformance/opinfo/add/float32", table)
+    linalg = mode.unsupported_dtype("conformance/linalg/svd/float64/4x4/well", table)
+    opinfo = mode.unsupported_dtype("conformance/opinfo/add/complex128", table)
+    kept = mode.unsupported_dtype("conformance/opinfo/add/float32", table)
     if has_fp64:
         assert (linalg, opinfo, kept) == (None, None, None)
     else:

@@ -9,7 +9,7 @@ import pytest
 
 from accelkit.errors import ConfigError
 from accelkit.matrix import load_legs
-from accelkit.suite.request import RunRequest
+from accelkit.suite.run.request import RunRequest
 from tests.matrices import HEADER, write_matrix
 
 MATRIX = (

@@ -29,7 +29,7 @@ from accelkit.matrix import (
     plan_rehearsal,
 )
 from accelkit.results.io import load_results, write_results
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.run.request import RunRequest, validate
 from tests.factories import LAST_NIGHT, case, night_run, results, shard
 from tests.helpers import REPO
 from tests.matrices import line_of, write_matrix
@@ -311,7 +311,7 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
         f"#!{sys.executable}\n"
         "import sys\n"
         "from accelkit.errors import BadInput\n"
-        "from accelkit.suite.request import RunRequest, validate\n"
+        "from accelkit.suite.run.request import RunRequest, validate\n"
         f"open({str(record)!r}, 'w').write(''.join(a + chr(10) for a in sys.argv[1:]))\n"
         "if sys.argv[1:2] != ['test']:\n"
         "    sys.exit(f'accelkit: error: not a test command: {sys.argv[1:2]}')\n"

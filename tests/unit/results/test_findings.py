@@ -10,7 +10,7 @@ import pytest
 from accelkit.cli.explore import SEED_RANGE, exploration_seeds, output_paths, seed_results_path
 from accelkit.errors import BadInput
 from accelkit.results.findings import FINDINGS_SCHEMA, exploration, findings_of
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.run.request import RunRequest, validate
 from tests.factories import case, results
 
 CHECK = {

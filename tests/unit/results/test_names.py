@@ -18,7 +18,8 @@ def test_what_every_pytest_worker_loads_needs_no_pydantic() -> None:
     session and perf pass; pydantic's models cost 0.3 s a process there."""
     code = (
         "import sys\n"
-        "import accelkit.suite.plugin, accelkit.suite.caseid, accelkit.suite.replay\n"
+        "import accelkit.suite.session.plugin, accelkit.suite.session.caseid\n"
+        "import accelkit.suite.session.replay\n"
         "print('pydantic' in sys.modules)\n"
     )
     proc = subprocess.run(

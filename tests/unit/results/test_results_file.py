@@ -14,7 +14,7 @@ from accelkit.results.io import load_results, write_results
 from accelkit.results.junit import junit_xml
 from accelkit.results.model import Results, Summary, json_schema
 from accelkit.results.writer import ResultsWriter, now_iso
-from accelkit.suite.caseid import case_id, suite_of
+from accelkit.suite.session.caseid import case_id, suite_of
 from tests.factories import case, grouped_metric, metric, results
 from tests.helpers import REPO
 

@@ -1,4 +1,4 @@
-"""`accelkit test --ab A B`: interleaved A/B runs (accelkit/suite/ab.py), their paired
+"""`accelkit test --ab A B`: interleaved A/B runs (accelkit/suite/run/ab.py), their paired
 comparison, and the noise benchmark's smoke run."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from accelkit.results.compare import compare, interleaved
 from accelkit.results.merge import pool
 from accelkit.results.model import Metric, Results
 from accelkit.results.stats import MIN_PAIRS
-from accelkit.suite import ab
-from accelkit.suite.request import AB_DEFAULT_PASSES, RunRequest, validate
+from accelkit.suite.run import ab
+from accelkit.suite.run.request import AB_DEFAULT_PASSES, RunRequest, validate
 from tests.factories import case, grouped_metric, metric, results
 from tests.helpers import REPO
 
@@ -232,7 +232,7 @@ def test_an_image_side_mounts_the_run_folder_and_the_named_files_at_their_paths(
 
 
 def test_an_events_file_is_read_line_by_line_as_it_grows(tmp_path: Path) -> None:
-    from accelkit.suite.ab_sides import _EventsTail
+    from accelkit.suite.run.ab_sides import _EventsTail
 
     path = tmp_path / "events"
     path.write_bytes(b"")

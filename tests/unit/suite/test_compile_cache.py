@@ -1,4 +1,4 @@
-"""accelkit.suite.compile_cache and `run.compile_cache`: the torch key, the folders a run
+"""accelkit.suite.session.compile_cache and `run.compile_cache`: the torch key, the folders a run
 compiles into, the counters summed over shards, and the hit rate in the nightly summary.
 A real second run that hits: tests/integration/test_compile_cache.py."""
 
@@ -10,7 +10,7 @@ from accelkit.results.model import CompileCache, Results
 from accelkit.results.nightly import judge_nightly
 from accelkit.results.render.markdown import nightly_markdown
 from accelkit.results.shards import merge_shards
-from accelkit.suite import compile_cache
+from accelkit.suite.session import compile_cache
 from tests.factories import TONIGHT, night_run, three_shards, write_leg
 
 

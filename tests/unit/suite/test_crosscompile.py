@@ -23,8 +23,8 @@ from accelkit.backends import _elf
 from accelkit.backends.cuda import arch_coverage_problem
 from accelkit.errors import BadInput, Unavailable
 from accelkit.results.io import load_results
-from accelkit.suite import runner
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.run import runner
+from accelkit.suite.run.request import RunRequest, validate
 from tests.helpers import REPO
 from tests.toolchains import BUNDLED_BLACKWELL_PTXAS, triton_bin
 

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from accelkit import backends
-from accelkit.suite import container, runner
-from accelkit.suite.environment import child_env, container_env, suite_environment
-from accelkit.suite.request import RunRequest
+from accelkit.suite.run import container, runner
+from accelkit.suite.run.environment import child_env, container_env, suite_environment
+from accelkit.suite.run.request import RunRequest
 from tests.helpers import REPO
 
 ROCM_VAR = "PYTORCH_TEST_WITH_ROCM"

@@ -86,7 +86,7 @@ def test_a_bad_breadth_is_one_line_naming_file_line_and_entry(tmp_path: Path, va
 def test_breadths_are_the_runs_breadths() -> None:
     from typing import get_args
 
-    from accelkit.suite.request import Breadth
+    from accelkit.suite.run.request import Breadth
 
     assert get_args(Breadth) == BREADTHS
 

@@ -13,7 +13,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from accelkit.suite.hang_forensics import analyze, describe, read_dumps
+from accelkit.suite.distributed.hang_forensics import analyze, describe, read_dumps
 
 DEFAULT_PG = ("0", "default_pg")
 

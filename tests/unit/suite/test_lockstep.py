@@ -1,4 +1,4 @@
-"""Lockstep (accelkit/suite/lockstep.py): the two sides of an interleaved pass take their
+"""Lockstep (accelkit/suite/session/lockstep.py): the two sides of an interleaved pass take their
 samples in turns, with real processes on a real Unix socket."""
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from accelkit.suite import lockstep
 from accelkit.suite.perf.compile_worker import WARM_REPEATS
-from accelkit.suite.timing import Timer, measure_interleaved
+from accelkit.suite.perf.timing import Timer, measure_interleaved
+from accelkit.suite.session import lockstep
 from tests.helpers import REPO
 
 # A side: connect, then `turns` samples, each logged as "side start end" (monotonic ns);
 # "exit" after `crash_after` turns without closing anything (a crash while holding it).
 SIDE = """
 import os, sys, time
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 path, side, turns, log, delay, crash_after = sys.argv[1:7]
 time.sleep(float(delay))
 lockstep.configure(path, side)
@@ -174,8 +174,8 @@ def test_a_fixed_count_measurement_says_enough_at_its_last_sample(
 # how many it took.
 COUNTING_SIDE = """
 import sys
-from accelkit.suite import lockstep
-from accelkit.suite.timing import Timer
+from accelkit.suite.session import lockstep
+from accelkit.suite.perf.timing import Timer
 path, side, min_samples = sys.argv[1:4]
 lockstep.configure(path, side)
 ticks = iter(range(10**6))
@@ -263,7 +263,7 @@ def test_side_names_are_checked() -> None:
 # worker): one sample of its own, then `turns` samples in a child through `relay()`.
 RELAYING_SIDE = """
 import subprocess, sys, time
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 path, side, turns, log = sys.argv[1:5]
 lockstep.configure(path, side)
 lockstep.turn()
@@ -279,7 +279,7 @@ with lockstep.relay() as handoff:
 """
 HELPER = """
 import sys, time
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 path, side, owner, turns, log = sys.argv[1:6]
 with lockstep.taking_turns(lockstep.Handoff(path, side, int(owner))):
     with open(log, "a") as out:
@@ -327,7 +327,7 @@ def test_a_handoff_travels_as_one_command_line_word() -> None:
 # A side whose case is the compile latency: its compile worker takes the side's turns.
 COMPILING_SIDE = """
 import os, subprocess, sys
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 path, side, cache, out = sys.argv[1:5]
 lockstep.configure(path, side)
 with lockstep.relay() as handoff:

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.suite.multinode import parse_endpoint, split_world
-from accelkit.suite.rank_verdict import judge
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.distributed.multinode import parse_endpoint, split_world
+from accelkit.suite.distributed.rank_verdict import judge
+from accelkit.suite.run.request import RunRequest, validate
 
 # ---- the options ------------------------------------------------------------------------
 
@@ -113,7 +113,7 @@ def test_node_0_does_not_wait_for_a_node_that_never_joined_to_leave(
     import socket
 
     from accelkit.errors import Unavailable
-    from accelkit.suite import multinode
+    from accelkit.suite.distributed import multinode
 
     waited: list[list[str]] = []
     real_wait = multinode._wait_keys

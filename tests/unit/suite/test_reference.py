@@ -1,5 +1,6 @@
-"""The derived tolerance model of the focused cases (accelkit.suite.reference), the numerics
-mode cases run in (accelkit.suite.numerics), and the wrong kernels that prove detection
+"""The derived tolerance model of the focused cases (accelkit.suite.numerics.reference), the
+numerics
+mode cases run in (accelkit.suite.numerics.mode), and the wrong kernels that prove detection
 (tests/fixtures/faults/faults.py). In-process and fast; the fault matrix itself runs in
 benchmarks/bench_detection.py and, a subset through the CLI, in
 tests/integration/test_test_fault_injection.py."""
@@ -11,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from accelkit.suite import numerics, reference
+from accelkit.suite.numerics import mode, reference
 from tests.helpers import REPO
 
 sys.path.insert(0, str(REPO / "tests" / "fixtures" / "faults"))
@@ -59,17 +60,17 @@ def test_check_close_names_the_worst_element_and_honours_a_tensor_atol() -> None
 
 def test_unsupported_dtypes_are_decided_from_the_case_ids_segments() -> None:
     table = {"float64": "MPS has no float64"}
-    reason = numerics.unsupported_dtype("conformance/linalg/svd/float64/4x4/well", table)
+    reason = mode.unsupported_dtype("conformance/linalg/svd/float64/4x4/well", table)
     assert reason == "float64: MPS has no float64"
-    assert numerics.unsupported_dtype("conformance/ops/matmul/float32", table) is None
-    assert numerics.unsupported_dtype("conformance/opinfo/float64ish/float32", table) is None
+    assert mode.unsupported_dtype("conformance/ops/matmul/float32", table) is None
+    assert mode.unsupported_dtype("conformance/opinfo/float64ish/float32", table) is None
 
 
 def test_strict_numerics_switches_tf32_and_reduced_reductions_off_and_restores_them() -> None:
     matmul = torch.backends.cuda.matmul
     before = matmul.allow_bf16_reduced_precision_reduction
     conv = torch.backends.cudnn.conv.fp32_precision
-    with numerics.strict_numerics(tf32=True):
+    with mode.strict_numerics(tf32=True):
         assert matmul.allow_bf16_reduced_precision_reduction is False
         assert torch.backends.cudnn.conv.fp32_precision == "ieee"
     assert matmul.allow_bf16_reduced_precision_reduction == before

@@ -1,5 +1,5 @@
-"""Run-scoped workers (accelkit.suite.run_scoped) and the rank group kept across passes
-(accelkit.suite.distributed.run_ranks_for_run): one worker per run, its state kept between
+"""Run-scoped workers (accelkit.suite.session.run_scoped) and the rank group kept across passes
+(accelkit.suite.distributed.ranks.run_ranks_for_run): one worker per run, its state kept between
 the passes' calls, each pass getting its own records back, and nothing left running after
 the run, even one killed outright."""
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from accelkit.suite import run_scoped
-from accelkit.suite.distributed import run_ranks_for_run
+from accelkit.suite.distributed.ranks import run_ranks_for_run
+from accelkit.suite.session import run_scoped
 from tests.helpers import REPO
 
 CLOSED: list[str] = []
@@ -74,7 +74,7 @@ def _gone(pid: int, within_s: float = 30.0) -> bool:
 def _call_in_new_process(what: str) -> str:
     """`run_scoped.call('t', <what>)` from a fresh interpreter, as a pass's pytest does."""
     code = (
-        f"from accelkit.suite import run_scoped\nfrom {__name__} import {what}\n"
+        f"from accelkit.suite.session import run_scoped\nfrom {__name__} import {what}\n"
         f"print(run_scoped.call('t', {what}, timeout_s=120))"
     )
     proc = subprocess.run(
@@ -121,7 +121,7 @@ def test_worker_keys_are_plain_names(key: str) -> None:
 @pytest.mark.slow
 def test_a_worker_of_a_killed_run_ends_itself() -> None:
     code = (
-        "import os, signal\nfrom accelkit.suite import run_scoped\n"
+        "import os, signal\nfrom accelkit.suite.session import run_scoped\n"
         f"from {__name__} import _count\n"
         "with run_scoped.hosting():\n"
         "    print(run_scoped.call('t', _count, timeout_s=120)[0], flush=True)\n"
@@ -180,8 +180,8 @@ def test_the_rank_group_is_kept_across_passes_and_each_pass_gets_its_records() -
 def test_the_runner_hosts_workers_for_runs_of_several_perf_passes(
     argv: list[str], hosts: bool
 ) -> None:
-    from accelkit.suite.request import RunRequest
-    from accelkit.suite.runner import _run_workers
+    from accelkit.suite.run.request import RunRequest
+    from accelkit.suite.run.runner import _run_workers
 
     with _run_workers(RunRequest.from_argv(argv)):
         assert run_scoped.hosted() == hosts

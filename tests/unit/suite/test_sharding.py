@@ -12,8 +12,8 @@ import pytest
 
 from accelkit.errors import BadInput
 from accelkit.results.shards import merge_shards
-from accelkit.suite.request import RunRequest, validate
-from accelkit.suite.sharding import ShardSpec, assign, select, selection_digest, units
+from accelkit.suite.run.request import RunRequest, validate
+from accelkit.suite.session.sharding import ShardSpec, assign, select, selection_digest, units
 from tests.factories import CPU_ENV, CPU_TORCH, case, results, shard, shard_results, three_shards
 
 # ---- which cases a shard runs ------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""accelkit.suite.timing: exact statistics with a fake clock, then one real torch smoke test.
+"""accelkit.suite.perf.timing: exact statistics with a fake clock, then one real torch smoke test.
 
 Durations are powers of two, so sums and differences of fake-clock readings are exact.
 """
@@ -14,8 +14,8 @@ import pytest
 
 from accelkit.results.model import Metric
 from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
-from accelkit.suite import timing
-from accelkit.suite.timing import HostClockTimer, Measurement, Timer
+from accelkit.suite.perf import timing
+from accelkit.suite.perf.timing import HostClockTimer, Measurement, Timer
 
 UNIT = 2.0**-12  # ~244 us
 
@@ -281,7 +281,7 @@ def test_custom_block_timer_is_used() -> None:
 def test_plain_python_callable_on_the_real_clock_without_torch() -> None:
     code = (
         "import sys\n"
-        "from accelkit.suite.timing import measure\n"
+        "from accelkit.suite.perf.timing import measure\n"
         "m = measure(lambda: sum(range(200)), min_run_time=0.02)\n"
         "assert m.median > 0 and len(m.samples) >= 5 and m.timer == 'perf_counter', m\n"
         "assert 'torch' not in sys.modules\n"

@@ -110,7 +110,7 @@ def test_table_has_a_line_per_case_and_the_count_within(bench: ModuleType) -> No
 def test_timer_blocks_call_alike_with_and_without_keywords(kwargs: dict[str, int] | None) -> None:
     """The timer's blocks call `fn(*args)` when there are no keyword arguments (timeit's
     per-call cost), `fn(*args, **kwargs)` otherwise; both rotate argument sets alike."""
-    from accelkit.suite.timing import Timer
+    from accelkit.suite.perf.timing import Timer
 
     seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
 

@@ -137,7 +137,7 @@ def test_the_case_runs_in_the_image(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     def interleaved(python: tuple[str, ...], path: tuple[str, ...], argv: list[str]) -> int:
         seen.append((python, argv))
         from accelkit.results.io import write_results
-        from accelkit.suite.ab import side_paths
+        from accelkit.suite.run.ab import side_paths
 
         a, b, _ = side_paths(Path(argv[argv.index("--json") + 1]))
         for out in (a, b):

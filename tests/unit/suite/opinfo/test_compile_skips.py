@@ -15,8 +15,8 @@ import pytest
 from rich.console import Console
 
 from accelkit.cli.test import _summary
-from accelkit.suite import outcome
 from accelkit.suite.opinfo import compiled, skips
+from accelkit.suite.run import outcome
 from tests.factories import case, results
 from tests.helpers import run_python
 

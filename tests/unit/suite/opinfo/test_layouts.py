@@ -107,7 +107,7 @@ def test_a_twin_runs_the_first_samples_a_layout_changes() -> None:
 
 
 def test_a_failing_variant_records_its_sample_and_layout() -> None:
-    from accelkit.suite.failures import failure_info
+    from accelkit.suite.session.failures import failure_info
 
     op = op_db_by_name()["mul"]
     case = planning.OpinfoCase("mul", "float32", noncontiguous=True)

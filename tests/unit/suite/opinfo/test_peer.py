@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 import torch
 
-from accelkit.suite import outcome
 from accelkit.suite.opinfo import compiled, peer
 from accelkit.suite.opinfo.comparison import Mismatch
 from accelkit.suite.opinfo.op_db import op_db_by_name
 from accelkit.suite.opinfo.running import seeded_samples
+from accelkit.suite.run import outcome
 
 U = torch.finfo(torch.float32).eps / 2
 
@@ -89,7 +89,7 @@ def test_the_run_summary_counts_the_cases_the_peer_rule_passed_per_op() -> None:
     from rich.console import Console
 
     from accelkit.cli.test import _summary
-    from accelkit.suite.request import RunRequest
+    from accelkit.suite.run.request import RunRequest
     from tests.factories import case, results
 
     note = f"{peer.PEER_RULE_PREFIX}sample 2 outside the derived bound"

@@ -511,8 +511,8 @@ def test_the_cases_pass_and_a_planted_error_still_fails() -> None:
 
 
 def test_compiled_cases_seed_as_the_plugin_seeds_every_case() -> None:
-    from accelkit.suite.caseid import case_seed_of
     from accelkit.suite.opinfo import compiled
+    from accelkit.suite.session.caseid import case_seed_of
 
     for seed in (0, 1, 12345, 2**31 - 1):
         for param in ("add/float32", "nn.functional.gelu/float16", "linalg.eig/complex64"):

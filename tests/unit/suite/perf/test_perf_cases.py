@@ -14,7 +14,7 @@ import pytest
 
 from accelkit.backends import table_ceilings
 from accelkit.suite.perf.harness import SIZE_TIERS, PerfContext, tier_for
-from accelkit.suite.timing import Measurement
+from accelkit.suite.perf.timing import Measurement
 from tests.helpers import SUITE_RUN_PASSES, SUITE_TESTS_TIMEOUT_S, SuiteRun
 
 

@@ -1,4 +1,5 @@
-"""Node 0's verdict on a multi-node rank session (`accelkit.suite.multinode`): from what the
+"""Node 0's verdict on a multi-node rank session (`accelkit.suite.distributed.multinode`): from what
+the
 ranks and the nodes' torchrun left in the store, whether the job passed, or which rank
 failed first and how (died, raised, hung), naming its node and pid.
 """

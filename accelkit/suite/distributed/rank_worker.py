@@ -1,9 +1,10 @@
 """One rank of a multi-node rank session: what torchrun starts on every node
-(`python -m torch.distributed.run ... -m accelkit.suite.rank_worker`).
+(`python -m torch.distributed.run ... -m accelkit.suite.distributed.rank_worker`).
 
 torchrun gives the rank its place (RANK, WORLD_SIZE, LOCAL_RANK, GROUP_RANK and the process
 group's MASTER_ADDR/MASTER_PORT); `ACCELKIT_RANK_JOB` (JSON, set by the node that started
-torchrun: `accelkit.suite.multinode`) says which rank function to run and where accelkit's
+torchrun: `accelkit.suite.distributed.multinode`) says which rank function to run and where
+accelkit's
 store is (the rendezvous endpoint, hosted by node 0). The rank
 
 1. announces itself (`<job>/started/<rank>`: its accelkit node, local rank, pid, host);
@@ -119,9 +120,9 @@ def main() -> int:
     def report(status: str, value: Any) -> None:
         store.set(f"{job}/result/{rank}", json.dumps({"status": status, "value": value}))
 
-    from accelkit.suite import distributed, multinode
+    from accelkit.suite.distributed import multinode, ranks
 
-    distributed.set_delivery(lambda value: report("ok", value))
+    ranks.set_delivery(lambda value: report("ok", value))
     try:
         import torch.distributed as dist
 

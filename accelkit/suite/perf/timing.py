@@ -25,7 +25,7 @@ Rotating inputs: pass `arg_sets=[(a0, b0), (a1, b1), ...]` and each call takes t
 set, cycling, so operands that would fit in a cache are not served from it on every call.
 
 In an interleaved A/B pass (`accelkit test --ab`), the two sides take turns: each
-measurement, and each sample, first calls `accelkit.suite.lockstep.turn()`, so the other
+measurement, and each sample, first calls `accelkit.suite.session.lockstep.turn()`, so the other
 side's sample comes between two of ours (a no-op in any other run). After such a turn one
 untimed block runs before the sample: the other side's turn left caches and TLB cold, and
 a cold 1 ms block measured a 1 MiB copy at 14-25 GB/s where warm blocks give 40-46. The
@@ -49,7 +49,7 @@ from itertools import repeat
 from typing import Any, Protocol
 
 from accelkit.results.noise import IQR_GROSS_WARN_THRESHOLD, IQR_WARN_THRESHOLD
-from accelkit.suite import lockstep
+from accelkit.suite.session import lockstep
 
 Clock = Callable[[], float]
 """Returns seconds from an arbitrary origin; only differences are used."""

@@ -1,5 +1,5 @@
 """`accelkit test --image IMAGE`: the same suite run, inside a test image (the sibling of
-`accelkit.suite.runner`, which runs it on this host; the CLI picks between them).
+`accelkit.suite.run.runner`, which runs it on this host; the CLI picks between them).
 
 The container runs `python -m accelkit test` with the same options (`RunRequest.to_argv`,
 with --image dropped and the output paths mapped into the container), with the
@@ -26,15 +26,16 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import compile_cache, outcome
-from accelkit.suite.environment import container_env
-from accelkit.suite.outcome import RunOutcome
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.run import outcome
+from accelkit.suite.run.environment import container_env
+from accelkit.suite.run.outcome import RunOutcome
+from accelkit.suite.run.request import RunRequest, validate
+from accelkit.suite.session import compile_cache
 
 #: Folders inside the container.
 OUT_ROOT = "/accelkit-out"
 IN_ROOT = "/accelkit-in"
-#: The host's ACCELKIT_COMPILE_CACHE, mounted read-write (accelkit.suite.compile_cache).
+#: The host's ACCELKIT_COMPILE_CACHE, mounted read-write (accelkit.suite.session.compile_cache).
 CACHE_ROOT = "/accelkit-compile-cache"
 #: How often the results file is read for new cases, in seconds.
 POLL_S = 0.5
@@ -53,7 +54,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
 
     validate(request)
     if request.image is None:
-        raise ValueError("a run without --image goes through accelkit.suite.runner")
+        raise ValueError("a run without --image goes through accelkit.suite.run.runner")
     backend = backends.get(request.device)
     emit = on_event or (lambda event: None)
     with tempfile.TemporaryDirectory(prefix="accelkit-in-container-") as tmp:

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from accelkit.suite.distributed import (
+from accelkit.suite.distributed.ranks import (
     CheckSkipped,
     failure_domains,
     kill_this_rank,

@@ -1,6 +1,6 @@
-"""The sides of `accelkit test --ab A B` (`accelkit.suite.ab`): python interpreters, venv
+"""The sides of `accelkit test --ab A B` (`accelkit.suite.run.ab`): python interpreters, venv
 folders and test images, checked where the request is validated
-(`accelkit.suite.request.validate`) as where they run."""
+(`accelkit.suite.run.request.validate`) as where they run."""
 
 from __future__ import annotations
 

@@ -2,13 +2,12 @@
 they become, the argv it turns back into, and every check a user can fail before anything
 starts or is written.
 
-The CLI builds its command from `RUN_OPTIONS`; the container path (`accelkit.suite.container`)
+The CLI builds its command from `RUN_OPTIONS`; the container path (`accelkit.suite.run.container`)
 runs `accelkit test` inside an image with `request.to_argv()`; the matrix rehearsal parses a
 leg's `test_args` with `RunRequest.from_argv`, which is the same click parser.
 
-Longer than 600 lines because `RUN_OPTIONS` is the one declaration of the command's 30
-options with their help texts (230 lines): keeping it beside the request fields and the
-checks of those fields keeps each option, its field and its validation in one place.
+`RUN_OPTIONS` declares the command's 30 options with their help texts beside the request
+fields and the checks of those fields: each option, its field and its validation in one place.
 """
 
 from __future__ import annotations
@@ -23,7 +22,7 @@ from accelkit import options
 from accelkit.errors import BadInput
 from accelkit.options import Opt
 from accelkit.results.names import SUITES
-from accelkit.suite.sharding import ShardSpec
+from accelkit.suite.session.sharding import ShardSpec
 
 SuiteChoice = Literal["conformance", "perf", "all", "distributed"]
 Breadth = Literal["quick", "full"]
@@ -33,7 +32,7 @@ DISTRIBUTED_CASES = Path("conformance") / "test_distributed.py"
 """`--suite distributed`: the distributed cases of the conformance suite, alone (the suite a
 multi-node run runs)."""
 
-SUITE_ROOT = Path(__file__).resolve().parent
+SUITE_ROOT = Path(__file__).resolve().parent.parent
 #: The cases a compile-only run collects, under the cases root.
 COMPILE_ONLY_CASES = "conformance/test_cross_compile.py"
 DEFAULT_TIMEOUT_S = 300.0
@@ -339,11 +338,11 @@ class RunRequest:
     require: str | None = None
     waive: str | None = None
     ab: tuple[str, str] | None = None
-    """Two python interpreters (or venv folders), measured interleaved (`accelkit.suite.ab`)."""
+    """Two python interpreters (or venv folders), measured interleaved (`accelkit.suite.run.ab`)."""
     record_outputs: Path | None = None
     image: str | None = None
     shard: str | None = None
-    """`I/N` (`accelkit.suite.sharding.ShardSpec`); None: every case."""
+    """`I/N` (`accelkit.suite.session.sharding.ShardSpec`); None: every case."""
     durations_from: Path | None = None
     nnodes: int = 1
     node_rank: int = 0
@@ -503,7 +502,7 @@ def validate(request: RunRequest) -> None:
             raise BadInput("--ab: compares two interpreters on this host, not with --image")
         if request.junit_path is not None:
             raise BadInput("--ab: writes two results files; --junit is not supported with it")
-        from accelkit.suite.interpreters import check_side
+        from accelkit.suite.run.interpreters import check_side
 
         for spec in request.ab:
             check_side(spec)  # BadInput when it names no interpreter, venv or image
@@ -576,7 +575,7 @@ def _validate_nodes(request: RunRequest) -> None:
         if request.rdzv_endpoint is not None:
             raise BadInput("--rdzv-endpoint: only with --nnodes 2 or more")
         return
-    from accelkit.suite.multinode import parse_endpoint
+    from accelkit.suite.distributed.multinode import parse_endpoint
 
     if request.rdzv_endpoint is None:
         raise BadInput(f"--nnodes {request.nnodes}: needs --rdzv-endpoint HOST:PORT (node 0)")

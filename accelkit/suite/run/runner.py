@@ -1,5 +1,5 @@
 """Runs the shared suite on this host: a `RunRequest` in, a results file and an outcome out.
-(`accelkit.suite.container` is its sibling for `--image`; the CLI picks between them.)
+(`accelkit.suite.run.container` is its sibling for `--image`; the CLI picks between them.)
 
 The engine is pytest in a child process (its own process group, so a Ctrl-C or a kill takes
 every worker with it), with pytest-xdist workers for crash isolation and pytest-timeout for
@@ -23,10 +23,10 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Failed, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import child_process, outcome, run_plan, shard_session
-from accelkit.suite.environment import child_env, perf_env
-from accelkit.suite.outcome import NO_TESTS, RunOutcome
-from accelkit.suite.request import (
+from accelkit.suite.run import child_process, outcome, run_plan
+from accelkit.suite.run.environment import child_env, perf_env
+from accelkit.suite.run.outcome import NO_TESTS, RunOutcome
+from accelkit.suite.run.request import (
     COMPILE_ONLY_CASES,
     SUITE_ROOT,
     RunRequest,
@@ -34,6 +34,7 @@ from accelkit.suite.request import (
     suite_path,
     validate,
 )
+from accelkit.suite.session import shard_session
 
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
@@ -157,7 +158,7 @@ def pytest_argv(
 ) -> list[str]:
     """pytest's command line for `suites` (default: the request's) with `workers` xdist
     workers (default: the request's), run by `python` (default: this interpreter);
-    `lockstep`: (baton socket, side) of an interleaved A/B pass (`accelkit.suite.lockstep`);
+    `lockstep`: (baton socket, side) of an interleaved A/B pass (`accelkit.suite.session.lockstep`);
     its events go to the pipe `events_fd`, or are appended to `events_file` (a run in a
     container, which is given no descriptor of ours, nor this package: `ini` is the suite's
     pytest.ini where it sees it)."""
@@ -167,7 +168,14 @@ def pytest_argv(
     workers = request.worker_count if workers is None else workers
     argv = [python or sys.executable, "-m", "pytest", "-c", str(ini)]
     argv += ["--rootdir", str(root)]
-    argv += ["-p", "accelkit.suite.plugin", "-p", "pytest_timeout", "-p", "no:cacheprovider"]
+    argv += [
+        "-p",
+        "accelkit.suite.session.plugin",
+        "-p",
+        "pytest_timeout",
+        "-p",
+        "no:cacheprovider",
+    ]
     # pytest's unraisable-exception plugin collects garbage 5 times at the end of every
     # session and worker: 1 s with torch loaded, for each of a run's ~10 processes.
     argv += ["-p", "no:unraisableexception"]
@@ -235,9 +243,9 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
 
     validate(request)
     if request.image is not None:
-        raise ValueError("an --image run goes through accelkit.suite.container")
+        raise ValueError("an --image run goes through accelkit.suite.run.container")
     if request.node_rank > 0:
-        raise ValueError("node 1 and up serve ranks: accelkit.suite.runner.serve")
+        raise ValueError("node 1 and up serve ranks: accelkit.suite.run.runner.serve")
     check_device(request)
     context = run_context(request)
     with (
@@ -297,7 +305,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
 def serve(request: RunRequest, say: Callable[[str], None] | None = None) -> int:
     """Node 1 and up of a multi-node run (`--nnodes N --node-rank R`, R > 0): run this
     node's ranks of every job node 0 publishes, until node 0 finishes; the jobs served."""
-    from accelkit.suite import multinode
+    from accelkit.suite.distributed import multinode
 
     validate(request)
     check_device(request)
@@ -305,7 +313,7 @@ def serve(request: RunRequest, say: Callable[[str], None] | None = None) -> int:
 
 
 def _node_config(request: RunRequest) -> Any:
-    from accelkit.suite.multinode import NodeConfig
+    from accelkit.suite.distributed.multinode import NodeConfig
 
     assert request.rdzv_endpoint is not None
     dumps = ""
@@ -325,11 +333,11 @@ def _node_config(request: RunRequest) -> Any:
 @contextlib.contextmanager
 def _nodes(request: RunRequest) -> Iterator[None]:
     """Node 0 of a multi-node run: host the store for the run, wait for every node, and
-    tell the pytest child where it is (`accelkit.suite.multinode`)."""
+    tell the pytest child where it is (`accelkit.suite.distributed.multinode`)."""
     if request.nnodes == 1:
         yield
         return
-    from accelkit.suite import multinode
+    from accelkit.suite.distributed import multinode
 
     with multinode.hosted(_node_config(request)) as (_, config):
         previous = os.environ.get(multinode.ENV)
@@ -344,8 +352,9 @@ def _nodes(request: RunRequest) -> Iterator[None]:
 
 
 def _run_workers(request: RunRequest) -> contextlib.AbstractContextManager[Any]:
-    """Several passes: host the perf cases' run-scoped workers (accelkit.suite.run_scoped)."""
-    from accelkit.suite import run_scoped
+    """Several passes: host the perf cases' run-scoped workers
+    (accelkit.suite.session.run_scoped)."""
+    from accelkit.suite.session import run_scoped
 
     several = "perf" in request.suites and request.passes > 1
     return run_scoped.hosting() if several else contextlib.nullcontext()

@@ -19,7 +19,7 @@ between the same cases as before, and records its own samples (one sample group 
   pass) the cases do their set-up in their own process; `call_or_here(key, fn)` does
   either, with the same `fn`.
 
-A worker runs `python -m accelkit.suite.run_scoped DIR KEY` in its own session, serves one
+A worker runs `python -m accelkit.suite.session.run_scoped DIR KEY` in its own session, serves one
 request at a time on a Unix socket in DIR (authenticated with the run's key, a file only
 this user can read), and answers `("ok", value)` or `("error", traceback)`. A request that
 does not come back within its deadline stops the worker (the next call starts a new one).
@@ -189,7 +189,7 @@ def _start(folder: Path, key: str, address: str) -> None:
     log = open(folder / f"{key}.log", "ab")  # noqa: SIM115 (the child holds it)
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "accelkit.suite.run_scoped", str(folder), key],
+            [sys.executable, "-m", "accelkit.suite.session.run_scoped", str(folder), key],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -1,5 +1,5 @@
 """The pytest side of `accelkit test --shard I/N`: which collected items this shard keeps
-(`accelkit.suite.sharding` decides, from the ids alone), what the shard chose from (sent
+(`accelkit.suite.session.sharding` decides, from the ids alone), what the shard chose from (sent
 by each xdist worker with its `workeroutput`, stashed in the controller) and the results
 file's `run.shard` record."""
 
@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from accelkit.results.model import Shard
-from accelkit.suite import sharding
-from accelkit.suite.caseid import case_id, suite_of
+from accelkit.suite.session import sharding
+from accelkit.suite.session.caseid import case_id, suite_of
 
 SHARD_SELECTIONS = "accelkit_shard_selections"
 SELECTIONS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 
 
 def select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Deselect every case outside this shard (`accelkit.suite.sharding`); record what the
+    """Deselect every case outside this shard (`accelkit.suite.session.sharding`); record what the
     shard chose from for the results file (a worker sends it with its `workeroutput`)."""
     text = config.getoption("--accelkit-shard", default=None)
     if not text:

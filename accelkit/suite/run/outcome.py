@@ -1,5 +1,5 @@
-"""What a suite run ends with, wherever it ran (this host: `accelkit.suite.runner`; an image:
-`accelkit.suite.container`): the results, the exit code of the contract, the log."""
+"""What a suite run ends with, wherever it ran (this host: `accelkit.suite.run.runner`; an image:
+`accelkit.suite.run.container`): the results, the exit code of the contract, the log."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""torchrun on one node, with its failures as data: `python -m accelkit.suite.torchrun_node
+"""torchrun on one node, with its failures as data: `python -m
+accelkit.suite.distributed.torchrun_node
 FAILURES.json TORCHRUN-ARGS...` runs `torch.distributed.run` (torchrun's own parser and
 launcher, in this process) and, when a rank fails, writes which ranks failed and how
 (`ChildFailedError.failures`: local rank, pid, exit code, signal) to FAILURES.json, so the

@@ -1,8 +1,8 @@
 """The pytest child of a run: stopped with everything it started, whatever happens to accelkit.
 
-`accelkit.suite.runner` starts pytest in its own process group with `die_with_parent()`,
+`accelkit.suite.run.runner` starts pytest in its own process group with `die_with_parent()`,
 turns a SIGTERM into an interrupt around it (`sigterm_as_interrupt`), and stops the whole
-group on the way out (`stop_group`); `accelkit.suite.ab` stops the other side's pytest of a
+group on the way out (`stop_group`); `accelkit.suite.run.ab` stops the other side's pytest of a
 pass pair the same way.
 """
 

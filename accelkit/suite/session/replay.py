@@ -1,9 +1,9 @@
 """The record `accelkit repro` rebuilds a case from (`Case.repro` in the results file).
 
 The plugin calls `replay_record` in the worker for every failed conformance case and every
-perf case, with what the failing check recorded on its error (`accelkit.suite.failures`).
+perf case, with what the failing check recorded on its error (`accelkit.suite.session.failures`).
 The record names the case's module (relative to the cases folder), its function, its
-parameters (JSON, `accelkit.suite.params`), its seed and the torch device type.
+parameters (JSON, `accelkit.suite.session.params`), its seed and the torch device type.
 An OpInfo case (kind "opinfo") adds its op, dtype, gradient flag and the index of the
 sample that failed (and, for a `noncontiguous` case, the `layout` it failed in); a check
 with a tolerance adds `check` (the tolerance and the worst
@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from accelkit.suite.caseid import case_seed_of, suite_of
-from accelkit.suite.params import encode_param
+from accelkit.suite.session.caseid import case_seed_of, suite_of
+from accelkit.suite.session.params import encode_param
 
 
 def _device_type(item: pytest.Item) -> str:
@@ -91,7 +91,7 @@ def replay_record(item: pytest.Item, info: dict[str, Any]) -> dict[str, Any] | N
 
     backend = backends.get(str(item.config.getoption("--accelkit-device")))
     # The backend facts a case may ask for (its `backend` fixture) and that its numerics
-    # follow (TF32 off where the backend has it: accelkit.suite.numerics).
+    # follow (TF32 off where the backend has it: accelkit.suite.numerics.mode).
     record["backend"] = {"name": backend.name, "tf32": bool(backend.tf32)}
     check = info.get("check")
     if isinstance(check, dict):

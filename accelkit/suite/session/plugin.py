@@ -1,7 +1,8 @@
 """accelkit's pytest plugin: the suite's device option, capability markers, metrics, and
 (in the controlling process) the results file and the event stream the CLI renders.
 
-Loaded with `-p accelkit.suite.plugin` by `accelkit.suite.runner`; pytest-xdist hands the
+Loaded with `-p accelkit.suite.session.plugin` by `accelkit.suite.run.runner`; pytest-xdist hands
+the
 same options to every worker. Nothing here imports torch at module level.
 """
 
@@ -21,8 +22,8 @@ import pytest
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend
 
-from accelkit.suite import compile_cache, lockstep
-from accelkit.suite.caseid import case_id, case_seed_of, suite_of
+from accelkit.suite.session import compile_cache, lockstep
+from accelkit.suite.session.caseid import case_id, case_seed_of, suite_of
 
 METRIC_PROPERTY = "accelkit.metric"
 #: What a passed case verified, in one line: the case's message when it passes.
@@ -98,7 +99,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "not marked single_pass (accelkit test --passes)",
     )
     group.addoption("--accelkit-shard", help="run shard I/N of the cases (accelkit test --shard)")
-    group.addoption("--accelkit-lockstep", nargs=2, help="SOCKET SIDE: accelkit.suite.lockstep")
+    group.addoption(
+        "--accelkit-lockstep", nargs=2, help="SOCKET SIDE: accelkit.suite.session.lockstep"
+    )
     group.addoption("--accelkit-durations", help="results file to balance shards by durations")
 
 
@@ -251,7 +254,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     only = config.getoption("--accelkit-case", default=None)
     if only:
         _keep(config, items, lambda item: in_case(case_id(item.nodeid), only))
-    from accelkit.suite.shard_session import select_shard
+    from accelkit.suite.session.shard_session import select_shard
 
     select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
@@ -319,13 +322,13 @@ def _accelkit_seed(request: pytest.FixtureRequest) -> int:
 @pytest.fixture(autouse=True)
 def _accelkit_outputs(request: pytest.FixtureRequest) -> Generator[None, None, None]:
     """With --accelkit-outputs DIR, keep what each conformance case computed
-    (accelkit.suite.outputs): the material of differential runs."""
+    (accelkit.suite.session.outputs): the material of differential runs."""
     folder = request.config.getoption("--accelkit-outputs", default=None)
     nodeid = request.node.nodeid
     if not folder or suite_of(nodeid) != "conformance":
         yield
         return
-    from accelkit.suite.outputs import recording
+    from accelkit.suite.session.outputs import recording
 
     with recording(case_id(nodeid), Path(folder)):
         yield
@@ -386,8 +389,8 @@ def pytest_runtest_makereport(
     perf_case = call.when == "call" and report.passed and suite_of(item.nodeid) == "perf"
     if not (failed or perf_case):
         return report
-    from accelkit.suite.failures import failure_info
-    from accelkit.suite.replay import replay_record
+    from accelkit.suite.session.failures import failure_info
+    from accelkit.suite.session.replay import replay_record
 
     info = failure_info(call.excinfo.value) if failed and call.excinfo is not None else {}
     hang = info.pop("hang", None)
@@ -464,7 +467,7 @@ class ResultsRecorder:
             self._emit({"event": "collected", "total": len(ids)})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from accelkit.suite.shard_session import SELECTIONS_KEY
+        from accelkit.suite.session.shard_session import SELECTIONS_KEY
 
         if not hasattr(session.config, "workerinput"):
             self._record_selections(session.config.stash.get(SELECTIONS_KEY, {}))
@@ -473,7 +476,7 @@ class ResultsRecorder:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from accelkit.suite.shard_session import SHARD_SELECTIONS
+        from accelkit.suite.session.shard_session import SHARD_SELECTIONS
 
         sent = getattr(node, "workeroutput", {}).get(SHARD_SELECTIONS)
         if sent:

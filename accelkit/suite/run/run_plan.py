@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 
 from accelkit.events import Event
-from accelkit.suite.request import RunRequest
+from accelkit.suite.run.request import RunRequest
 
 
 def plan_event(

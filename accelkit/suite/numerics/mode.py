@@ -1,7 +1,7 @@
 """The numerics mode conformance cases run in, and the dtypes a backend cannot run.
 
 Conformance checks each kernel against a float64 reference with a bound derived from the
-dtype (accelkit.suite.reference), so the faster, less precise modes that backends may pick
+dtype (accelkit.suite.numerics.reference), so the faster, less precise modes that backends may pick
 on their own are switched off around every conformance case (`strict_numerics`):
 
 - TF32: on backends that declare it (`Backend.tf32`), cuDNN convolutions and RNNs run float32

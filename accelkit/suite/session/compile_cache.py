@@ -7,7 +7,7 @@ compile with `TORCHINDUCTOR_CACHE_DIR=DIR/<key>` and `TRITON_CACHE_DIR=DIR/<key>
 where `<key>` names the torch build the process imports (`torch-2.14.1-cu130-5c48869085`):
 another build never reads this one's entries. A value the caller set for either torch
 variable wins. With `--image` the host folder is mounted into the container and the key
-is the image's torch (`accelkit.suite.container`).
+is the image's torch (`accelkit.suite.run.container`).
 
 What the caches did is counted in every process that compiled (torch's own counters,
 `torch._dynamo.utils.counters`: `inductor` `fxgraph_cache_hit`, `fxgraph_cache_miss`,
@@ -106,7 +106,7 @@ def add(total: MutableMapping[str, int], more: Mapping[str, Any]) -> None:
 
 
 class CacheCounts:
-    """The pytest plugin (registered by `accelkit.suite.plugin` in every process of the
+    """The pytest plugin (registered by `accelkit.suite.session.plugin` in every process of the
     suite): points the caches at their folder when it is made; at the session's end an
     xdist worker sends its counters with its `workeroutput`, and the controller adds its
     workers' and its own to the results file's `run.compile_cache` (what the run's earlier
@@ -130,7 +130,7 @@ class CacheCounts:
             workeroutput[WORKER_OUTPUT] = json.dumps(counts())
             return
         recorder = self._config.pluginmanager.get_plugin("accelkit-recorder")
-        writer = getattr(recorder, "_writer", None)  # accelkit.suite.plugin.ResultsRecorder
+        writer = getattr(recorder, "_writer", None)  # accelkit.suite.session.plugin.ResultsRecorder
         key = torch_key()
         if self._folder is None or writer is None or key is None:
             return

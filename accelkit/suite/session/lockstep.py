@@ -8,10 +8,10 @@ passes run one after the other, a few seconds each, do not see the same machine:
 probe (GEMM 15-18% to 7-11%, copy 13-18% to 8-13%; benchmarks/bench_ab_noise.py measures
 the whole suite).
 
-So `accelkit.suite.ab` runs pass k of A and pass k of B at the same time, and this module
+So `accelkit.suite.run.ab` runs pass k of A and pass k of B at the same time, and this module
 makes them take turns: one token, held by one side at a time. A side holds it to run
 anything from its first measurement on (set-up, warm-up, the samples), and gives it up
-before each sample (`turn()`, called by `accelkit.suite.timing` at the start of each
+before each sample (`turn()`, called by `accelkit.suite.perf.timing` at the start of each
 measurement and before each sample), so the other side's sample comes next, and no sample
 is taken while the other side runs. The sides never run at once between their first and
 last measurement: nothing of one side's set-up competes with the other side's samples.

@@ -5,7 +5,7 @@ system that got slower for a while) reads as a change of the build, and the cana
 only turn such a change into `environment-shifted` (`accelkit.results.stats`, "Canaries").
 Measured interleaved, both builds see the same machine: pass k of A and pass k of B run at
 the same time, for k = 1 .. --passes, each its own pytest process run by that side's
-interpreter, and take turns sample by sample (`accelkit.suite.lockstep`: one token passed
+interpreter, and take turns sample by sample (`accelkit.suite.session.lockstep`: one token passed
 between them, so their samples alternate and never overlap); the side that starts
 alternates, A B, B A, ... (counterbalanced, as Chromium's pinpoint alternates its runs).
 The speed of a process on a shared machine moves within seconds, so samples taken
@@ -14,7 +14,7 @@ remains shared by a pair, compare's paired mode (`accelkit.results.stats`, "Pair
 mode": per-pair ratios) takes out instead of reading it as a change.
 
 A and B are python interpreters, venv folders (their `bin/python`), or test images
-(`image:REF`: each pass in a fresh container, `accelkit.suite.ab_sides`). Each must import
+(`image:REF`: each pass in a fresh container, `accelkit.suite.run.ab_sides`). Each must import
 torch, numpy, pydantic, pytest, pytest-xdist and pytest-timeout; accelkit itself is this
 installation's, copied for the run (`ab_sides.copy_accelkit`), so both sides run the very
 same cases and plugin. Each side's results file is an ordinary results file (its `env`
@@ -25,7 +25,7 @@ printed, which is also written as JSON. The paired comparison needs at least 8 p
 grouped mode (4-7 passes) or to treating the samples as independent (fewer), which is only
 good for a smoke run. Each side's pytest output goes to its own log during a pair and is
 appended to the run's log, in the pair's order, afterwards. With several passes each host
-side hosts its own run-scoped workers (`accelkit.suite.run_scoped`, run by that side's
+side hosts its own run-scoped workers (`accelkit.suite.session.run_scoped`, run by that side's
 interpreter), as a plain run does.
 """
 
@@ -42,8 +42,8 @@ from typing import Any
 
 from accelkit.errors import BadInput, ExitCode, Unavailable
 from accelkit.events import Event, EventCallback
-from accelkit.suite import lockstep, outcome, run_plan, run_scoped
-from accelkit.suite.ab_sides import (
+from accelkit.suite.run import outcome, run_plan
+from accelkit.suite.run.ab_sides import (
     HostSide,
     ImageSide,
     Pass,
@@ -51,16 +51,17 @@ from accelkit.suite.ab_sides import (
     copy_accelkit,
     side_request,
 )
-from accelkit.suite.environment import child_env, perf_env
-from accelkit.suite.interpreters import image_of, interpreter
-from accelkit.suite.outcome import NO_TESTS
-from accelkit.suite.request import RunRequest, validate
+from accelkit.suite.run.environment import child_env, perf_env
+from accelkit.suite.run.interpreters import image_of, interpreter
+from accelkit.suite.run.outcome import NO_TESTS
+from accelkit.suite.run.request import RunRequest, validate
+from accelkit.suite.session import lockstep, run_scoped
 
 SIDES = ("a", "b")
 PROBE_TIMEOUT_S = 300.0
 _PROBE = (
     "import json, numpy, pydantic, pytest, xdist, pytest_timeout, torch\n"
-    "import accelkit.suite.plugin\n"
+    "import accelkit.suite.session.plugin\n"
     "from accelkit.probe.fingerprint import fingerprint\n"
     "print(json.dumps(fingerprint(include_docker=False)))\n"
 )
@@ -86,7 +87,7 @@ def side_paths(json_path: Path) -> tuple[Path, Path, Path]:
 
 def side_env(request: RunRequest, source: Path) -> dict[str, str]:
     """A host side's pytest environment: the suite's, with the copy of accelkit in `source`
-    first on PYTHONPATH (`accelkit.suite.ab_sides`)."""
+    first on PYTHONPATH (`accelkit.suite.run.ab_sides`)."""
     env = {**child_env(request.device), **perf_env(request.perf_threads)}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(source), env.get("PYTHONPATH", "")) if p)
     return env
@@ -153,7 +154,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
     from accelkit.results.io import atomic_write_text, load_results, write_results
     from accelkit.results.merge import pool
     from accelkit.results.writer import ResultsWriter
-    from accelkit.suite import runner
+    from accelkit.suite.run import runner
 
     validate(request)
     if request.ab is None:
@@ -261,7 +262,7 @@ def _run_pair(
     sides: list[Side],
     folder: Path,
 ) -> tuple[list[int], dict[str, int]]:
-    """Pass `number` of both sides at once, taking turns (`accelkit.suite.lockstep`, its
+    """Pass `number` of both sides at once, taking turns (`accelkit.suite.session.lockstep`, its
     baton in the run's `folder`, which an image side's container sees); each side's pytest
     output goes to its own log, appended to `log_path` in `order` afterwards. Returns the
     two pytest statuses (a, b) and the turns each side took ("A", "B")."""
@@ -317,7 +318,7 @@ def _header(common: Any, env: dict[str, Any], side: str, runs: Side, request: Ru
 
 def _stopped(side: str, status: int, log_path: Path) -> Exception:
     from accelkit.errors import Failed
-    from accelkit.suite.runner import _keep, _last_error_line
+    from accelkit.suite.run.runner import _keep, _last_error_line
 
     kept = _keep(log_path)
     return Failed(

@@ -32,8 +32,8 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from accelkit.suite import outputs
-from accelkit.suite.failures import add_failure_info
+from accelkit.suite.session import outputs
+from accelkit.suite.session.failures import add_failure_info
 
 # (rtol, atol) for an answer computed in `dtype`, compared with a float64 reference.
 # rtol: a few units of the output dtype's rounding, eps (two units of rounding, u = eps / 2)

@@ -9,14 +9,16 @@ so cases batch related checks into one rank function with `run_checks`: every ch
 and reports on its own (value or traceback), and the case asserts on each by name.
 
 The same rank functions run across nodes as a torchrun job when `accelkit test --nnodes N`
-started the pytest session (`accelkit.suite.multinode`): `run_ranks` hands them to it, and
+started the pytest session (`accelkit.suite.distributed.multinode`): `run_ranks` hands them to it,
+and
 the cases do not change. A check may end its own rank the hard way (`kill_this_rank`, as a
 lost host would) after reporting what it ran; `failure_domains` says which ranks go down
 with it (under torchrun, its node's agent stops the node's other ranks).
 
 When a rank does not finish in time or dies, `run_ranks` collects every rank's Flight
 Recorder dump before killing the ranks and says which rank stopped at which collective
-(`accelkit.suite.hang_forensics`): in the error's message, and on the error for the results
+(`accelkit.suite.distributed.hang_forensics`): in the error's message, and on the error for the
+results
 file (`Case.hang`).
 """
 
@@ -76,7 +78,7 @@ def _rank_main(
     init_kwargs: InitKwargsFn | None,
     dump_dir: str,
 ) -> None:
-    from accelkit.suite.hang_forensics import serve_dumps, write_dump
+    from accelkit.suite.distributed.hang_forensics import serve_dumps, write_dump
 
     def deliver(value: Any) -> None:  # then SIGKILL: flush the queue's feeder thread first
         results.put((rank, "ok", value))
@@ -127,16 +129,16 @@ def run_ranks(
     fails the call with its traceback; when a rank does not finish in time or dies, the
     call fails with where each rank stopped (its Flight Recorder dump), recorded on the
     error as `hang`. Under `accelkit test --nnodes` the ranks are a torchrun job across the
-    nodes instead (`accelkit.suite.multinode` judges those).
+    nodes instead (`accelkit.suite.distributed.multinode` judges those).
     """
-    from accelkit.suite import multinode
-    from accelkit.suite.failures import add_failure_info
-    from accelkit.suite.hang_forensics import (
+    from accelkit.suite.distributed import multinode
+    from accelkit.suite.distributed.hang_forensics import (
         DEFAULT_BUFFER_SIZE,
         analyze,
         describe,
         request_dumps,
     )
+    from accelkit.suite.session.failures import add_failure_info
 
     if multinode.active():
         return multinode.run_job(
@@ -409,11 +411,12 @@ def run_ranks_for_run(
     fn: RankFn, *, world_size: int = 2, backend: str = "gloo", timeout_s: float = 120.0
 ) -> list[Any]:
     """`run_ranks`, but when the run hosts run-scoped workers (`accelkit test --passes N`,
-    accelkit.suite.run_scoped) the rank processes and their process group are started once
+    accelkit.suite.session.run_scoped) the rank processes and their process group are started once
     and kept for every pass of the run: each call runs `fn` once more inside the same group.
     Without a host (a single pass, pytest run directly) and across nodes, it is `run_ranks`.
     A failed call closes the group; the next call starts a new one."""
-    from accelkit.suite import multinode, run_scoped
+    from accelkit.suite.distributed import multinode
+    from accelkit.suite.session import run_scoped
 
     if multinode.active() or not run_scoped.hosted():
         return run_ranks(fn, world_size=world_size, backend=backend, timeout_s=timeout_s)
@@ -500,7 +503,7 @@ def local_index(rank: int) -> int:
 
 def node_count() -> int:
     """How many nodes the rank sessions of this run span (1 but under `--nnodes`)."""
-    from accelkit.suite import multinode
+    from accelkit.suite.distributed import multinode
 
     config = multinode.active()
     return config.nnodes if config is not None else 1

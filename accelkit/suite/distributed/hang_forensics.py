@@ -1,6 +1,6 @@
 """Where each rank of a hung distributed case stopped, from its Flight Recorder dump.
 
-`run_ranks` (accelkit.suite.distributed) runs the ranks; when one does not finish in time or
+`run_ranks` (accelkit.suite.distributed.ranks) runs the ranks; when one does not finish in time or
 dies, it asks every rank still alive for its Flight Recorder dump before killing it:
 
 - in each rank, `serve_dumps` starts a thread that writes the rank's dump when the parent

@@ -26,7 +26,8 @@ the world size its cases expect; the session must have at least one rank per nod
 
 A rank that dies, hangs or raises fails the job with that rank named, never the run: node
 0 stops waiting when every rank reported, a rank raised, a node's torchrun ended without
-some of its ranks' results (its failures: `accelkit.suite.torchrun_node`), or the deadline
+some of its ranks' results (its failures: `accelkit.suite.distributed.torchrun_node`), or the
+deadline
 passed; then it asks the ranks still running for their Flight Recorder dumps (ranks that
 their node's agent stops after a sibling failed dump on SIGTERM), writes every dump it got
 as `rank_<r>` (torchfrtrace's layout) under the run's flight-recorder folder, stops the job
@@ -56,7 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from accelkit.errors import BadInput, Unavailable
-from accelkit.suite.rank_verdict import Verdict, death, judge, last_collective
+from accelkit.suite.distributed.rank_verdict import Verdict, death, judge, last_collective
 
 ENV = "ACCELKIT_MULTINODE"
 DEFAULT_JOIN_TIMEOUT_S = 600.0
@@ -259,7 +260,7 @@ def _wait_keys(store: Any, keys: list[str], timeout_s: float) -> list[str]:
 
 
 # --------------------------------------------------------------------------------------
-# One node's part of one job: torchrun, through accelkit.suite.torchrun_node
+# One node's part of one job: torchrun, through accelkit.suite.distributed.torchrun_node
 
 
 class NodeJob:
@@ -278,7 +279,7 @@ class NodeJob:
         return [
             sys.executable,
             "-m",
-            "accelkit.suite.torchrun_node",
+            "accelkit.suite.distributed.torchrun_node",
             str(self.failures_path),
             "--nnodes",
             str(self.config.nnodes),
@@ -298,7 +299,7 @@ class NodeJob:
             "--monitor-interval",
             "0.5",
             "--module",
-            "accelkit.suite.rank_worker",
+            "accelkit.suite.distributed.rank_worker",
         ]
 
     def start(self) -> None:

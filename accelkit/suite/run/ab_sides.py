@@ -1,4 +1,4 @@
-"""The two sides of `accelkit test --ab A B` (`accelkit.suite.ab`): where a side's passes run.
+"""The two sides of `accelkit test --ab A B` (`accelkit.suite.run.ab`): where a side's passes run.
 
 A side is a python interpreter or venv folder on this host (`HostSide`), or a test image
 (`image:REF`, `ImageSide`): one `accelkit setup` built, or any local image whose `python`
@@ -15,11 +15,12 @@ labelled, removed afterwards, never pulled), as the host's user, with the networ
 backend's device options (`Backend.container_options`, as `accelkit test --image` has them)
 and bind mounts at the same paths as on the host: the run's folder, read-write (the pass's
 results file, its events file, and the baton's folder: a Unix socket, so the two sides take
-turns across the container's boundary as two host processes do, `accelkit.suite.lockstep`),
+turns across the container's boundary as two host processes do, `accelkit.suite.session.lockstep`),
 and read-only the copy of accelkit in it (one side cannot change the other's code) and the
 files a run may name (--cases, --expectations, --durations-from).
 Its events reach the run through a file that the plugin appends to and the run reads as it
-grows (`--accelkit-events-file`), not a pipe. Run-scoped workers (`accelkit.suite.run_scoped`)
+grows (`--accelkit-events-file`), not a pipe. Run-scoped workers
+(`accelkit.suite.session.run_scoped`)
 would die with a pass's container, so an image side does its set-up in every pass.
 """
 
@@ -39,8 +40,8 @@ from typing import Any
 import accelkit
 from accelkit.errors import Unavailable
 from accelkit.events import EventCallback
-from accelkit.suite.container import Poller
-from accelkit.suite.request import RunRequest, cases_root
+from accelkit.suite.run.container import Poller
+from accelkit.suite.run.request import RunRequest, cases_root
 
 #: The label (its value: the side's own id) on an image side's containers, to stop them.
 SIDE_LABEL = "org.accelkit.ab-side"
@@ -108,7 +109,7 @@ class HostSide:
         return proc.returncode, proc.stdout, proc.stderr
 
     def run_pass(self, request: RunRequest, run: Pass) -> int:
-        from accelkit.suite import runner
+        from accelkit.suite.run import runner
 
         return runner._run_pytest(
             request,
@@ -127,7 +128,7 @@ class HostSide:
         )
 
     def stop(self) -> None:
-        from accelkit.suite import child_process
+        from accelkit.suite.run import child_process
 
         for proc in self._procs:
             child_process.stop_group(proc)
@@ -156,7 +157,7 @@ class ImageSide:
     def _options(self, request: RunRequest, working_dir: Path) -> Any:
         from accelkit import backends
         from accelkit.containers.run import Mount
-        from accelkit.suite.environment import container_env
+        from accelkit.suite.run.environment import container_env
 
         device = backends.get(request.device).container_options(dict(os.environ))
         mounts = [Mount(self.folder, str(self.folder), read_only=False)]
@@ -203,7 +204,7 @@ class ImageSide:
         return result.exit_code, out, out
 
     def run_pass(self, request: RunRequest, run: Pass) -> int:
-        from accelkit.suite import runner
+        from accelkit.suite.run import runner
 
         events_path = run.part.with_name(run.part.name + ".events")
         events_path.write_bytes(b"")
