@@ -13,7 +13,8 @@ Example: `Opt("seed", ("--seed",), int, 0, "Base random seed.")` becomes the typ
 `["--seed", "3"]` for a seed of 3 and nothing for the default, and `parse(["--seed", "3"])`
 returns `{"seed": 3, ...}`. A repeatable option (`multiple=True`) takes a list:
 `Opt("filters", ("--filter",), str, None, "...", True, multiple=True)` writes
-`["--filter", "a=1", "--filter", "b=2"]` for `["a=1", "b=2"]`.
+`["--filter", "a=1", "--filter", "b=2"]` for `["a=1", "b=2"]`; a repeatable positional
+argument takes every remaining value (`accelkit merge SHARD...`).
 
 Commands that no other command rebuilds (bisect, repro, diff, matrix, doctor) declare their
 options the same way, beside the core they call, so every command has one options model.
@@ -55,13 +56,13 @@ class Opt:
     """The value's name in help (`--wheels DIR`); default: typer's (the type, or for a
     positional argument its name in capitals)."""
     multiple: bool = False
-    """Repeatable (`--filter A --filter B`): the value is a list of `type`, or None
-    (`optional`) when the option is not given."""
+    """Repeatable (`--filter A --filter B`; a positional argument: every remaining value):
+    the value is a list of `type`, or None (`optional`) when the option is not given."""
 
     def __post_init__(self) -> None:
         if self.nargs < 1 or (self.nargs > 1 and (self.type is bool or not self.flags)):
             raise ValueError(f"option {self.name}: nargs {self.nargs} needs a non-bool option")
-        if self.multiple and (self.type is bool or not self.flags or self.nargs > 1):
+        if self.multiple and (self.type is bool or self.nargs > 1):
             raise ValueError(f"option {self.name}: only a one-value option can be repeated")
         if self.type not in _SCALARS:
             raise ValueError(f"option {self.name}: unsupported type {self.type!r}")
@@ -148,7 +149,7 @@ def to_argv(
             continue
         value = values[opt.name]
         if opt.positional:
-            argv.append(_text(value))
+            argv += [_text(item) for item in value or ()] if opt.multiple else [_text(value)]
             continue
         if value == opt.default and type(value) is type(opt.default) and opt.name not in always:
             continue

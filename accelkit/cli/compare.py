@@ -4,35 +4,39 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
-
-@app.command("compare")
-def compare_command(
-    base: Annotated[Path, typer.Argument(help="Baseline results file (accelkit test --json).")],
-    new: Annotated[Path, typer.Argument(help="Results file to judge against the baseline.")],
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the comparison as JSON on stdout.")
-    ] = False,
-    markdown: Annotated[
-        Path | None,
-        typer.Option(
-            "--markdown",
-            metavar="PATH",
-            help="Also write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
-        ),
-    ] = None,
-    threshold: Annotated[
+COMPARE_OPTIONS: tuple[Opt, ...] = (
+    # Lower-case metavars: what typer shows for an argument that names none (docs/cli.md).
+    Opt("base", (), Path, ..., "Baseline results file (accelkit test --json).", metavar="base"),
+    Opt("new", (), Path, ..., "Results file to judge against the baseline.", metavar="new"),
+    Opt("as_json", ("--json",), bool, False, "Print the comparison as JSON on stdout."),
+    Opt(
+        "markdown",
+        ("--markdown",),
+        Path,
+        None,
+        "Also write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt(
+        "threshold",
+        ("--threshold",),
         float,
-        typer.Option(
-            "--threshold",
-            help="Minimum relative change that counts as a regression or improvement.",
-        ),
-    ] = 0.03,
+        0.03,
+        "Minimum relative change that counts as a regression or improvement.",
+    ),
+)
+
+
+def compare_command(
+    base: Path, new: Path, as_json: bool, markdown: Path | None, threshold: float
 ) -> None:
     """Compare two results files; exit 1 when a metric regressed or a case newly fails."""
     # Lazy imports: numpy and pydantic are heavy, and `accelkit --help` must stay fast.
@@ -61,3 +65,6 @@ def compare_command(
         print_comparison(make_console(), comparison)
     if comparison.fails:
         raise typer.Exit(code=1)
+
+
+app.command("compare")(options.command(COMPARE_OPTIONS, compare_command))

@@ -4,29 +4,28 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
 
-import typer
-
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
-
-@app.command("merge")
-def merge_command(
-    shards: Annotated[
-        list[Path],
-        typer.Argument(
-            help="The results file of every shard of the run (accelkit test --shard I/N "
-            "--json ...), in any order.",
-            show_default=False,
-            metavar="SHARD",
-        ),
-    ],
-    output: Annotated[
+MERGE_OPTIONS: tuple[Opt, ...] = (
+    Opt(
+        "shards",
+        (),
         Path,
-        typer.Option("--output", "-o", metavar="PATH", help="Write the merged results here."),
-    ],
-) -> None:
+        ...,
+        "The results file of every shard of the run (accelkit test --shard I/N "
+        "--json ...), in any order.",
+        show_default=False,
+        metavar="SHARD",
+        multiple=True,
+    ),
+    Opt("output", ("--output", "-o"), Path, ..., "Write the merged results here.", metavar="PATH"),
+)
+
+
+def merge_command(shards: list[Path], output: Path) -> None:
     """Merge the shards of one run into one results file; refuses shards of different runs,
     devices or torch builds, and a missing or overlapping shard (exit 2)."""
     # Lazy imports: pydantic is heavy, and `accelkit --help` must stay fast.
@@ -44,3 +43,6 @@ def merge_command(
         f"merged {merged.run.shards} shards: {len(merged.cases)} cases ({summary or 'none'}) "
         f"-> {output}"
     )
+
+
+app.command("merge")(options.command(MERGE_OPTIONS, merge_command))

@@ -4,57 +4,81 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
 
 import typer
 
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
-
-@app.command("report")
-def report_command(
-    inputs: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            help="Results files, or directories searched recursively for them "
-            "(e.g. one folder per nightly leg, or a history of nightlies).",
-            show_default=False,
-            metavar="RESULTS",
-        ),
-    ] = None,
-    history: Annotated[
-        Path | None,
-        typer.Option(
-            "--history",
-            metavar="DIR",
-            help="A results history (the nightly's `results` branch: index.json and "
-            "nights/): trends per metric and leg, and the nights where a verdict changed.",
-        ),
-    ] = None,
-    nights: Annotated[
-        int | None,
-        typer.Option("--nights", metavar="N", help="With --history: the last N nights only."),
-    ] = None,
-    html: Annotated[
-        Path | None,
-        typer.Option("--html", metavar="PATH", help="Write a self-contained HTML report."),
-    ] = None,
-    markdown: Annotated[
-        Path | None,
-        typer.Option(
-            "--markdown",
-            metavar="PATH",
-            help="Write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
-        ),
-    ] = None,
-    as_json: Annotated[
+REPORT_OPTIONS: tuple[Opt, ...] = (
+    Opt(
+        "inputs",
+        (),
+        Path,
+        None,
+        "Results files, or directories searched recursively for them "
+        "(e.g. one folder per nightly leg, or a history of nightlies).",
+        optional=True,
+        show_default=False,
+        metavar="RESULTS",
+        multiple=True,
+    ),
+    Opt(
+        "history",
+        ("--history",),
+        Path,
+        None,
+        "A results history (the nightly's `results` branch: index.json and "
+        "nights/): trends per metric and leg, and the nights where a verdict changed.",
+        optional=True,
+        metavar="DIR",
+    ),
+    Opt(
+        "nights",
+        ("--nights",),
+        int,
+        None,
+        "With --history: the last N nights only.",
+        optional=True,
+        metavar="N",
+    ),
+    Opt(
+        "html",
+        ("--html",),
+        Path,
+        None,
+        "Write a self-contained HTML report.",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt(
+        "markdown",
+        ("--markdown",),
+        Path,
+        None,
+        "Write a Markdown summary (for $GITHUB_STEP_SUMMARY), under 1 MiB.",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt(
+        "as_json",
+        ("--json",),
         bool,
-        typer.Option(
-            "--json",
-            help="Print the report's data as JSON on stdout (with `compared`: each run's "
-            "comparison against its baseline).",
-        ),
-    ] = False,
+        False,
+        "Print the report's data as JSON on stdout (with `compared`: each run's "
+        "comparison against its baseline).",
+    ),
+)
+
+
+def report_command(
+    inputs: list[Path] | None,
+    history: Path | None,
+    nights: int | None,
+    html: Path | None,
+    markdown: Path | None,
+    as_json: bool,
 ) -> None:
     """Show several runs side by side: status counts, every metric, plots (HTML), each run
     compared with the first run of the same device (verdict, confidence interval, the
@@ -119,3 +143,6 @@ def report_command(
         typer.echo(json.dumps(data, indent=2))
     else:
         print_report(make_console(), report, html, markdown)
+
+
+app.command("report")(options.command(REPORT_OPTIONS, report_command))

@@ -100,7 +100,6 @@ def test_the_click_parameters_carry_metavar_and_multiple() -> None:
     "bad",
     [
         {"type": bool, "default": False, "multiple": True},
-        {"flags": (), "multiple": True},
         {"nargs": 2, "multiple": True},
     ],
 )
@@ -115,3 +114,21 @@ def test_only_a_one_value_option_repeats(bad: dict[str, Any]) -> None:
     }
     with pytest.raises(ValueError, match="only a one-value option can be repeated"):
         Opt(**fields)
+
+
+VARIADIC = (
+    Opt("inputs", (), Path, None, "Files.", True, metavar="RESULTS", multiple=True),
+    Opt("html", ("--html",), Path, None, "Page.", True, metavar="PATH"),
+)
+
+
+def test_a_repeatable_positional_takes_every_remaining_value() -> None:
+    values = {"inputs": [Path("a.json"), Path("b")], "html": Path("r.html")}
+    argv = options.to_argv(VARIADIC, values)
+    assert argv == ["a.json", "b", "--html", "r.html"]
+    parsed = options.parse(VARIADIC, argv, "accelkit cmd")
+    assert {**parsed, "inputs": list(parsed["inputs"])} == values
+    assert not options.parse(VARIADIC, [], "accelkit cmd")["inputs"]
+    assert options.to_argv(VARIADIC, {"inputs": None, "html": None}) == []
+    params = {p.name: p for p in _click(VARIADIC).params}
+    assert params["inputs"].nargs == -1 and params["inputs"].metavar == "RESULTS"
