@@ -31,7 +31,7 @@ SUITE_ROOMS: dict[str, frozenset[str]] = {
     "session": frozenset({"expectations"}),
     "distributed": frozenset({"session"}),
     "numerics": frozenset({"session"}),
-    "opinfo": frozenset({"numerics", "session"}),
+    "opinfo": frozenset({"numerics", "session", "expectations"}),
     "zoo": frozenset({"numerics"}),
     "crosscompile": frozenset({"zoo"}),
     "run": frozenset({"session", "distributed", "crosscompile", "expectations"}),
