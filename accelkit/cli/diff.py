@@ -4,43 +4,44 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
 if TYPE_CHECKING:
     from accelkit.results.differential import Differential
 
 
-@app.command("diff")
-def diff_command(
-    first: Annotated[
+DIFF_OPTIONS = (
+    Opt(
+        "first",
+        (),
         Path,
-        typer.Argument(
-            help="Results file of the first environment (accelkit test --record-outputs DIR).",
-            metavar="A",
-            show_default=False,
-        ),
-    ],
-    second: Annotated[
+        ...,
+        "Results file of the first environment (accelkit test --record-outputs DIR).",
+        metavar="A",
+        show_default=False,
+    ),
+    Opt("second", (), Path, ..., "Results file of the second environment.", metavar="B"),
+    Opt(
+        "out",
+        ("--out",),
         Path,
-        typer.Argument(help="Results file of the second environment.", metavar="B"),
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            metavar="PATH",
-            help="Write the differential file here (accelkit report shows it beside the runs).",
-        ),
-    ] = None,
-    top: Annotated[int, typer.Option("--top", help="Cases to list in the table.")] = 30,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the differential as JSON on stdout.")
-    ] = False,
-) -> None:
+        None,
+        "Write the differential file here (accelkit report shows it beside the runs).",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt("top", ("--top",), int, 30, "Cases to list in the table."),
+    Opt("as_json", ("--json",), bool, False, "Print the differential as JSON on stdout."),
+)
+
+
+def diff_command(first: Path, second: Path, out: Path | None, top: int, as_json: bool) -> None:
     """Compare what two runs of the same seeded cases computed: per case the largest absolute
     and relative difference, and whether they disagree beyond the case's tolerance (exit 1),
     even where both passed against the reference."""
@@ -61,6 +62,9 @@ def diff_command(
         _print_table(result, top, out)
     if result.summary.beyond_tolerance:
         raise typer.Exit(code=1)
+
+
+app.command("diff")(options.command(DIFF_OPTIONS, diff_command))
 
 
 def _print_table(result: Differential, top: int, out: Path | None) -> None:
