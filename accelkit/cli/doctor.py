@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Any
 
 import typer
 
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
-
-@app.command(
-    help="Describe the environment and check every backend and PyTorch 2.14 feature.",
-)
-def doctor(
-    as_json: Annotated[
+DOCTOR_OPTIONS = (
+    Opt(
+        "as_json",
+        ("--json",),
         bool,
-        typer.Option(
-            "--json",
-            help='Print one JSON object {"env": ..., "capabilities": ...} on stdout instead.',
-        ),
-    ] = False,
-) -> None:
+        False,
+        'Print one JSON object {"env": ..., "capabilities": ...} on stdout instead.',
+    ),
+)
+
+
+def doctor(as_json: bool) -> None:
     # Lazy: the probes import torch, and CLI start-up must not.
     from accelkit.probe.capabilities import capabilities
     from accelkit.probe.fingerprint import fingerprint
@@ -36,6 +37,11 @@ def doctor(
         typer.echo(json.dumps({"env": env, "capabilities": caps}, sort_keys=False))
         return
     _render(env, caps)
+
+
+app.command(
+    help="Describe the environment and check every backend and PyTorch 2.14 feature.",
+)(options.command(DOCTOR_OPTIONS, doctor))
 
 
 def _render(env: Mapping[str, Any], caps: Mapping[str, Mapping[str, Any]]) -> None:
