@@ -69,7 +69,7 @@ def accelkit_alone() -> str:
     """A folder holding a copy of this accelkit package and nothing else, for the PYTHONPATH
     of a build's own Python (a venv): ACCELKIT_PARENT of an installed accelkit is
     site-packages, whose torch would shadow the venv's. Made once a process, removed at exit."""
-    from accelkit.suite.run.ab_sides import copy_accelkit
+    from accelkit.suite.run.ab import copy_accelkit
 
     folder = Path(tempfile.mkdtemp(prefix="accelkit-alone-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -316,7 +316,7 @@ os.execvpe(python[0], [*python, *sys.argv[1:]], env)
 def launcher(environment: Environment, target: Path) -> Path:
     """An executable at `target` that runs the environment's Python with its folders first
     on PYTHONPATH: what `accelkit test --ab` takes as a side. Its accelkit folder is left out:
-    the side imports the run's copy of accelkit (`accelkit.suite.run.ab_sides`), and a second
+    the side imports the run's copy of accelkit (`accelkit.suite.run.ab`), and a second
     accelkit before it would collect the cases from one and import them from the other. The
     values are written as
     Python literals (JSON), never through a shell."""

@@ -2,8 +2,8 @@
 
 Owns the request (`request`: options, validation, argv), the host runner and the image
 runner (`runner`, `container`), the pytest child process, the run's environment, the plan
-events the progress view reads, interleaved A/B runs (`ab`, `ab_sides`, `interpreters`) and
-the outcome every run ends with.
+events the progress view reads, interleaved A/B runs (`ab`, with its sides; `interpreters`:
+what may name a side, checked by the request) and the outcome every run ends with.
 
 May import, inside `accelkit.suite`: `session` (what runs inside the pytest process),
 `distributed` (multi-node sessions), `crosscompile` and `expectations`. Nothing in `session`,

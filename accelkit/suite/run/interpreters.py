@@ -1,6 +1,10 @@
-"""The sides of `accelkit test --ab A B` (`accelkit.suite.run.ab`): python interpreters, venv
-folders and test images, checked where the request is validated
-(`accelkit.suite.run.request.validate`) as where they run."""
+"""What an `accelkit test --ab A B` side may be called: a python interpreter, a venv folder or a
+test image (`image:REF`), checked where the request is validated
+(`accelkit.suite.run.request.validate`) as where the sides run (`accelkit.suite.run.ab`).
+
+Its own module, not part of `ab`, because the request imports it to validate `--ab`, and
+`ab` imports the request: in `ab` it would make a cycle (request -> ab -> request), and
+validating a request would load the A/B run's machinery."""
 
 from __future__ import annotations
 

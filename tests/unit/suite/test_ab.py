@@ -232,7 +232,7 @@ def test_an_image_side_mounts_the_run_folder_and_the_named_files_at_their_paths(
 
 
 def test_an_events_file_is_read_line_by_line_as_it_grows(tmp_path: Path) -> None:
-    from accelkit.suite.run.ab_sides import _EventsTail
+    from accelkit.suite.run.ab import _EventsTail
 
     path = tmp_path / "events"
     path.write_bytes(b"")
