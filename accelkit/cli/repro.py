@@ -4,176 +4,164 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
+from accelkit import options
 from accelkit.cli.app import app
+from accelkit.options import Opt
 
+if TYPE_CHECKING:
+    import subprocess
 
-@app.command("repro")
-def repro_command(
-    case: Annotated[
+    from accelkit.triage.repro import ReproRequest, Written
+
+REPRO_OPTIONS = (
+    Opt(
+        "case",
+        (),
         str,
-        typer.Argument(
-            help="The case id, as in the results file (conformance/opinfo/exp/float32).",
-            metavar="CASE",
-            show_default=False,
-        ),
-    ],
-    source: Annotated[
+        ...,
+        "The case id, as in the results file (conformance/opinfo/exp/float32).",
+        metavar="CASE",
+        show_default=False,
+    ),
+    Opt(
+        "source",
+        ("--from",),
         Path,
-        typer.Option(
-            "--from",
-            metavar="RESULTS",
-            help="The results file the case failed (or, for a perf case, ran) in.",
-            show_default=False,
-        ),
-    ],
-    out: Annotated[
+        ...,
+        "The results file the case failed (or, for a perf case, ran) in.",
+        metavar="RESULTS",
+        show_default=False,
+    ),
+    Opt(
+        "out",
+        ("--out",),
         Path,
-        typer.Option(
-            "--out", metavar="DIR", help="Write the reproducer into this folder (made if missing)."
-        ),
-    ] = Path("."),
-    run: Annotated[
+        Path("."),
+        "Write the reproducer into this folder (made if missing).",
+        metavar="DIR",
+    ),
+    Opt(
+        "run",
+        ("--run",),
         bool,
-        typer.Option(
-            "--run/--no-run",
-            help="Run the reproducer after writing it (once; --passes times with --baseline).",
-        ),
-    ] = True,
-    python: Annotated[
-        str | None,
-        typer.Option(
-            "--python",
-            metavar="PATH",
-            help="Run it with this Python (one with torch); default: the one running accelkit.",
-        ),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="RESULTS",
-            help="perf: judge what it measures against this run's samples of the case "
-            "(compare's verdict: regressed, improved, unchanged or noisy; exit 1 when "
-            "regressed), beside the recorded run's own verdict against it.",
-        ),
-    ] = None,
-    passes: Annotated[
+        True,
+        "Run the reproducer after writing it (once; --passes times with --baseline).",
+        negative="--no-run",
+    ),
+    Opt(
+        "python",
+        ("--python",),
+        str,
+        None,
+        "Run it with this Python (one with torch); default: the one running accelkit.",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt(
+        "baseline",
+        ("--baseline",),
+        Path,
+        None,
+        "perf: judge what it measures against this run's samples of the case (compare's "
+        "verdict: regressed, improved, unchanged or noisy; exit 1 when regressed), beside the "
+        "recorded run's own verdict against it.",
+        optional=True,
+        metavar="RESULTS",
+    ),
+    Opt(
+        "passes",
+        ("--passes",),
         int,
-        typer.Option(
-            "--passes",
-            help="perf with --baseline: run the reproducer this many times, each its own "
-            "process (4 or more, against a baseline of 4 or more passes: grouped verdict).",
-        ),
-    ] = 1,
-    threshold: Annotated[
+        1,
+        "perf with --baseline: run the reproducer this many times, each its own process (4 or "
+        "more, against a baseline of 4 or more passes: grouped verdict).",
+    ),
+    Opt(
+        "threshold",
+        ("--threshold",),
         float,
-        typer.Option("--threshold", help="perf with --baseline: the smallest change that counts."),
-    ] = 0.03,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print where it was written and how it ran, as JSON.")
-    ] = False,
-) -> None:
+        0.03,
+        "perf with --baseline: the smallest change that counts.",
+    ),
+    Opt(
+        "as_json",
+        ("--json",),
+        bool,
+        False,
+        "Print where it was written and how it ran, as JSON.",
+    ),
+)
+
+
+def repro_command(*, as_json: bool, **params: Any) -> None:
     """Write one Python file that rebuilds a failed case from its seed and needs only torch;
     run it (exit 1 when it fails, as the case did; 3 when it cannot run here). For a perf
     case it times the case alone with the suite's timer and prints the measured median beside
     the recorded one (exit 0 once measured); with --baseline it also says whether the case is
     slower than in the baseline, and whether the recorded slowdown reproduces."""
-    from accelkit.errors import BadInput
-    from accelkit.triage.repro import plan_repro, run_repro, write_repro
+    from accelkit.triage.repro import ReproRequest, exit_code, run_repro, write_reproducer
 
-    if out.exists() and not out.is_dir():
-        raise BadInput(f"--out {out}: not a directory")
-    if passes < 1:
-        raise BadInput(f"--passes: must be >= 1, got {passes}")
-    if not 0.0 < threshold < 1.0:
-        raise BadInput(f"--threshold {threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)")
-    if baseline is not None:
-        if not case.startswith("perf/"):
-            raise BadInput("--baseline: judges perf cases only")
-        if not run:
-            raise BadInput("--baseline: needs the reproducer to run (drop --no-run)")
-    elif passes != 1:
-        raise BadInput("--passes: repeats a perf reproducer for --baseline; add --baseline")
-    base_case = None
-    if baseline is not None:
-        from accelkit.results.io import load_results
-        from accelkit.triage.perf_baseline import baseline_case
-
-        base_case = baseline_case(load_results(baseline), case)
-    plan = plan_repro(source, case)
-    try:  # made only once the case is known to be reproducible: bad input leaves nothing
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise BadInput(f"--out {out}: cannot make the folder ({err.strerror})") from None
-    path = write_repro(plan, out)
-    data = {**plan.to_json_dict(), "script": str(path), "command": f"python {path}"}
-    if not run:
+    request = ReproRequest(**params)
+    written = write_reproducer(request)
+    path = written.path
+    data = written.to_json_dict()
+    if not request.run:
         typer.echo(json.dumps(data, indent=2) if as_json else f"wrote {path}")
         return
     if not as_json:
         typer.echo(f"wrote {path}; running it:\n", err=True)
-    proc = run_repro(path, python=[python] if python else ())
+    proc = run_repro(path, python=request.interpreter)
     data.update(exit=proc.returncode, output=proc.stdout + proc.stderr)
-    if base_case is None or proc.returncode != 0:
+    if written.baseline_case is None or proc.returncode != 0:
         if as_json:
             typer.echo(json.dumps(data, indent=2))
         else:
             typer.echo((proc.stdout + proc.stderr).rstrip())
-        # The reproducer's own statuses: 0 passes, 1 fails (as the case did), 2 cannot run.
-        raise typer.Exit({0: 0, 1: 1, 2: 3}.get(proc.returncode, 1))
-    _judge(path, python, proc, base_case, source, case, passes, threshold, data, as_json)
+        raise typer.Exit(exit_code(proc.returncode))
+    _judge(request, written, proc, data, as_json)
+
+
+app.command("repro")(options.command(REPRO_OPTIONS, repro_command))
 
 
 def _judge(
-    path: Path,
-    python: str | None,
-    first: Any,
-    base_case: Any,
-    source: Path,
-    case: str,
-    passes: int,
-    threshold: float,
+    request: ReproRequest,
+    written: Written,
+    first: subprocess.CompletedProcess[str],
     data: dict[str, Any],
     as_json: bool,
 ) -> None:
-    """The perf reproducer run `passes` times, judged against the baseline's case."""
-    from accelkit.errors import Failed
-    from accelkit.results.io import load_results
-    from accelkit.triage.perf_baseline import against_baseline, iter_lines, parse_measured
-    from accelkit.triage.perf_replay import MEASURED_PREFIX
-    from accelkit.triage.repro import run_repro
+    """Render the perf reproducer's judgement against the baseline (`judge_reproducer`)."""
+    from accelkit.triage.perf_baseline import without_measurement
+    from accelkit.triage.repro import judge_reproducer
 
-    if not as_json:  # the measurement's JSON line is for this function, not the reader
-        shown = (first.stdout + first.stderr).splitlines()
-        typer.echo("\n".join(ln for ln in shown if not ln.startswith(MEASURED_PREFIX)))
-    runs = [parse_measured(first.stdout)]
-    for number in range(2, passes + 1):
+    if not as_json:  # the measurement's JSON line is for the judgement, not the reader
+        typer.echo(without_measurement(first.stdout + first.stderr))
+
+    def progress(number: int) -> None:
         if not as_json:
-            typer.echo(f"\nrun {number} of {passes}", err=True)
-        proc = run_repro(path, python=[python] if python else ())
-        if proc.returncode != 0:
-            raise Failed(f"run {number} of the reproducer exited {proc.returncode}")
-        runs.append(parse_measured(proc.stdout))
-    measured = [r for r in runs if r is not None]
-    if len(measured) != len(runs):
-        raise Failed("the reproducer printed no measurement to judge")
-    recorded = next((c for c in load_results(source).cases if c.id == case), None)
-    verdicts = against_baseline(base_case, recorded, measured, threshold=threshold)
-    if not verdicts:
-        raise Failed("no metric of the case is in both the baseline and the measurement")
-    lines = list(iter_lines(verdicts, threshold))
+            typer.echo(f"\nrun {number} of {request.passes}", err=True)
+
+    assert written.baseline_case is not None  # the caller judges only with --baseline
+    judgement = judge_reproducer(
+        written.path,
+        first.stdout,
+        baseline=written.baseline_case,
+        source=request.source,
+        case_id=request.case,
+        passes=request.passes,
+        threshold=request.threshold,
+        python=request.interpreter,
+        on_run=progress,
+    )
     if as_json:
-        data["baseline"] = {
-            "threshold": threshold,
-            "metrics": [v.to_json_dict() for v in verdicts],
-            "conclusion": lines[-1],
-        }
+        data["baseline"] = judgement.to_json_dict()
         typer.echo(json.dumps(data, indent=2))
     else:
-        for line in lines:
+        for line in judgement.lines:
             typer.echo(line)
-    raise typer.Exit(1 if any(v.verdict == "regressed" for v in verdicts) else 0)
+    raise typer.Exit(1 if judgement.regressed else 0)

@@ -12,6 +12,10 @@ minimum effect `threshold`. The recorded run's own samples of the case (from R.j
 compared with the same baseline the same way, so `reproduces` can say whether the change
 the recorded run showed is seen here too. Standalone, the reproducer file still only
 prints its measurement; the verdict needs accelkit (numpy and the statistics).
+
+`accelkit.triage.repro.judge_reproducer` reruns the written reproducer until it has
+`--passes` measurements and returns their `BaselineJudgement` (the command renders it and
+exits 1 when a metric regressed).
 """
 
 from __future__ import annotations
@@ -163,3 +167,31 @@ def iter_lines(verdicts: Sequence[MetricVerdict], threshold: float) -> Iterator[
             f"{v.reason}){recorded}"
         )
     yield conclusion(verdicts)
+
+
+@dataclass(frozen=True)
+class BaselineJudgement:
+    """Every metric's verdict against the baseline, at the minimum effect `threshold`."""
+
+    threshold: float
+    metrics: tuple[MetricVerdict, ...]
+
+    @property
+    def lines(self) -> list[str]:
+        return list(iter_lines(self.metrics, self.threshold))
+
+    @property
+    def regressed(self) -> bool:
+        return any(v.verdict == "regressed" for v in self.metrics)
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "threshold": self.threshold,
+            "metrics": [v.to_json_dict() for v in self.metrics],
+            "conclusion": self.lines[-1],
+        }
+
+
+def without_measurement(output: str) -> str:
+    """The reproducer's output for a reader: its measurement line is for the judgement."""
+    return "\n".join(ln for ln in output.splitlines() if not ln.startswith(MEASURED_PREFIX))

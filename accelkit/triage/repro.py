@@ -19,6 +19,12 @@ with a Python that has torch. Which cases can be reproduced:
   perf cases (`accelkit bisect --case` reruns those alone).
 
 The file name is the case id made safe: `repro_conformance_opinfo_exp_float32.py`.
+
+`ReproRequest` is the command's options, checked before anything is read or written;
+`write_reproducer` writes the file only once the case is known to be reproducible (bad input
+leaves nothing), `exit_code` turns the reproducer's own status into accelkit's, and
+`judge_reproducer` reruns a perf reproducer for `--baseline` and returns the judgement
+(`accelkit.triage.perf_baseline`).
 """
 
 from __future__ import annotations
@@ -28,12 +34,12 @@ import difflib
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from accelkit.errors import BadInput
+from accelkit.errors import BadInput, Failed
 from accelkit.results.io import load_results
 from accelkit.results.model import Case, Results
 from accelkit.triage.bundle import (
@@ -45,6 +51,9 @@ from accelkit.triage.bundle import (
     file_module,
     render_script,
 )
+
+if TYPE_CHECKING:
+    from accelkit.triage.perf_baseline import BaselineJudgement
 
 ENTRY = "accelkit.triage.replay_main:main"
 FIXTURES_FROM_RECORD = ("device", "backend", "case_seed", "_accelkit_seed")
@@ -60,6 +69,83 @@ _COMMON = (
     "accelkit.suite.session.params",
     "accelkit.triage.replay_main",
 )
+
+
+EXIT_CODES = {0: 0, 1: 1, 2: 3}
+"""The reproducer's own statuses (0 passes, 1 fails as the case did, 2 cannot run here) as
+accelkit's exit codes (2 becomes 3, unavailable); any other status is a failure (1)."""
+
+
+def exit_code(returncode: int) -> int:
+    return EXIT_CODES.get(returncode, 1)
+
+
+@dataclass(frozen=True)
+class ReproRequest:
+    """`accelkit repro`'s options, checked (BadInput, one line) when made."""
+
+    case: str
+    source: Path
+    out: Path = Path(".")
+    run: bool = True
+    python: str | None = None
+    baseline: Path | None = None
+    passes: int = 1
+    threshold: float = 0.03
+
+    def __post_init__(self) -> None:
+        if self.out.exists() and not self.out.is_dir():
+            raise BadInput(f"--out {self.out}: not a directory")
+        if self.passes < 1:
+            raise BadInput(f"--passes: must be >= 1, got {self.passes}")
+        if not 0.0 < self.threshold < 1.0:
+            raise BadInput(
+                f"--threshold {self.threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)"
+            )
+        if self.baseline is not None:
+            if not self.case.startswith("perf/"):
+                raise BadInput("--baseline: judges perf cases only")
+            if not self.run:
+                raise BadInput("--baseline: needs the reproducer to run (drop --no-run)")
+        elif self.passes != 1:
+            raise BadInput("--passes: repeats a perf reproducer for --baseline; add --baseline")
+
+    @property
+    def interpreter(self) -> tuple[str, ...]:
+        """The Python to run the reproducer with (empty: the one running accelkit)."""
+        return (self.python,) if self.python else ()
+
+
+@dataclass(frozen=True)
+class Written:
+    """A reproducer on disk: its plan, its path and, with --baseline, the baseline's case."""
+
+    plan: ReproPlan
+    path: Path
+    baseline_case: Case | None
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {**self.plan.to_json_dict(), "script": str(self.path), "command": self.command}
+
+    @property
+    def command(self) -> str:
+        return f"python {self.path}"
+
+
+def write_reproducer(request: ReproRequest) -> Written:
+    """Check the baseline's case (with --baseline) and plan the reproducer, then make the
+    folder and write the file: bad input leaves nothing behind."""
+    base_case = None
+    if request.baseline is not None:
+        from accelkit.triage.perf_baseline import baseline_case
+
+        base_case = baseline_case(load_results(request.baseline), request.case)
+    plan = plan_repro(request.source, request.case)
+    try:
+        request.out.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise BadInput(f"--out {request.out}: cannot make the folder ({err.strerror})") from None
+    return Written(plan, write_repro(plan, request.out), base_case)
 
 
 @dataclass(frozen=True)
@@ -284,3 +370,39 @@ def run_repro(
     return subprocess.run(
         argv, capture_output=True, text=True, timeout=timeout_s, check=False, cwd=path.parent
     )
+
+
+def judge_reproducer(
+    script: Path,
+    first_output: str,
+    *,
+    baseline: Case,
+    source: Path,
+    case_id: str,
+    passes: int,
+    threshold: float,
+    python: Sequence[str] = (),
+    on_run: Callable[[int], None] | None = None,
+) -> BaselineJudgement:
+    """The perf reproducer `script`, already run once (`first_output`, its stdout), run until
+    it measured `passes` times, each its own process (`on_run(number)` before each), judged
+    against the baseline's case beside the recorded run's (`case_id` in `source`). Failed
+    when a run fails or prints no measurement, or no metric is on both sides."""
+    from accelkit.triage.perf_baseline import BaselineJudgement, against_baseline, parse_measured
+
+    runs = [parse_measured(first_output)]
+    for number in range(2, passes + 1):
+        if on_run is not None:
+            on_run(number)
+        proc = run_repro(script, python=python)
+        if proc.returncode != 0:
+            raise Failed(f"run {number} of the reproducer exited {proc.returncode}")
+        runs.append(parse_measured(proc.stdout))
+    measured = [r for r in runs if r is not None]
+    if len(measured) != len(runs):
+        raise Failed("the reproducer printed no measurement to judge")
+    recorded = next((c for c in load_results(source).cases if c.id == case_id), None)
+    verdicts = against_baseline(baseline, recorded, measured, threshold=threshold)
+    if not verdicts:
+        raise Failed("no metric of the case is in both the baseline and the measurement")
+    return BaselineJudgement(threshold, tuple(verdicts))
