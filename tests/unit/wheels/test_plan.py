@@ -239,7 +239,7 @@ def test_source_with_torch_ref_must_be_a_clean_checkout_of_it(tmp_path: Path) ->
     with pytest.raises(BadInput, match=r"has no ref v2\.14\.2 \(--torch-ref\)"):
         plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.2"))
     (tree / "version.txt").write_text("2.14.2\n")
-    with pytest.raises(BadInput, match="not a clean checkout of v2.14.1: tracked files changed"):
+    with pytest.raises(BadInput, match=r"not a clean checkout of v2\.14\.1: tracked files changed"):
         plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.1"))
     git = ["git", "-C", str(tree), "-c", "user.name=t", "-c", "user.email=t@example.com"]
     subprocess.run([*git, "commit", "--quiet", "-am", "moved on"], check=True)
@@ -247,5 +247,5 @@ def test_source_with_torch_ref_must_be_a_clean_checkout_of_it(tmp_path: Path) ->
         plan(_rocm(tmp_path / "out", gfx="gfx942", source=tree, torch_ref="v2.14.1"))
     plain = tmp_path / "plain"
     plain.mkdir()
-    with pytest.raises(BadInput, match="with --torch-ref v2.14.1: not a git checkout"):
+    with pytest.raises(BadInput, match=r"with --torch-ref v2\.14\.1: not a git checkout"):
         plan(_rocm(tmp_path / "out", gfx="gfx942", source=plain, torch_ref="v2.14.1"))
