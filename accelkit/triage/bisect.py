@@ -23,6 +23,10 @@ When the good build is newer than the bad one (looking for the build that fixed 
 something), the search runs from the newest build down: the "first bad" build is then the
 newest one still showing the bad behaviour, and the commit range is still written oldest
 first.
+
+`BisectRequest` is the command's options, checked when made; `find_builds` lists and
+selects its builds (all `--dry-run` needs), and `accelkit.triage.builds.run_bisect` puts an
+installer and a judge to the search.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 from packaging.version import InvalidVersion, Version
 
 from accelkit.errors import BadInput, Failed
+from accelkit.suite.run.request import AB_DEFAULT_PASSES
 
 Verdict = Literal["good", "bad", "unusable"]
 COMPARE_URL = "https://github.com/pytorch/pytorch/compare/{old}...{new}"
@@ -156,6 +161,81 @@ class BisectResult:
 
 class NothingToBisect(Failed):
     """The ends do not behave as good and bad: there is no change to find (exit 1)."""
+
+
+@dataclass(frozen=True)
+class BisectRequest:
+    """`accelkit bisect`'s options, checked (BadInput, one line) when made."""
+
+    case: str
+    good: str
+    bad: str
+    wheels: Path | None = None
+    index: str | None = None
+    envs: Path | None = None
+    images: bool = False
+    device: str = "cpu"
+    passes: int = AB_DEFAULT_PASSES
+    threshold: float = 0.03
+    metric: str | None = None
+    cache: Path | None = None
+    work: Path | None = None
+    timeout: float = 1800.0
+
+    def __post_init__(self) -> None:
+        from accelkit import backends
+
+        sources = (self.wheels, self.index, self.envs)
+        if sum(source is not None for source in sources) != 1:
+            raise BadInput(
+                "name where the builds come from: --wheels DIR, --index URL or --envs DIR"
+            )
+        if self.case.split("/", 1)[0] not in ("conformance", "perf"):
+            raise BadInput(f"--case {self.case}: a case id starts with conformance/ or perf/")
+        if self.images and self.wheels is None:
+            raise BadInput("--images: makes test images of wheels; add --wheels DIR")
+        if self.index is not None:
+            from accelkit.inputs import check_url
+
+            check_url("--index", self.index)
+        backends.get(self.device)
+        if self.passes < 1:
+            raise BadInput(f"--passes: must be >= 1, got {self.passes}")
+        if not 0.0 < self.threshold < 1.0:
+            raise BadInput(
+                f"--threshold {self.threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)"
+            )
+        for flag, folder in (("--cache", self.cache), ("--work", self.work)):
+            if folder is not None and folder.exists() and not folder.is_dir():
+                raise BadInput(f"{flag} {folder}: not a directory")
+
+    @property
+    def perf(self) -> bool:
+        return self.case.startswith("perf/")
+
+    def make_folders(self) -> None:
+        """Create --cache and --work (not for a dry run: it writes nothing)."""
+        for folder in (self.cache, self.work):
+            if folder is not None:
+                try:
+                    folder.mkdir(parents=True, exist_ok=True)
+                except OSError as exc:
+                    raise BadInput(f"{folder}: cannot create it ({exc.strerror})") from None
+
+
+def find_builds(request: BisectRequest) -> tuple[list[Build], bool]:
+    """The request's builds from --good to --bad, good first, and whether that is newest
+    first (`select`); BadInput when its source has no build for this Python and platform."""
+    if request.envs is not None:
+        found = builds_in_envs(request.envs)
+    elif request.wheels is not None:
+        found = builds_in_folder(request.wheels)
+    else:
+        found = builds_on_index(str(request.index))
+    if not found:
+        where = request.wheels or request.index or request.envs
+        raise BadInput(f"no torch build for this Python and platform in {where}")
+    return select(found, request.good, request.bad)
 
 
 # --------------------------------------------------------------------------------------

@@ -30,7 +30,10 @@ passes could not tell, and the step is measured again with twice the passes, the
 unusable (skipped, never guessed). `--threshold` is compare's minimum effect: bisecting a
 known 2x slowdown, a band of 20-50% keeps the machine's few-percent noise from deciding.
 The good build's environment must outlive its own step (it is side A of every later
-step): `accelkit bisect` keeps installed builds for the whole bisection.
+step): `run_bisect` keeps installed builds for the whole bisection.
+
+`run_bisect` is `accelkit bisect` after its options are checked: the installer its source
+asks for, the judge of its case, and the search (`accelkit.triage.bisect.bisect`).
 """
 
 from __future__ import annotations
@@ -52,7 +55,17 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from accelkit.suite.run.interpreters import IMAGE_PREFIX
-from accelkit.triage.bisect import Build, BuildUnusable, Environment, Verdict
+from accelkit.triage.bisect import (
+    BisectRequest,
+    BisectResult,
+    Build,
+    BuildUnusable,
+    Environment,
+    Installer,
+    Step,
+    Verdict,
+    bisect,
+)
 
 ACCELKIT_PARENT = Path(__file__).resolve().parent.parent.parent
 """The folder holding the `accelkit` package (put on PYTHONPATH of every step)."""
@@ -504,3 +517,43 @@ class CaseJudge:
             if passes * 2 > self.max_passes:
                 return "unusable", f"too noisy to decide: {text}"
             passes *= 2
+
+
+def run_bisect(
+    request: BisectRequest,
+    builds: Sequence[Build],
+    *,
+    reversed_order: bool = False,
+    on_start: Callable[[int], None] | None = None,
+    on_step: Callable[[Step], None] | None = None,
+) -> BisectResult:
+    """Bisect `builds` (from `find_builds`) for the request's case: each step's files in
+    --work (default: a temporary folder), installed builds in --cache (default: kept only
+    for a perf case, whose good build is side A of every step, and removed at the end).
+    `on_start(number of builds)` once the folders are made, `on_step` after each step."""
+    request.make_folders()
+    with tempfile.TemporaryDirectory(prefix="accelkit-bisect-") as tmp:
+        judge = CaseJudge(
+            request.case,
+            device=request.device,
+            work=request.work or Path(tmp),
+            passes=request.passes,
+            metric=request.metric,
+            timeout_s=request.timeout,
+            max_passes=4 * request.passes,
+            threshold=request.threshold,
+        )
+        # A perf step measures against the good build: it stays installed throughout.
+        keep = request.cache or (Path(tmp) / "builds" if request.perf else None)
+        if keep is not None:
+            keep.mkdir(exist_ok=True)
+        installer: Installer
+        if request.envs is not None:
+            installer = EnvInstaller()
+        elif request.images:
+            installer = ImageInstaller(request.device, timeout_s=max(request.timeout, 7200.0))
+        else:
+            installer = SiteInstaller(cache=keep)
+        if on_start is not None:
+            on_start(len(builds))
+        return bisect(builds, installer, judge, on_step=on_step, reversed_order=reversed_order)

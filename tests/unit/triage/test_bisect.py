@@ -16,6 +16,7 @@ import pytest
 
 from accelkit.errors import BadInput
 from accelkit.triage.bisect import (
+    BisectRequest,
     Build,
     BuildUnusable,
     Environment,
@@ -24,6 +25,7 @@ from accelkit.triage.bisect import (
     bisect,
     builds_in_folder,
     builds_on_index,
+    find_builds,
     iter_lines,
     parse_index_versions,
     select,
@@ -230,3 +232,53 @@ def test_a_wheel_says_its_version_and_git_hash_without_being_installed(tmp_path:
         )
     assert wheel_identity(wheel) == ("2.0.0+cpu", "abc123")
     assert wheel_identity(tmp_path / "missing.whl") == (None, None)
+
+
+# --------------------------------------------------------------------------------------
+# The command's request: its checks, in the order the command made them, and its builds
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({}, r"^name where the builds come from"),
+        ({"wheels": Path("w"), "index": "https://x.test/"}, r"^name where the builds come"),
+        ({"envs": Path("e"), "case": "unit/x"}, r"^--case unit/x: a case id starts with"),
+        ({"envs": Path("e"), "images": True}, r"^--images: makes test images of wheels"),
+        ({"envs": Path("e"), "device": "abacus"}, r"abacus"),
+        ({"envs": Path("e"), "passes": 0}, r"^--passes: must be >= 1, got 0$"),
+        ({"envs": Path("e"), "threshold": 0.0}, r"^--threshold 0.0: must be between 0 and 1"),
+    ],
+)
+def test_the_request_refuses_bad_options_in_one_line(
+    fields: dict[str, object], message: str
+) -> None:
+    values: dict[str, object] = {"case": "perf/gemm", "good": "2.0.0", "bad": "2.0.1", **fields}
+    with pytest.raises(BadInput, match=message):
+        BisectRequest(**values)  # type: ignore[arg-type]
+
+
+def test_the_request_finds_and_selects_its_builds(tmp_path: Path) -> None:
+    for version in ("2.0.0", "2.0.1", "2.0.2", "not-a-version"):
+        (tmp_path / version).mkdir()
+    request = BisectRequest("conformance/x", "2.0.2", "2.0.0", envs=tmp_path)
+    builds, reversed_order = find_builds(request)
+    assert [b.version for b in builds] == ["2.0.2", "2.0.1", "2.0.0"] and reversed_order
+    assert not request.perf and BisectRequest("perf/x", "a", "b", envs=tmp_path).perf
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(BadInput, match=r"^no torch build for this Python and platform in "):
+        find_builds(BisectRequest("conformance/x", "2.0.2", "2.0.0", envs=empty))
+
+
+def test_cache_and_work_must_be_folders_and_are_made_when_missing(tmp_path: Path) -> None:
+    file = tmp_path / "file"
+    file.write_text("x")
+    with pytest.raises(BadInput, match=r"^--work .*file: not a directory$"):
+        BisectRequest("conformance/x", "a", "b", envs=tmp_path, work=file)
+    request = BisectRequest(
+        "conformance/x", "a", "b", envs=tmp_path, cache=tmp_path / "c" / "d", work=tmp_path / "w"
+    )
+    assert not (tmp_path / "c").exists()  # made by the run, never by a dry run
+    request.make_folders()
+    assert (tmp_path / "c" / "d").is_dir() and (tmp_path / "w").is_dir()
