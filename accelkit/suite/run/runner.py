@@ -34,7 +34,7 @@ from accelkit.suite.run.request import (
     suite_path,
     validate,
 )
-from accelkit.suite.session import shard_session
+from accelkit.suite.session import sharding
 
 # pytest-xdist stops replacing crashed workers after this many; a crash must cost one case.
 _MAX_WORKER_RESTARTS = 100_000
@@ -126,7 +126,7 @@ def header(request: RunRequest, context: RunContext | None = None) -> Any:
             seed=request.seed,
             timeout_s=request.timeout_s,
             breadth=request.breadth,
-            shard=shard_session.shard_record(request.shard, request.durations_from),
+            shard=sharding.shard_record(request.shard, request.durations_from),
             target=context.target,
             compile_only=request.compile_only or None,
             toolchain=toolchain.describe() if toolchain is not None else None,

@@ -2,8 +2,8 @@
 
 Owns the pytest plugin (`plugin`: device option, markers, metrics, results file, events),
 stable case ids, recorded outputs for `accelkit diff`, failure details and the replay record
-for `accelkit repro`, case parameters as JSON, sharding (`sharding` decides from the ids,
-`shard_session` applies it in the session), the compile-cache counters, the lockstep
+for `accelkit repro`, case parameters as JSON, sharding (`sharding`: which cases a shard runs,
+decided from the ids and applied in the session), the compile-cache counters, the lockstep
 between A/B sides, and the workers that live across a run's passes (`run_scoped`).
 
 May import, inside `accelkit.suite`: `expectations` only. Every other room of the suite

@@ -254,7 +254,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     only = config.getoption("--accelkit-case", default=None)
     if only:
         _keep(config, items, lambda item: in_case(case_id(item.nodeid), only))
-    from accelkit.suite.session.shard_session import select_shard
+    from accelkit.suite.session.sharding import select_shard
 
     select_shard(config, items)
     if int(config.getoption("--accelkit-pass", default=1)) > 1:
@@ -467,16 +467,16 @@ class ResultsRecorder:
             self._emit({"event": "collected", "total": len(ids)})
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        from accelkit.suite.session.shard_session import SELECTIONS_KEY
+        from accelkit.suite.session.sharding import selections_key
 
         if not hasattr(session.config, "workerinput"):
-            self._record_selections(session.config.stash.get(SELECTIONS_KEY, {}))
+            self._record_selections(session.config.stash.get(selections_key(), {}))
             if session.items:
                 self._announce_total([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: Any) -> None:
-        from accelkit.suite.session.shard_session import SHARD_SELECTIONS
+        from accelkit.suite.session.sharding import SHARD_SELECTIONS
 
         sent = getattr(node, "workeroutput", {}).get(SHARD_SELECTIONS)
         if sent:

@@ -20,19 +20,40 @@ b -> 2, c -> 2 (6 < 10), d -> 1 (10 < 11), then e round-robin from the lighter s
 Every shard of a run records the digest of the case ids it chose from
 (`selection_digest`); `accelkit merge` refuses shards whose digests differ, since they did
 not split the same list and their union need not be the whole run.
+
+In the pytest session (`select_shard`, called by the plugin after `-k`/`-m`): the shard
+deselects every case outside it and records what it chose from, per suite (cases collected
+and selected, the digest); each xdist worker sends that with its `workeroutput`, and the
+controller stashes it for the results file's `run.shard` (`shard_record`).
+
+The request imports `ShardSpec` from here to check `--shard` before anything starts, so this
+module imports neither pytest nor the results model at its top: the session side imports
+them where it runs.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from accelkit.errors import BadInput
+from accelkit.suite.session.caseid import case_id, suite_of
+
+if TYPE_CHECKING:
+    import pytest
+
+    from accelkit.results.model import Shard
 
 SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
 MAX_SHARDS = 1000
+#: The `workeroutput` key under which an xdist worker sends what its shard chose from.
+SHARD_SELECTIONS = "accelkit_shard_selections"
 
 
 @dataclass(frozen=True)
@@ -132,3 +153,72 @@ def selection_digest(case_ids: Sequence[str]) -> str:
 def durations_of(results: object) -> dict[str, float]:
     """Case id -> seconds from a loaded results file (`accelkit.results.model.Results`)."""
     return {case.id: float(case.duration_s) for case in getattr(results, "cases", [])}
+
+
+# In the pytest session: the shard applied to the collected items.
+
+
+@functools.cache
+def selections_key() -> pytest.StashKey[dict[str, dict[str, Any]]]:
+    """The config stash key of what this session's shard chose from, per suite (made on first
+    use, so that importing this module imports no pytest)."""
+    import pytest
+
+    return pytest.StashKey[dict[str, dict[str, Any]]]()
+
+
+def select_shard(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Deselect every case outside this shard (`select`); record what the shard chose from
+    for the results file (a worker sends it with its `workeroutput`)."""
+    text = config.getoption("--accelkit-shard", default=None)
+    if not text:
+        return
+    spec = ShardSpec.parse(str(text))
+    durations = None
+    path = config.getoption("--accelkit-durations", default=None)
+    if path:
+        from accelkit.results.io import load_results
+
+        durations = durations_of(load_results(Path(path)))
+    ids = [case_id(item.nodeid) for item in items]
+    groups: dict[str, str] = {}
+    for item, case in zip(items, ids, strict=True):
+        mark = item.get_closest_marker("shard_group")
+        if mark is not None and mark.args:
+            groups[case] = str(mark.args[0])
+    chosen = select(ids, spec, groups=groups, durations=durations)
+    selections: dict[str, dict[str, Any]] = {}
+    for suite in sorted({suite_of(item.nodeid) for item in items}):
+        mine = [c for item, c in zip(items, ids, strict=True) if suite_of(item.nodeid) == suite]
+        selections[suite] = {
+            "cases": len(mine),
+            "selected": sum(c in chosen for c in mine),
+            "digest": selection_digest(mine),
+        }
+    config.stash[selections_key()] = selections
+    workeroutput = getattr(config, "workeroutput", None)
+    if isinstance(workeroutput, dict):
+        workeroutput[SHARD_SELECTIONS] = json.dumps(selections)
+    dropped = [item for item, case in zip(items, ids, strict=True) if case not in chosen]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item, case in zip(items, ids, strict=True) if case in chosen]
+
+
+def shard_record(shard: str | None, durations_from: Path | None) -> Shard | None:
+    """The results file's `run.shard` for a `--shard` run (the plugin adds what each
+    session chose from), else None."""
+    if shard is None:
+        return None
+    from accelkit.results.model import Shard
+
+    spec = ShardSpec.parse(shard)
+    digest = None
+    if durations_from is not None:
+        digest = hashlib.sha256(durations_from.read_bytes()).hexdigest()
+    return Shard(
+        index=spec.index,
+        count=spec.count,
+        balanced_by="durations" if digest else "count",
+        durations_sha256=digest,
+    )

@@ -5,6 +5,8 @@ tests/integration/test_merge.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -77,6 +79,20 @@ def test_a_group_weighs_its_cases_together() -> None:
 def test_the_selection_digest_ignores_order() -> None:
     assert selection_digest(["b", "a"]) == selection_digest(["a", "b", "a"])
     assert selection_digest(["a"]) != selection_digest(["a", "b"])
+
+
+def test_checking_a_request_loads_neither_pytest_nor_the_results_model() -> None:
+    """The request parses --shard with `ShardSpec`; the session side of the module imports
+    pytest and pydantic's results model only where it runs."""
+    code = (
+        "import sys\n"
+        "import accelkit.suite.run.request\n"
+        "print('pytest' in sys.modules, 'pydantic' in sys.modules)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert proc.stdout.split() == ["False", "False"]
 
 
 @pytest.mark.parametrize(
