@@ -1,8 +1,8 @@
 """NVIDIA CUDA. ROCm builds also answer torch.cuda, so this backend requires hip unset.
 
-Longer than 600 lines because it holds every fact about NVIDIA GPUs, one job: targets and
-toolkits, cross-compilation, containers and test images, device peaks and the capabilities
-only NVIDIA GPUs have (graph conditional nodes, sm_107, NVGEMM, nccl2).
+Every fact about NVIDIA GPUs: targets and toolkits, cross-compilation, containers and test
+images, device peaks and the capabilities only NVIDIA GPUs have (graph conditional nodes,
+sm_107, NVGEMM, nccl2).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Statistics for comparing two sets of samples of one metric (`base` and `new`).
 
 The rank test, the t quantiles and the sign-flip test themselves are in
-`accelkit.results.significance`. Longer than 600 lines because this docstring is where the
-method and its calibration are documented (230 lines); the code is under 400.
+`accelkit.results.significance`. This docstring is where the method and its calibration are
+documented.
 
 What is estimated
 -----------------
