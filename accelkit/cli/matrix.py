@@ -10,13 +10,15 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 
+from accelkit import options
 from accelkit.cli.app import app
 from accelkit.errors import BadInput
+from accelkit.options import Opt
 
 if TYPE_CHECKING:
     from accelkit.matrix import MatrixEntry
@@ -28,24 +30,31 @@ matrix_app = typer.Typer(
 )
 app.add_typer(matrix_app, name="matrix")
 
-FileArgument = Annotated[
-    Path, typer.Argument(help="A matrix file, e.g. matrices/nightly.yaml.", show_default=False)
-]
-FilterOption = Annotated[
-    list[str] | None,
-    typer.Option(
-        "--filter",
-        "-f",
-        metavar="KEY=VALUE",
-        help="Keep legs whose KEY matches VALUE (globs; commas mean any of). Repeatable; "
-        "keys: name, backend, backend_version, target, family, device, python, suite, "
-        "runner, build, container, variant, torch_channel, torch_ref.",
-        show_default=False,
-    ),
-]
-AllowEmptyOption = Annotated[
-    bool, typer.Option("--allow-empty", help="Exit 0 even when no leg is left.")
-]
+FILE = Opt("file", (), Path, ..., "A matrix file, e.g. matrices/nightly.yaml.", show_default=False)
+FILTERS = Opt(
+    "filters",
+    ("--filter", "-f"),
+    str,
+    None,
+    "Keep legs whose KEY matches VALUE (globs; commas mean any of). Repeatable; keys: name, "
+    "backend, backend_version, target, family, device, python, suite, runner, build, "
+    "container, variant, torch_channel, torch_ref.",
+    optional=True,
+    metavar="KEY=VALUE",
+    show_default=False,
+    multiple=True,
+)
+ALLOW_EMPTY = Opt(
+    "allow_empty", ("--allow-empty",), bool, False, "Exit 0 even when no leg is left."
+)
+RESULTS = Opt(
+    "results",
+    ("--results",),
+    Path,
+    ...,
+    "Tonight's results: DIR/<leg>/results.json.",
+    metavar="DIR",
+)
 
 
 def _legs(file: Path, filters: list[str] | None, allow_empty: bool) -> tuple[MatrixEntry, ...]:
@@ -60,8 +69,7 @@ def _legs(file: Path, filters: list[str] | None, allow_empty: bool) -> tuple[Mat
     return legs
 
 
-@matrix_app.command("validate")
-def validate(file: FileArgument) -> None:
+def validate(file: Path) -> None:
     """Check a matrix file: schema, values, runner labels, unique legs."""
     from accelkit.matrix import expand, load_matrix
 
@@ -71,15 +79,17 @@ def validate(file: FileArgument) -> None:
     typer.echo(f"{file}: ok, {len(legs)} legs ({', '.join(backends)})")
 
 
-@matrix_app.command("expand")
-def expand_command(
-    file: FileArgument,
-    filters: FilterOption = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the legs as a JSON list instead of a table.")
-    ] = False,
-    allow_empty: AllowEmptyOption = False,
-) -> None:
+matrix_app.command("validate")(options.command((FILE,), validate))
+
+EXPAND_OPTIONS = (
+    FILE,
+    FILTERS,
+    Opt("as_json", ("--json",), bool, False, "Print the legs as a JSON list instead of a table."),
+    ALLOW_EMPTY,
+)
+
+
+def expand_command(file: Path, filters: list[str] | None, as_json: bool, allow_empty: bool) -> None:
     """Show every leg the matrix expands to (after --filter), with its number of GitHub
     jobs (one per shard or node of a scaled-out leg)."""
     legs = _legs(file, filters, allow_empty)
@@ -114,12 +124,10 @@ def expand_command(
     make_console().print(table)
 
 
-@matrix_app.command("github")
-def github(
-    file: FileArgument,
-    filters: FilterOption = None,
-    allow_empty: AllowEmptyOption = False,
-) -> None:
+matrix_app.command("expand")(options.command(EXPAND_OPTIONS, expand_command))
+
+
+def github(file: Path, filters: list[str] | None, allow_empty: bool) -> None:
     """Print the compact {"include": [...]} for a workflow's strategy.matrix."""
     from accelkit.matrix import github_matrix
 
@@ -127,95 +135,129 @@ def github(
     sys.stdout.write(json.dumps(github_matrix(legs), separators=(",", ":")) + "\n")
 
 
-@matrix_app.command("run")
-def run_command(
-    file: FileArgument,
-    filters: FilterOption = None,
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Print the plan per leg; start nothing.")
-    ] = False,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print the plan (and outcomes) as JSON.")
-    ] = False,
-    output: Annotated[
+matrix_app.command("github")(options.command((FILE, FILTERS, ALLOW_EMPTY), github))
+
+RUN_OPTIONS = (
+    FILE,
+    FILTERS,
+    Opt("dry_run", ("--dry-run",), bool, False, "Print the plan per leg; start nothing."),
+    Opt("as_json", ("--json",), bool, False, "Print the plan (and outcomes) as JSON."),
+    Opt(
+        "output",
+        ("--output", "-o"),
         Path,
-        typer.Option(
-            "--output", "-o", help="Each leg's results land in DIR/<leg name>/, as in CI."
-        ),
-    ] = Path("leg-results"),
-    base_images: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--base-image",
-            metavar="[PYTHON=]IMAGE",
-            help="Base image for the setups (upstream images are never pulled): IMAGE for "
-            "every leg, PYTHON=IMAGE for the legs of that Python; repeatable, e.g. "
-            "--base-image 3.11=accelkit-base:bookworm --base-image 3.13=accelkit-base:trixie.",
-            show_default=False,
-        ),
-    ] = None,
-    torch_wheels: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--torch-wheel",
-            help="A torch wheel for the setups; each leg installs the one built for its "
-            "Python (repeatable).",
-            show_default=False,
-        ),
-    ] = None,
-    torch_index: Annotated[
-        str | None,
-        typer.Option(
-            "--torch-index",
-            help="Legs no --torch-wheel fits install torch from this index instead (it must "
-            "be reachable from here).",
-        ),
-    ] = None,
-    torch_spec: Annotated[
-        str | None,
-        typer.Option("--torch-spec", help="The requirement installed from --torch-index."),
-    ] = None,
-    torch_from_base: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--torch-from-base",
-            metavar="PYTHON",
-            help="Legs of this Python test the torch their base image already has (setup "
-            "--torch-from-base), e.g. --base-image 3.13=accelkit-base:trixie-torch "
-            "--torch-from-base 3.13 (Debian trixie's python3-torch); repeatable.",
-            show_default=False,
-        ),
-    ] = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="DIR",
-            help="Last night's results (DIR/<leg>/results.json): compare each leg with it as "
-            "the nightly does, and write OUTPUT/summary.md and OUTPUT/verdict.json.",
-        ),
-    ] = None,
-    skip_build: Annotated[
+        Path("leg-results"),
+        "Each leg's results land in DIR/<leg name>/, as in CI.",
+    ),
+    Opt(
+        "base_images",
+        ("--base-image",),
+        str,
+        None,
+        "Base image for the setups (upstream images are never pulled): IMAGE for every leg, "
+        "PYTHON=IMAGE for the legs of that Python; repeatable, e.g. --base-image "
+        "3.11=accelkit-base:bookworm --base-image 3.13=accelkit-base:trixie.",
+        optional=True,
+        metavar="[PYTHON=]IMAGE",
+        show_default=False,
+        multiple=True,
+    ),
+    Opt(
+        "torch_wheels",
+        ("--torch-wheel",),
+        Path,
+        None,
+        "A torch wheel for the setups; each leg installs the one built for its Python "
+        "(repeatable).",
+        optional=True,
+        show_default=False,
+        multiple=True,
+    ),
+    Opt(
+        "torch_index",
+        ("--torch-index",),
+        str,
+        None,
+        "Legs no --torch-wheel fits install torch from this index instead (it must be "
+        "reachable from here).",
+        optional=True,
+    ),
+    Opt(
+        "torch_spec",
+        ("--torch-spec",),
+        str,
+        None,
+        "The requirement installed from --torch-index.",
+        optional=True,
+    ),
+    Opt(
+        "torch_from_base",
+        ("--torch-from-base",),
+        str,
+        None,
+        "Legs of this Python test the torch their base image already has (setup "
+        "--torch-from-base), e.g. --base-image 3.13=accelkit-base:trixie-torch "
+        "--torch-from-base 3.13 (Debian trixie's python3-torch); repeatable.",
+        optional=True,
+        metavar="PYTHON",
+        show_default=False,
+        multiple=True,
+    ),
+    Opt(
+        "baseline",
+        ("--baseline",),
+        Path,
+        None,
+        "Last night's results (DIR/<leg>/results.json): compare each leg with it as the "
+        "nightly does, and write OUTPUT/summary.md and OUTPUT/verdict.json.",
+        optional=True,
+        metavar="DIR",
+    ),
+    Opt(
+        "skip_build",
+        ("--skip-build",),
         bool,
-        typer.Option(
-            "--skip-build",
-            help="Rehearse build legs without building torch (setup installs --torch-wheel).",
-        ),
-    ] = False,
-    keyword: Annotated[
-        str | None,
-        typer.Option("-k", help="Rehearsal-only narrowing: pass -k EXPR to each leg's test."),
-    ] = None,
-    test_args: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--test-arg",
-            metavar="ARG",
-            help="Rehearsal-only: append ARG to each leg's `accelkit test` options "
-            "(repeatable; write --test-arg=--workers --test-arg=0).",
-            show_default=False,
-        ),
-    ] = None,
+        False,
+        "Rehearse build legs without building torch (setup installs --torch-wheel).",
+    ),
+    Opt(
+        "keyword",
+        ("-k",),
+        str,
+        None,
+        "Rehearsal-only narrowing: pass -k EXPR to each leg's test.",
+        optional=True,
+    ),
+    Opt(
+        "test_args",
+        ("--test-arg",),
+        str,
+        None,
+        "Rehearsal-only: append ARG to each leg's `accelkit test` options (repeatable; write "
+        "--test-arg=--workers --test-arg=0).",
+        optional=True,
+        metavar="ARG",
+        show_default=False,
+        multiple=True,
+    ),
+)
+
+
+def run_command(
+    file: Path,
+    filters: list[str] | None,
+    dry_run: bool,
+    as_json: bool,
+    output: Path,
+    base_images: list[str] | None,
+    torch_wheels: list[Path] | None,
+    torch_index: str | None,
+    torch_spec: str | None,
+    torch_from_base: list[str] | None,
+    baseline: Path | None,
+    skip_build: bool,
+    keyword: str | None,
+    test_args: list[str] | None,
 ) -> None:
     """Rehearse legs locally the way the nightly workflow runs them (those this machine can).
 
@@ -224,30 +266,30 @@ def run_command(
     """
     from accelkit.cli.console import make_console
     from accelkit.errors import ExitCode
-    from accelkit.inputs import check_python
-    from accelkit.matrix import DockerHost, RehearsalOptions, plan_rehearsal, rehearse
+    from accelkit.matrix import (
+        DockerHost,
+        judge_outcome,
+        plan_rehearsal,
+        rehearsal_options,
+        rehearse,
+    )
 
     legs = _legs(file, filters, allow_empty=False)
-    extra = [*(["-k", keyword] if keyword is not None else []), *(test_args or [])]
-    every, per_python = _base_images(base_images or [])
-    if baseline is not None and not baseline.is_dir():
-        raise BadInput(f"--baseline {baseline}: not a directory")
-    options = RehearsalOptions(
+    settings = rehearsal_options(
         output=output,
-        base_image=every,
-        base_images=per_python,
-        torch_wheels=tuple(torch_wheels or ()),
+        base_images=base_images or (),
+        torch_wheels=torch_wheels or (),
         torch_index=torch_index,
         torch_spec=torch_spec,
-        torch_from_base=tuple(
-            check_python(python, flag="--torch-from-base") for python in torch_from_base or ()
-        ),
+        torch_from_base=torch_from_base or (),
         skip_build=skip_build,
-        test_args=tuple(extra),
+        keyword=keyword,
+        test_args=test_args or (),
+        baseline=baseline,
     )
     host = DockerHost()
     try:
-        plan = plan_rehearsal(legs, options, host)
+        plan = plan_rehearsal(legs, settings, host)
         out = make_console()
         log = make_console(stderr=True) if as_json else out
         if dry_run:
@@ -261,69 +303,17 @@ def run_command(
         outcome = rehearse(plan, host, _progress(log))
     finally:
         host.close()
-    code = int(outcome.exit_code)
-    data: dict[str, Any] = {"plan": plan.to_dict(), "outcome": outcome.to_dict()}
-    if baseline is not None and code != int(ExitCode.UNAVAILABLE):
-        ran = [leg.name for leg in outcome.legs if leg.status != "skipped"]
-        verdict = _write_verdict(ran, output, baseline, None, output / "summary.md")
-        (output / "verdict.json").write_text(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
-        data["verdict"] = verdict.to_json_dict()
-        if verdict.red:
-            code = max(code, int(ExitCode.FAILED))
+    run = judge_outcome(plan, outcome, output, baseline)
     if as_json:
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(json.dumps(run.to_dict(), indent=2) + "\n")
     else:
         _render_outcome(out, outcome)
-        if "verdict" in data:
-            _render_verdict(out, data["verdict"], output / "summary.md")
-    raise typer.Exit(code)
+        if run.verdict is not None:
+            _render_verdict(out, run.verdict.to_json_dict(), output / "summary.md")
+    raise typer.Exit(run.exit_code)
 
 
-def _base_images(values: list[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
-    """--base-image values: (the image for every leg, (python, image) pairs)."""
-    from accelkit.inputs import check_image, check_python
-
-    every: str | None = None
-    per_python: dict[str, str] = {}
-    for value in values:
-        python, sep, image = value.partition("=")
-        if not sep:
-            if every is not None:
-                raise BadInput("--base-image: one IMAGE for every leg; PYTHON=IMAGE for more")
-            every = check_image("--base-image", value)
-            continue
-        check_python(python, flag="--base-image")
-        if python in per_python:
-            raise BadInput(f"--base-image: Python {python} given twice")
-        per_python[python] = check_image("--base-image", image)
-    return every, tuple(per_python.items())
-
-
-def _write_verdict(
-    legs: list[str],
-    results: Path,
-    baseline: Path | None,
-    baseline_run: dict[str, Any] | None,
-    markdown: Path | None,
-    *,
-    max_age_hours: float | None = None,
-    threshold: float = 0.03,
-) -> Any:
-    from accelkit.results.io import atomic_write_text
-    from accelkit.results.nightly import DEFAULT_MAX_AGE_HOURS, judge_nightly
-    from accelkit.results.render.markdown import nightly_markdown
-
-    verdict = judge_nightly(
-        legs,
-        results,
-        baseline,
-        max_age_hours=DEFAULT_MAX_AGE_HOURS if max_age_hours is None else max_age_hours,
-        threshold=threshold,
-        baseline_run=baseline_run,
-    )
-    if markdown is not None:
-        atomic_write_text(markdown, nightly_markdown(verdict))
-    return verdict
+matrix_app.command("run")(options.command(RUN_OPTIONS, run_command))
 
 
 def _render_verdict(console: Any, verdict: dict[str, Any], summary: Path) -> None:
@@ -332,51 +322,68 @@ def _render_verdict(console: Any, verdict: dict[str, Any], summary: Path) -> Non
     print_nightly(console, verdict, summary)
 
 
-@matrix_app.command("compare")
-def compare_command(
-    file: FileArgument,
-    results: Annotated[
+COMPARE_OPTIONS = (
+    FILE,
+    RESULTS,
+    FILTERS,
+    Opt(
+        "baseline",
+        ("--baseline",),
         Path,
-        typer.Option("--results", metavar="DIR", help="Tonight's results: DIR/<leg>/results.json."),
-    ],
-    filters: FilterOption = None,
-    baseline: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline",
-            metavar="DIR",
-            help="The previous completed nightly's results (DIR/<leg>/results.json); absent "
-            "or empty: no baseline for any leg.",
-        ),
-    ] = None,
-    baseline_run: Annotated[
-        Path | None,
-        typer.Option(
-            "--baseline-run",
-            metavar="JSON",
-            help="The run the baseline came from, one object of `gh run list --json` "
-            "(named in the summary).",
-        ),
-    ] = None,
-    max_age: Annotated[
+        None,
+        "The previous completed nightly's results (DIR/<leg>/results.json); absent or empty: "
+        "no baseline for any leg.",
+        optional=True,
+        metavar="DIR",
+    ),
+    Opt(
+        "baseline_run",
+        ("--baseline-run",),
+        Path,
+        None,
+        "The run the baseline came from, one object of `gh run list --json` (named in the "
+        "summary).",
+        optional=True,
+        metavar="JSON",
+    ),
+    Opt(
+        "max_age",
+        ("--max-baseline-age",),
         float,
-        typer.Option(
-            "--max-baseline-age",
-            metavar="HOURS",
-            help="Name legs whose baseline is older than this.",
-        ),
-    ] = 48.0,
-    threshold: Annotated[
+        48.0,
+        "Name legs whose baseline is older than this.",
+        metavar="HOURS",
+    ),
+    Opt(
+        "threshold",
+        ("--threshold",),
         float,
-        typer.Option("--threshold", help="Minimum relative change that counts as a regression."),
-    ] = 0.03,
-    markdown: Annotated[
-        Path | None,
-        typer.Option("--markdown", metavar="PATH", help="Write the summary (Markdown)."),
-    ] = None,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print every leg's verdict as JSON on stdout.")
-    ] = False,
+        0.03,
+        "Minimum relative change that counts as a regression.",
+    ),
+    Opt(
+        "markdown",
+        ("--markdown",),
+        Path,
+        None,
+        "Write the summary (Markdown).",
+        optional=True,
+        metavar="PATH",
+    ),
+    Opt("as_json", ("--json",), bool, False, "Print every leg's verdict as JSON on stdout."),
+)
+
+
+def compare_command(
+    file: Path,
+    results: Path,
+    filters: list[str] | None,
+    baseline: Path | None,
+    baseline_run: Path | None,
+    max_age: float,
+    threshold: float,
+    markdown: Path | None,
+    as_json: bool,
 ) -> None:
     """Judge tonight's legs against the previous nightly: exit 1 when a leg is red.
 
@@ -384,28 +391,26 @@ def compare_command(
     list, a metric regressed, or a case is newly skipped. Legs without a baseline, or with
     one older than --max-baseline-age, are named in the summary.
     """
-    from accelkit.results.io import check_output_path
+    from accelkit.matrix.verdict import (
+        check_compare_options,
+        judge_night,
+        load_baseline_run,
+        present_baseline,
+    )
 
-    if not results.is_dir():
-        raise BadInput(f"--results {results}: not a directory")
-    if baseline is not None and baseline.exists() and not baseline.is_dir():
-        raise BadInput(f"--baseline {baseline}: not a directory")
-    if not 0.0 < threshold < 1.0:
-        raise BadInput(f"--threshold {threshold}: must be between 0 and 1 (e.g. 0.03 for 3%)")
-    if max_age <= 0:
-        raise BadInput(f"--max-baseline-age {max_age:g}: must be more than 0 hours")
-    if markdown is not None:
-        check_output_path(markdown, flag="--markdown")
-    run: dict[str, Any] | None = None
-    if baseline_run is not None:
-        run = _baseline_run(baseline_run)
+    check_compare_options(
+        results, baseline, max_age_hours=max_age, threshold=threshold, markdown=markdown
+    )
+    run = load_baseline_run(baseline_run) if baseline_run is not None else None
     legs = [leg.name for leg in _legs(file, filters, allow_empty=False)]
-    # An empty folder is what the workflow leaves when no previous nightly had results.
-    present = baseline if baseline is not None and baseline.is_dir() else None
-    if present is not None and not any(present.iterdir()):
-        present = None
-    verdict = _write_verdict(
-        legs, results, present, run, markdown, max_age_hours=max_age, threshold=threshold
+    verdict = judge_night(
+        legs,
+        results,
+        present_baseline(baseline),
+        run,
+        markdown,
+        max_age_hours=max_age,
+        threshold=threshold,
     )
     if as_json:
         sys.stdout.write(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
@@ -418,17 +423,7 @@ def compare_command(
         raise typer.Exit(1)
 
 
-def _baseline_run(path: Path) -> dict[str, Any] | None:
-    """The run object the workflow's baseline step wrote (`{}` or `null`: none)."""
-    try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise BadInput(f"--baseline-run {path}: {exc}") from None
-    if value in (None, {}):
-        return None
-    if not isinstance(value, dict):
-        raise BadInput(f"--baseline-run {path}: expected one run object of gh run list --json")
-    return value
+matrix_app.command("compare")(options.command(COMPARE_OPTIONS, compare_command))
 
 
 def _render_plan(console: Any, file: Path, plan: Any) -> None:
@@ -509,50 +504,53 @@ def _progress(console: Any) -> Callable[[str, dict[str, Any]], None]:
     return on_event
 
 
-@matrix_app.command("record")
+RECORD_OPTIONS = (
+    Opt(
+        "store",
+        (),
+        Path,
+        ...,
+        "The history folder (the `results` branch's checkout): index.json and "
+        "nights/<night>/<leg>/results.json.",
+        show_default=False,
+    ),
+    RESULTS,
+    Opt(
+        "verdict",
+        ("--verdict",),
+        Path,
+        None,
+        "Tonight's verdict (`accelkit matrix compare --json`), kept per leg.",
+        optional=True,
+        metavar="JSON",
+    ),
+    Opt("run_id", ("--run-id",), int, None, "The workflow run's id.", optional=True),
+    Opt("run_number", ("--run-number",), int, None, "The workflow run's number.", optional=True),
+    Opt("sha", ("--sha",), str, None, "The commit the night tested.", optional=True),
+)
+
+
 def record_command(
-    store: Annotated[
-        Path,
-        typer.Argument(
-            help="The history folder (the `results` branch's checkout): index.json and "
-            "nights/<night>/<leg>/results.json.",
-            show_default=False,
-        ),
-    ],
-    results: Annotated[
-        Path,
-        typer.Option("--results", metavar="DIR", help="Tonight's results: DIR/<leg>/results.json."),
-    ],
-    verdict: Annotated[
-        Path | None,
-        typer.Option(
-            "--verdict",
-            metavar="JSON",
-            help="Tonight's verdict (`accelkit matrix compare --json`), kept per leg.",
-        ),
-    ] = None,
-    run_id: Annotated[int | None, typer.Option("--run-id", help="The workflow run's id.")] = None,
-    run_number: Annotated[
-        int | None, typer.Option("--run-number", help="The workflow run's number.")
-    ] = None,
-    sha: Annotated[str | None, typer.Option("--sha", help="The commit the night tested.")] = None,
+    store: Path,
+    results: Path,
+    verdict: Path | None,
+    run_id: int | None,
+    run_number: int | None,
+    sha: str | None,
 ) -> None:
     """Add a night to a results history (what the nightly keeps in its `results` branch);
     `accelkit report --history STORE` draws its trends."""
     from accelkit.inputs import check_safe
+    from accelkit.matrix.verdict import load_verdict
     from accelkit.results.history_store import record_night
 
-    data: dict[str, Any] | None = None
-    if verdict is not None:
-        try:
-            data = json.loads(verdict.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise BadInput(f"--verdict {verdict}: {exc}") from None
-        if not isinstance(data, dict):
-            raise BadInput(f"--verdict {verdict}: not the JSON of accelkit matrix compare --json")
+    data = load_verdict(verdict) if verdict is not None else None
     if sha is not None:
         check_safe("--sha", sha)
     night = record_night(
         store, results, verdict=data, run_id=run_id, run_number=run_number, sha=sha
     )
     typer.echo(f"{store}: recorded night {night.night} ({len(night.legs)} legs)")
+
+
+matrix_app.command("record")(options.command(RECORD_OPTIONS, record_command))

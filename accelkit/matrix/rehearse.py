@@ -29,6 +29,10 @@ Where the rehearsal departs from the workflow, on purpose:
   merges them into `OUTPUT/<leg>/results.json` as the nightly's report job does.
 - A leg of `nodes: N` is not runnable: its jobs meet over a network at its rdzv_endpoint
   (tests/unit/suite/test_multinode.py runs `accelkit test --nnodes 2` on one host instead).
+
+`accelkit matrix run` is `rehearsal_options` (its flags, checked), `plan_rehearsal`,
+`rehearse`, then `judge_outcome` (with `--baseline`: the nightly's verdict of the legs that
+ran, `accelkit.matrix.verdict`); the command only renders.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ from accelkit.matrix.jobs import shard_dir
 from accelkit.matrix.model import MatrixEntry
 
 if TYPE_CHECKING:
+    from accelkit.results.nightly import NightlyVerdict
     from accelkit.setup.image import SetupPlan
     from accelkit.suite.run.request import RunRequest
 
@@ -509,6 +514,100 @@ def rehearse(
         emit(leg.leg.name, {"event": "leg-done", "outcome": outcome.to_dict()})
         outcomes.append(outcome)
     return RehearsalOutcome(tuple(outcomes))
+
+
+def parse_base_images(values: Sequence[str]) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """--base-image values: (the image for every leg, (python, image) pairs)."""
+    from accelkit.inputs import check_image, check_python
+
+    every: str | None = None
+    per_python: dict[str, str] = {}
+    for value in values:
+        python, sep, image = value.partition("=")
+        if not sep:
+            if every is not None:
+                raise BadInput("--base-image: one IMAGE for every leg; PYTHON=IMAGE for more")
+            every = check_image("--base-image", value)
+            continue
+        check_python(python, flag="--base-image")
+        if python in per_python:
+            raise BadInput(f"--base-image: Python {python} given twice")
+        per_python[python] = check_image("--base-image", image)
+    return every, tuple(per_python.items())
+
+
+def rehearsal_options(
+    *,
+    output: Path,
+    base_images: Sequence[str] = (),
+    torch_wheels: Sequence[Path] = (),
+    torch_index: str | None = None,
+    torch_spec: str | None = None,
+    torch_from_base: Sequence[str] = (),
+    skip_build: bool = False,
+    keyword: str | None = None,
+    test_args: Sequence[str] = (),
+    baseline: Path | None = None,
+) -> RehearsalOptions:
+    """`matrix run`'s flags checked (BadInput, one line) and made into options: `keyword`
+    (-k) goes before the other test arguments; `baseline`, judged after the run, must be a
+    folder."""
+    from accelkit.inputs import check_python
+
+    extra = [*(["-k", keyword] if keyword is not None else []), *test_args]
+    every, per_python = parse_base_images(base_images)
+    if baseline is not None and not baseline.is_dir():
+        raise BadInput(f"--baseline {baseline}: not a directory")
+    return RehearsalOptions(
+        output=output,
+        base_image=every,
+        base_images=per_python,
+        torch_wheels=tuple(torch_wheels),
+        torch_index=torch_index,
+        torch_spec=torch_spec,
+        torch_from_base=tuple(
+            check_python(python, flag="--torch-from-base") for python in torch_from_base
+        ),
+        skip_build=skip_build,
+        test_args=tuple(extra),
+    )
+
+
+@dataclass(frozen=True)
+class RehearsalRun:
+    """A rehearsal's plan and outcome and, with a baseline, its verdict (`accelkit matrix
+    run --json` prints `to_dict()`)."""
+
+    plan: RehearsalPlan
+    outcome: RehearsalOutcome
+    verdict: NightlyVerdict | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """The outcome's (0 passed, 1 a leg failed, 3 none could run), 1 when a leg is red."""
+        code = int(self.outcome.exit_code)
+        if self.verdict is not None and self.verdict.red:
+            code = max(code, int(ExitCode.FAILED))
+        return code
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"plan": self.plan.to_dict(), "outcome": self.outcome.to_dict()}
+        if self.verdict is not None:
+            data["verdict"] = self.verdict.to_json_dict()
+        return data
+
+
+def judge_outcome(
+    plan: RehearsalPlan, outcome: RehearsalOutcome, output: Path, baseline: Path | None
+) -> RehearsalRun:
+    """The rehearsal with, when a baseline is given and a leg ran, the legs that ran judged
+    against it as the nightly does (`OUTPUT/summary.md`, `OUTPUT/verdict.json`)."""
+    from accelkit.matrix.verdict import judge_rehearsal
+
+    if baseline is None or outcome.exit_code == ExitCode.UNAVAILABLE:
+        return RehearsalRun(plan, outcome)
+    ran = [leg.name for leg in outcome.legs if leg.status != "skipped"]
+    return RehearsalRun(plan, outcome, judge_rehearsal(ran, output, baseline))
 
 
 def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutcome:
