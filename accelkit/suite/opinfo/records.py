@@ -2,7 +2,7 @@
 
 Each rule is a frozen record that names the cases it applies to and carries the reason for
 it (a finding about the op, with what was measured), in the style of
-`accelkit.suite.peaks`. The tables themselves: `skips` (what is not compared), `scales`
+`accelkit.backends.peaks`. The tables themselves: `skips` (what is not compared), `scales`
 (constant widenings of the tolerance) and `sample_tables` (bounds that each sample decides).
 
 A `CaseRule` for `op` applies to its forward cases, with `grad=True` to its gradient cases,
