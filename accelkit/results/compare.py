@@ -46,7 +46,7 @@ from typing import Any, Literal, cast
 
 from accelkit.results import canary, stats
 from accelkit.results.environment import EnvironmentDifference, environment_differences
-from accelkit.results.model import BAD_STATUSES, Case, Metric, Results
+from accelkit.results.model import BAD_STATUSES, Case, MeasurementMethod, Metric, Results
 
 MetricVerdict = Literal[
     "regressed", "improved", "environment-shifted", "unchanged", "noisy", "missing"
@@ -104,6 +104,9 @@ class MetricComparison:
     """The canary case this metric was judged against (its kind's canary had moved)."""
     relative_ci: tuple[float, float] | None = None
     """The interval of the ratio once the machine's largest effect is taken out."""
+    method: MeasurementMethod | None = None
+    """How the new run measured it (the base's where the new run lacks it); None in files
+    before `Metric.method`."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -124,6 +127,7 @@ class MetricComparison:
             "missing_in": self.missing_in,
             "canary": self.canary,
             "relative_ci": list(self.relative_ci) if self.relative_ci is not None else None,
+            "method": self.method.model_dump() if self.method is not None else None,
             "reason": self.reason,
         }
 
@@ -219,6 +223,7 @@ def _compare_metric(
 ) -> MetricComparison:
     reference = new if new is not None else base
     assert reference is not None
+    method = reference.method or (base.method if base is not None else None)
     base_median = base.value if base is not None else None
     new_median = new.value if new is not None else None
 
@@ -235,6 +240,7 @@ def _compare_metric(
             ratio=None,
             ci=None,
             p_value=None,
+            method=method,
             base_samples=len(base.samples) if base is not None else 0,
             new_samples=len(new.samples) if new is not None else 0,
             missing_in=side,
@@ -278,6 +284,7 @@ def _compare_metric(
         new_samples=result.n_new,
         base_groups=groups[0] if groups is not None else None,
         new_groups=groups[1] if groups is not None else None,
+        method=method,
     )
 
 

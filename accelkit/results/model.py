@@ -28,6 +28,27 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class MeasurementMethod(_Model):
+    """How a perf metric was measured (written by the perf harness; absent in older files
+    and in metrics that were not timed, such as compile latencies).
+
+    timer: what timed each block ("perf_counter", "cuda events", "xpu
+    synchronize+perf_counter"). threads: torch's intra-op threads (`accelkit test
+    --threads`; numpy's canaries: the same count for OpenBLAS); None: the library's own
+    choice. cache: "rotated" (each call took the next of `input_sets` input sets,
+    `input_bytes` in all, so the previous call's operands were not what it read: cold
+    caches, as `triton.testing.do_bench` flushes L2 between calls) or "reused" (one input
+    set every call: warm caches, as `torch.utils.benchmark.Timer` measures): the same op
+    reads slower rotated, so two numbers compare only when they were measured alike.
+    """
+
+    timer: str
+    threads: int | None = None
+    cache: Literal["rotated", "reused"]
+    input_sets: int = 1
+    input_bytes: int | None = None
+
+
 class Metric(_Model):
     value: float
     unit: str
@@ -41,6 +62,8 @@ class Metric(_Model):
     # its own groups: `perf/compile/latency` in an interleaved A/B pass, where each sample
     # took its own lockstep turn and pairs with the other side's sample of that number.
     sample_groups: list[int] | None = None
+    # How it was measured (timer, threads, cache state); absent in files before the field.
+    method: MeasurementMethod | None = None
 
     @model_validator(mode="after")
     def _groups_match_samples(self) -> Metric:

@@ -19,6 +19,7 @@ from accelkit.results.render.text import (
     format_cell,
     iqr_share,
     legend,
+    methods_text,
     skipped_everywhere_line,
     spread_text,
     status_summary,
@@ -208,10 +209,17 @@ def report_html(
         if metrics:
             out.append(f'<h2 id="{_e(suite)}-metrics">{_e(suite)}: metrics</h2>')
             out.append(f'<div class="wrap"><table class="metrics" data-suite="{_e(suite)}">')
-            out.append(f"<thead><tr><th>case</th><th>metric</th><th>unit</th>{head}</tr></thead>")
+            # How each metric was measured, where a run says (files before it do not).
+            how = [methods_text([c.method if c else None for c in m.cells]) for m in metrics]
+            measured = any(how)
+            out.append(
+                "<thead><tr><th>case</th><th>metric</th><th>unit</th>"
+                + ("<th>measured</th>" if measured else "")
+                + f"{head}</tr></thead>"
+            )
             out.append("<tbody>")
-            for m in metrics:
-                cells: list[str] = []
+            for k, m in enumerate(metrics):
+                cells: list[str] = [f"<td>{_e(how[k])}</td>"] if measured else []
                 for index, cell in enumerate(m.cells):
                     cells.append(_metric_cell(m.case, m.metric, m.unit, cell, compared[index]))
                 direction = "higher is better" if m.higher_is_better else "lower is better"

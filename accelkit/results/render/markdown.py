@@ -32,6 +32,7 @@ from accelkit.results.render.text import (
     format_ratio,
     iqr_share,
     legend,
+    methods_text,
     skipped_everywhere_line,
     spread_text,
     status_summary,
@@ -391,18 +392,22 @@ def report_markdown(
         metrics = [m for m in report.metrics if m.suite == suite]
         if metrics:
             lines += [f"### {suite}: metrics", ""]
+            # How each metric was measured, where a run says (files before it do not).
+            how = [methods_text([c.method if c else None for c in m.cells]) for m in metrics]
+            measured = ["measured"] if any(how) else []
             lines += step_summary.table(
-                ["case", "metric", *columns],
+                ["case", "metric", *measured, *columns],
                 (
                     [
                         _cell(m.case),
                         f"{_cell(m.metric)} ({_cell(m.unit)})",
+                        *([_cell(how[k])] if measured else []),
                         *(
                             _metric_cell(m.case, m.metric, m.unit, c, compared[i])
                             for i, c in enumerate(m.cells)
                         ),
                     ]
-                    for m in metrics
+                    for k, m in enumerate(metrics)
                 ),
             )
             lines.append("")

@@ -71,6 +71,7 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
         canary_summary,
         format_ci,
         format_ratio,
+        method_text,
         metrics_by_severity,
     )
 
@@ -84,15 +85,18 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
             differ.add_row(d.label, Text(d.base or "not recorded"), Text(d.new or "not recorded"))
         console.print(differ)
     if comparison.metrics:
+        # How each metric was measured (timer, threads, cache state), where the files say.
+        measured = any(m.method is not None for m in comparison.metrics)
         metrics = table(
             "Metrics (new vs base)",
-            ("verdict", "case", "metric", "base", "new", "ratio", "CI", "why"),
+            ("verdict", "case", "metric", "base", "new", "ratio", "CI", "why")
+            + (("measured",) if measured else ()),
             right=("base", "new"),
         )
         ordered = metrics_by_severity(comparison)
         for m in ordered:
             style = VERDICT_STYLE[m.verdict]
-            cells = (
+            cells: tuple[str, ...] = (
                 m.case,
                 m.metric,
                 format_value(m.base_median, m.unit),
@@ -101,6 +105,8 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
                 format_ci(m),
                 m.reason,
             )
+            if measured:
+                cells += (method_text(m.method),)
             metrics.add_row(
                 Text(m.verdict, style=style),
                 *(Text(cell) for cell in cells),
@@ -118,6 +124,9 @@ def print_comparison(console: Console, comparison: Comparison) -> None:
                 )
                 console.print(head)
                 console.print(Padding(Text(m.reason, style="dim"), (0, 0, 0, 4)))
+                if m.method is not None:
+                    how = Text(f"measured: {method_text(m.method)}", style="dim")
+                    console.print(Padding(how, (0, 0, 0, 4)))
     if comparison.cases:
         order = {"newly_failing": 0, "still_failing": 2, "missing_in_new": 3}
         lost = set(comparison.skipped_after_passing)

@@ -6,6 +6,7 @@ the same thing in the same way.
     band_text(m)         ->  1.300x [1.262, 1.341] regressed
     format_cell(c, "s")  ->  1.3 ms (12.0% of peak) ~
     status_summary(...)  ->  3 passed, 1 failed
+    method_text(method)  ->  inputs rotated through 4.25 MiB (8 sets); perf_counter; 1 thread
 
 Pure functions of the models (`accelkit.results.compare`, `accelkit.results.report`); none
 decides a verdict.
@@ -17,8 +18,8 @@ from collections.abc import Sequence
 
 from accelkit.results import canary
 from accelkit.results.compare import CANARY_PREFIX, Comparison, MetricComparison
-from accelkit.results.model import STATUSES
-from accelkit.results.render.units import format_value
+from accelkit.results.model import STATUSES, MeasurementMethod
+from accelkit.results.render.units import format_bytes, format_value
 from accelkit.results.report.model import Cell, Report, present_runs, skipped_everywhere
 from accelkit.results.report.verdicts import CanaryState, RunComparison
 
@@ -153,3 +154,27 @@ def skipped_everywhere_line(report: Report, suite: str) -> str | None:
     common = sorted(reasons.items(), key=lambda item: -item[1])[:3]
     listed = ", ".join(f'"{reason}" ({count})' for reason, count in common)
     return f"{len(rows)} cases skipped in every run, not listed (most often: {listed})"
+
+
+def method_text(method: MeasurementMethod | None) -> str:
+    """How a perf metric was measured, in one line: `inputs rotated through 4.25 MiB (8
+    sets); perf_counter; 1 thread`, or `inputs reused (warm caches); cuda events; torch's
+    threads`; empty where the file does not say (files before `Metric.method`)."""
+    if method is None:
+        return ""
+    if method.cache == "rotated":
+        spread = f"{format_bytes(method.input_bytes)} " if method.input_bytes else ""
+        cache = f"inputs rotated through {spread}({method.input_sets} sets)"
+    else:
+        cache = "inputs reused (warm caches)"
+    if method.threads is None:
+        threads = "torch's threads"
+    else:
+        threads = f"{method.threads} thread" + ("" if method.threads == 1 else "s")
+    return f"{cache}; {method.timer}; {threads}"
+
+
+def methods_text(methods: Sequence[MeasurementMethod | None]) -> str:
+    """The distinct ways the runs measured one metric, joined by " / " (runs that measured
+    alike say it once); empty when none says."""
+    return " / ".join(text for text in dict.fromkeys(map(method_text, methods)) if text)

@@ -2,7 +2,8 @@
 
 Rates (units ending in `/s`) from 1e3 up get k, M, G, T or P; seconds below one get m, µ or
 n. `format_value(1.234e-3, "s")` is `'1.234 ms'`, `format_value(4.5e12, "FLOP/s")` is
-`'4.5 TFLOP/s'`. `axis_scale` picks one prefix for a whole plot axis from its largest value.
+`'4.5 TFLOP/s'`; `format_bytes(8 << 20)` is `'8 MiB'`. `axis_scale` picks one prefix for a
+whole plot axis from its largest value.
 """
 
 from __future__ import annotations
@@ -50,3 +51,16 @@ def axis_scale(values: Iterable[float], unit: str) -> tuple[float, str]:
             if top >= scale:
                 return scale, f"{prefix}s"
     return 1.0, unit
+
+
+_BYTE_PREFIXES: tuple[tuple[int, str], ...] = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def format_bytes(count: int | None) -> str:
+    """A size in binary units, as memory is sized: 8388608 is `'8 MiB'`; None is -."""
+    if count is None:
+        return "-"
+    for scale, unit in _BYTE_PREFIXES:
+        if count >= scale:
+            return f"{count / scale:.4g} {unit}"
+    return f"{count} B"

@@ -20,7 +20,7 @@ from accelkit.results.differential import (
     is_differential_document,
     load_differential,
 )
-from accelkit.results.model import STATUSES, SUITES, Case, Metric
+from accelkit.results.model import STATUSES, SUITES, Case, MeasurementMethod, Metric
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.report.discover import Run, discover
 
@@ -36,6 +36,8 @@ class Cell:
     noisy: bool
     peak_fraction: float | None
     peak_source: str | None
+    method: MeasurementMethod | None = None
+    """How the run measured it (`Metric.method`); None in files before the field."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +120,7 @@ class Report:
                             "noisy": c.noisy,
                             "peak_fraction": c.peak_fraction,
                             "peak_source": c.peak_source,
+                            "method": c.method.model_dump() if c.method else None,
                         }
                         for c in m.cells
                     ],
@@ -164,6 +167,7 @@ def _cell(metric: Metric) -> Cell:
         noisy=noisy,
         peak_fraction=float(fraction) if isinstance(fraction, (int, float)) else None,
         peak_source=str(source) if source is not None else None,
+        method=metric.method,
     )
 
 

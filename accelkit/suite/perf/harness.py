@@ -7,7 +7,8 @@ device's memory, once per process, at collection time (case ids carry the sizes)
 
 All timing goes through `accelkit.suite.perf.timing` (one timing module). Each metric carries
 `value` (median), `unit`, `higher_is_better`, `samples`, `iqr`, `iqr_over_median`,
-`noisy`, the timer used and, where the device's ceiling is known, `peak`,
+`noisy`, the timer used, how it was measured (`method`: timer, threads, cache state:
+rotated inputs or reused ones) and, where the device's ceiling is known, `peak`,
 `peak_fraction` and `peak_source` ("table" or "measured", see `accelkit.backends.peaks`).
 
 torch is imported inside functions only: collecting the suite on a machine without a
@@ -303,6 +304,18 @@ class PerfContext:
         timer = self.timer(fn, args=args, arg_sets=arg_sets, on_host=on_host)
         return timer.blocked_autorange(**kwargs)
 
+    def method(self, measurement: Measurement) -> dict[str, Any]:
+        """How `measurement` was taken, as the results file's `Metric.method` records it:
+        its timer, the threads (None: torch's own choice) and whether the calls rotated
+        through several input sets (cold caches) or reused one (warm)."""
+        return {
+            "timer": measurement.timer,
+            "threads": self.threads,
+            "cache": "rotated" if measurement.input_sets > 1 else "reused",
+            "input_sets": measurement.input_sets,
+            "input_bytes": measurement.input_bytes,
+        }
+
     @property
     def scope(self) -> str:
         """Where the cases' work runs: "host" (a device in host memory) or "device"; recorded
@@ -352,12 +365,13 @@ class PerfContext:
         measurement: Measurement,
         **extra: Any,
     ) -> None:
-        """Record one `Measurement.*_metric()` dict with the timer, thread count, noise
-        warning and `extra` keys."""
+        """Record one `Measurement.*_metric()` dict with the timer, thread count, how it
+        was measured (`method`), noise warning and `extra` keys."""
         value, unit, higher, samples, rest = metric_fields(metric)
         rest["timer"] = measurement.timer
         if self.threads is not None:
             rest["threads"] = self.threads
+        rest["method"] = self.method(measurement)
         if measurement.warning:
             rest["warning"] = measurement.warning
         rest.update(extra)
@@ -400,6 +414,7 @@ class PerfContext:
         metric.update(unit="x", higher_is_better=True)
         metric.pop("calls_per_sample", None)
         value, unit, higher, samples, rest = metric_fields(metric)
+        rest["method"] = self.method(numerator)
         rest.update(extra)
         record_metric(name, value, unit, higher, samples=samples, **rest)
 

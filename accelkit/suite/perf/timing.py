@@ -116,6 +116,10 @@ class Measurement:
     warmup_calls: int = 0
     timer: str = ""
     """How the blocks were timed, e.g. "perf_counter" or "cuda events"."""
+    input_sets: int = 1
+    """Argument sets the calls rotated through (1: every call took the same arguments)."""
+    input_bytes: int | None = None
+    """Bytes of every set's array arguments together (None: none had `nbytes`)."""
 
     def __post_init__(self) -> None:
         if not self.samples:
@@ -392,6 +396,18 @@ class Timer:
     def timer_description(self) -> str:
         return self._block_timer.description
 
+    @property
+    def input_sets(self) -> int:
+        """The argument sets the calls rotate through (1: the same arguments every call)."""
+        return len(self._arg_sets)
+
+    def input_bytes(self) -> int | None:
+        """The bytes of the array arguments (torch tensors, numpy arrays: `nbytes`) of every
+        argument set together: what rotating through them spreads over; None without any."""
+        sizes = [getattr(a, "nbytes", None) for args in self._arg_sets for a in args]
+        known = [int(size) for size in sizes if isinstance(size, int)]
+        return sum(known) if known else None
+
     def _block(self, number: int) -> Callable[[], None]:
         """One block of `number` calls. Without keyword arguments the call is `fn(*args)`,
         and over `itertools.repeat`, as timeit's loop makes it: an empty `**kwargs` and
@@ -524,6 +540,8 @@ class Timer:
             number_per_sample=number,
             warmup_calls=warmed,
             timer=self._block_timer.description,
+            input_sets=self.input_sets,
+            input_bytes=self.input_bytes(),
         )
 
 
@@ -580,6 +598,8 @@ def measure_interleaved(
             number_per_sample=numbers[name],
             warmup_calls=warmed[name],
             timer=timer.timer_description,
+            input_sets=timer.input_sets,
+            input_bytes=timer.input_bytes(),
         )
         for name, timer in timers.items()
     }

@@ -12,7 +12,7 @@ import pytest
 from accelkit.errors import BadInput
 from accelkit.results.io import load_results, write_results
 from accelkit.results.junit import junit_xml
-from accelkit.results.model import Results, Summary, json_schema
+from accelkit.results.model import Metric, Results, Summary, json_schema
 from accelkit.results.writer import ResultsWriter, now_iso
 from accelkit.suite.session.caseid import case_id, suite_of
 from tests.factories import case, grouped_metric, metric, results
@@ -148,3 +148,21 @@ def test_junit_maps_statuses() -> None:
 def test_case_ids(nodeid: str, expected: str) -> None:
     assert case_id(nodeid) == expected
     assert suite_of(nodeid) == expected.split("/")[0]
+
+
+def test_a_metric_says_how_it_was_measured_and_old_files_still_load() -> None:
+    """`Metric.method` is optional: a file written before it loads with None."""
+    old = Metric.model_validate({"value": 1e-3, "unit": "s", "higher_is_better": False})
+    assert old.method is None
+    method = {
+        "timer": "perf_counter",
+        "threads": 1,
+        "cache": "rotated",
+        "input_sets": 8,
+        "input_bytes": 4456448,
+    }
+    new = Metric.model_validate({**old.model_dump(exclude={"method"}), "method": method})
+    assert new.method is not None and new.method.model_dump() == method
+    assert Metric.model_validate_json(new.model_dump_json()) == new
+    with pytest.raises(ValueError, match="cache"):
+        Metric.model_validate({**old.model_dump(), "method": {**method, "cache": "lukewarm"}})

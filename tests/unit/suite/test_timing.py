@@ -241,6 +241,18 @@ def test_rotating_argument_sets_cycle_per_call() -> None:
     assert len(m.samples) == 4
 
 
+def test_a_measurement_says_what_its_calls_rotated_through() -> None:
+    """`Metric.method`'s cache state: the sets and the bytes of their arrays."""
+    clock = FakeClock()
+    sets = [(np.zeros(256, dtype=np.float32), np.zeros(64, dtype=np.float64)) for _ in range(8)]
+    rotated = Timer(ScriptedWork(clock, constant(UNIT)), arg_sets=sets, clock=clock)
+    m = rotated.blocked_autorange(warmup_calls=1, number=1, min_samples=2, min_run_time=0.0)
+    assert (m.input_sets, m.input_bytes) == (8, 8 * (256 * 4 + 64 * 8))
+    reused = Timer(ScriptedWork(clock, constant(UNIT)), args=("no array",), clock=clock)
+    m = reused.blocked_autorange(warmup_calls=1, number=1, min_samples=2, min_run_time=0.0)
+    assert (m.input_sets, m.input_bytes) == (1, None)
+
+
 def test_args_and_kwargs_are_passed() -> None:
     seen: list[tuple[tuple[object, ...], dict[str, object]]] = []
 
