@@ -119,7 +119,10 @@ def check_closed(modules: Sequence[Embedded], *, roots: Iterable[str] = ("accelk
     packages = {".".join(n.split(".")[:end]) for n in names for end in range(1, n.count(".") + 1)}
     root_names = set(roots)
     for module in modules:
-        for imported in sorted(module_imports(module, top_level_only=True)):
+        # Deepest first: `from accelkit.a import b` names the module a.b before its package.
+        for imported in sorted(
+            module_imports(module, top_level_only=True), key=lambda n: (-n.count("."), n)
+        ):
             if imported.split(".")[0] not in root_names:
                 continue
             if imported in names or imported in packages:
