@@ -165,6 +165,10 @@ class TestImageSpec:
     must succeed in the image with no device (the compile-only cases for `arch`);
     `device_checks` must succeed with the backend's container options, and run only on a
     host that has the device (the graph-capture smoke cases).
+
+    `sdk_requirements` are distribution names of the torch wheel's requirements that only
+    the backend SDK's own index serves (TheRock's `rocm`): a wheel requiring one is set up
+    with its build's manifest beside it, which names that index (accelkit/wheels/manifest.py).
     """
 
     dockerfile: str
@@ -177,6 +181,7 @@ class TestImageSpec:
     links: Mapping[str, str] = field(default_factory=dict, hash=False)
     checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
     device_checks: Mapping[str, tuple[str, ...]] = field(default_factory=dict, hash=False)
+    sdk_requirements: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for name in ("build_args", "probes", "links", "checks", "device_checks"):

@@ -127,6 +127,9 @@ PRELOADS: tuple[RocmLibrary, ...] = (
 )
 PRELOAD_SHORTNAMES: tuple[str, ...] = tuple(lib.shortname for lib in PRELOADS)
 
+#: The distribution of TheRock's pip SDK (`rocm[libraries]`, `rocm[devel]`, the device
+#: extras), which only TheRock's indexes serve (PyPI's `rocm` is a placeholder).
+SDK_DISTRIBUTION = "rocm"
 #: The module whose warnings mean the wheel and the installed SDK disagree (rocm_sdk warns
 #: "The program was compiled against a ROCm version matching ..." on a version mismatch).
 SDK_MODULE = "rocm_sdk"
@@ -497,6 +500,8 @@ class RocmBackend(BackendDefaults):
             # triton's AMD backend builds hsaco with the LLVM it carries: no device needed.
             checks={f"compile-only {arch}": compile_only(self.name, arch)} if arch else {},
             device_checks={"graph capture": suite_smoke(self.name)},
+            # A built wheel requires rocm[libraries]==<its SDK>: TheRock's index alone has it.
+            sdk_requirements=(SDK_DISTRIBUTION,),
         )
 
     def host_has_device(self, host_root: Path = Path("/")) -> bool:

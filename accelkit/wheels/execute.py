@@ -16,6 +16,8 @@
    venv, with the SDK index as an extra index, and imported with the plan's smoke checks.
 5. manifest.json: inputs, the plan, the resolved values, the builder image and its id,
    per-step durations, sha256 and size of every artifact, the validation and smoke results.
+   `accelkit setup` reads it back (accelkit/wheels/manifest.py): the SDK index a wheel's
+   SDK requirement is installed from.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from accelkit.errors import Failed, Unavailable
 from accelkit.incontainer.build_steps import STEP_MARKER
 from accelkit.incontainer.steps import UnsetVariable
 from accelkit.wheels import pipconfig
+from accelkit.wheels.manifest import MANIFEST_NAME, MANIFEST_SCHEMA
 from accelkit.wheels.plan import (
     CONTAINER_ACCELKIT,
     CONTAINER_CCACHE,
@@ -47,7 +50,6 @@ from accelkit.wheels.plan import (
 )
 from accelkit.wheels.wheel import WheelReport, sha256, validate_wheel
 
-MANIFEST_SCHEMA = "accelkit.build-manifest/1"
 #: Lines of the build log shown when a step fails.
 FAILURE_TAIL_LINES = 40
 
@@ -320,7 +322,7 @@ def write_manifest(
         "smoke": smoke,
         "log": str(log_path),
     }
-    path = output / "manifest.json"
+    path = output / MANIFEST_NAME
     atomic_write_text(path, json.dumps(manifest, indent=2, default=str) + "\n")
     return path
 

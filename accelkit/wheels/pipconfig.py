@@ -12,6 +12,7 @@ a file:// index of the host means nothing inside a container.
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,14 @@ from pathlib import Path
 CONTAINER_PIP_DIR = "/tmp/accelkit-pip"  # noqa: S108 (a path in containers, not here)
 #: The CA bundle containers get when the host names none (Debian's and Ubuntu's path).
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")
+#: The user-info part of a URL (`user:token@`), which may hold a secret.
+_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@")
+
+
+def shown_url(url: str) -> str:
+    """`url` as logs, plans and errors may show it: any user-info replaced by `****`
+    (https://user:token@host/simple/ -> https://****@host/simple/), as pip redacts it."""
+    return _USERINFO.sub(r"\1****@", url)
 
 
 @dataclass(frozen=True)

@@ -95,10 +95,12 @@ def plan_build(request: BuildRequest) -> BuildPlan:
         # Always name the device extras: on a GPU-less builder the sdist would guess.
         extras = ["libraries", "devel", *(f"device-{gfx}" for gfx in request.targets)]
     index = check_url("--index-url", request.index_url or default_index)
-    requirement = f"rocm[{','.join(extras)}]==@{{rocm_version}}"
+    requirement = f"{backend.SDK_DISTRIBUTION}[{','.join(extras)}]==@{{rocm_version}}"
     torch = torch_version(request)
     full_version = f"{torch}+@{{rocm_local}}"
-    runtime_requirement = "rocm[libraries]==@{rocm_version}"
+    # Only TheRock's index serves it: `accelkit setup` installs it from the index named in
+    # the build's manifest (accelkit/wheels/manifest.py).
+    runtime_requirement = f"{backend.SDK_DISTRIBUTION}[libraries]==@{{rocm_version}}"
     flash = request.triton and any(
         gfx.startswith(backend.AOTRITON_TARGET_PREFIXES) for gfx in request.targets
     )

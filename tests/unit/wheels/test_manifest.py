@@ -1,0 +1,146 @@
+"""The build manifest read back beside a built wheel (accelkit/wheels/manifest.py): the SDK a
+ROCm wheel pins, and the index its build installed that SDK from. The manifests are written
+by `accelkit build`'s own `write_manifest` from a real ROCm plan."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from accelkit.errors import BadInput
+from accelkit.wheels.execute import write_manifest
+from accelkit.wheels.manifest import MANIFEST_NAME, sdk_requirements, wheel_sdk
+from accelkit.wheels.pipconfig import shown_url
+from accelkit.wheels.recipes import plan
+from accelkit.wheels.request import BuildRequest
+from tests import rocm_standin
+
+SDK = "7.14.1rc1"
+WHEEL_VERSION = f"2.14.1+rocm{SDK}"
+INDEX = "https://rocm.nightlies.amd.com/whl-multi-arch/"
+
+
+def built_wheelhouse(
+    output: Path,
+    *,
+    index: str = INDEX,
+    requires: tuple[str, ...] = (f"rocm[libraries]=={SDK}", "filelock"),
+    manifest: bool = True,
+) -> Path:
+    """A wheelhouse as `accelkit build rocm --output OUTPUT` leaves it: a torch wheel that pins
+    its SDK, and the manifest of its build (from the real plan, `--index-url index`)."""
+    output.mkdir(parents=True, exist_ok=True)
+    wheel = rocm_standin.make_wheel(
+        output,
+        "torch",
+        WHEEL_VERSION,
+        {"torch/__init__.py": ""},
+        requires=requires,
+        tag="cp311-cp311-linux_x86_64",
+    )
+    if manifest:
+        request = BuildRequest.from_params(
+            dict(
+                backend="rocm",
+                output=output,
+                rocm_version="7.14",
+                pre=True,
+                gfx="gfx942",
+                index_url=index,
+                triton=False,
+            )
+        )
+        resolved = {"rocm_version": SDK, "rocm_local": f"rocm{SDK}"}
+        log = output / "build-rocm.log"
+        write_manifest(
+            plan(request), output, "builder:1", "sha256:0", True, {}, [wheel], (), None,
+            time.time(), log, resolved,
+        )  # fmt: skip
+    return wheel
+
+
+def _edit(wheel: Path, change: Any) -> None:
+    path = wheel.parent / MANIFEST_NAME
+    data = json.loads(path.read_text())
+    change(data)
+    path.write_text(json.dumps(data))
+
+
+def test_the_sdk_pin_and_the_index_of_its_build(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse")
+    sdk = wheel_sdk(wheel, ("rocm",))
+    assert sdk is not None
+    assert sdk.index_url == INDEX
+    assert sdk.requirements == (f"rocm[libraries]=={SDK}",)  # exactly as the wheel pins it
+    assert sdk.manifest == wheel.parent / MANIFEST_NAME
+    # A wheel that requires no SDK distribution reads no manifest (a CPU wheel, PyTorch's
+    # own ROCm wheels, which bundle the libraries).
+    cpu = built_wheelhouse(tmp_path / "cpu", requires=("filelock",), manifest=False)
+    assert wheel_sdk(cpu, ("rocm",)) is None
+    assert wheel_sdk(wheel, ()) is None
+    assert sdk_requirements(["Rocm[libraries] == 7.14", "rocm-sdk-core==1", "x"], ["rocm"]) == [
+        "Rocm[libraries] == 7.14"
+    ]
+
+
+def test_credentials_in_the_index_are_kept_for_pip_and_never_shown(tmp_path: Path) -> None:
+    secret = "https://ci:s3cr3t-token@rocm.example.org/whl/"
+    wheel = built_wheelhouse(tmp_path / "wheelhouse", index=secret)
+    sdk = wheel_sdk(wheel, ("rocm",))
+    assert sdk is not None and sdk.index_url == secret
+    assert sdk.shown_index == "https://****@rocm.example.org/whl/"
+    assert "s3cr3t" not in json.dumps(sdk.to_dict())
+    assert shown_url(INDEX) == INDEX
+
+
+def _refusal(wheel: Path) -> str:
+    with pytest.raises(BadInput) as caught:
+        wheel_sdk(wheel, ("rocm",))
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_wheel_without_its_manifest_is_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse", manifest=False)
+    message = _refusal(wheel)
+    assert f"requires rocm[libraries]=={SDK}, which only its SDK's index serves" in message
+    assert "no manifest.json of its build is beside it" in message
+
+
+def test_a_manifest_of_another_build_is_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse")
+    _edit(wheel, lambda d: d["artifacts"][0].update(sha256="0" * 64))
+    assert "is another build's: its torch-2.14.1" in _refusal(wheel)
+    _edit(wheel, lambda d: d.update(artifacts=[]))
+    assert "is another build's: it lists no torch-2.14.1" in _refusal(wheel)
+
+
+def test_a_manifest_naming_another_index_or_none_is_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse")
+    other = "https://ci:tok@mirror.example.org/rocm/"
+    _edit(wheel, lambda d: d["plan"].update(index_url=other))
+    message = _refusal(wheel)
+    assert "names two SDK indexes: https://****@mirror.example.org/rocm/ (plan.index_url)" in (
+        message
+    )
+    assert f"and {INDEX} (inputs.index)" in message and "tok" not in message
+    _edit(wheel, lambda d: (d["plan"].update(index_url=None), d["inputs"].pop("index")))
+    assert "names no SDK index" in _refusal(wheel)
+    for index in ("file:///opt/rocm-index/", "https://x.org/$(id)/"):
+        _edit(wheel, lambda d, i=index: d["plan"].update(index_url=i))
+        assert "is not an http(s):// URL that a test image's pip can use" in _refusal(wheel)
+
+
+def test_an_unreadable_manifest_and_a_loose_pin_are_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse")
+    (wheel.parent / MANIFEST_NAME).write_text("{not json")
+    assert "not a readable build manifest" in _refusal(wheel)
+    (wheel.parent / MANIFEST_NAME).write_text('{"schema": "other/1"}')
+    assert "not an accelkit build manifest (schema 'other/1'" in _refusal(wheel)
+    loose = built_wheelhouse(tmp_path / "loose", requires=("rocm[libraries]>=7.14",))
+    assert "a built wheel pins its SDK exactly (==)" in _refusal(loose)
