@@ -5,8 +5,14 @@ downloaded into CONTEXT by fetch_inputs.py, which the same RUN step deletes afte
 
 Reads CONTEXT/install.json:
   torch_wheels:   wheel files (names in CONTEXT/torch/) to install with --no-deps, followed
-                  by CONTEXT/torch-requirements.txt (their requirements, GPU runtimes a CPU
-                  image does not need left out), or else
+                  by torch_sdk's requirements, then CONTEXT/torch-requirements.txt (their
+                  other requirements, GPU runtimes a CPU image does not need left out);
+  torch_sdk:      {index_url, requirements}: the wheel's SDK pins (rocm[libraries]==7.14.1rc1)
+                  and the index its build installed the SDK from, installed from that index
+                  alone: no configuration file, no PIP_* variable, only the CA bundle of
+                  CONTEXT/pip (PyPI's `rocm` is a placeholder; an extra index must not offer
+                  one). The index may hold credentials: the printed command hides them;
+  or else
   torch_index:    an index URL and torch_spec, installed with their dependencies, with
                   pip's --pre when torch_pre is true (nightly and test channels), or else
   torch_from_base: true: the base image's own torch, which this venv (made with
@@ -34,6 +40,7 @@ import fnmatch
 import importlib.metadata
 import importlib.util
 import json
+import os
 import re
 import subprocess
 import sys
@@ -45,10 +52,27 @@ from types import ModuleType
 TORCH_SOURCE_SCRIPT = "torch_source.py"
 
 
-def pip(*args: str) -> None:
+#: The user-info part of a URL (`user:token@`), hidden where a command is printed.
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]*@")
+
+
+def pip(*args: str, env: dict[str, str] | None = None) -> None:
     argv = [sys.executable, "-m", "pip", "install", "--no-cache-dir", *args]
-    print("+ " + " ".join(argv), flush=True)
-    subprocess.run(argv, check=True)
+    print("+ " + _USERINFO.sub(r"\1****@", " ".join(argv)), flush=True)
+    subprocess.run(argv, check=True, env=env)
+
+
+def pip_from_sdk_index(context: Path, index_url: str, requirements: list[str]) -> None:
+    """`requirements` from `index_url` alone: pip reads no configuration file and no PIP_*
+    variable (an extra index or find-links of the runner must not serve an SDK package),
+    and trusts the CA bundle the host's pip settings name."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_")}
+    env["PIP_CONFIG_FILE"] = os.devnull
+    cert = context / "pip" / "ca.pem"
+    options = ["--disable-pip-version-check", "--index-url", index_url]
+    if cert.is_file():
+        options += ["--cert", str(cert)]
+    pip(*options, *requirements, env=env)
 
 
 def has_requirements(path: Path) -> bool:
@@ -153,6 +177,9 @@ def main(context: Path) -> int:
             pip(*missing)
     elif wheels:
         pip("--no-deps", *wheels)
+        sdk = spec.get("torch_sdk")
+        if sdk:
+            pip_from_sdk_index(context, str(sdk["index_url"]), list(sdk["requirements"]))
         if has_requirements(context / "torch-requirements.txt"):
             pip("-r", str(context / "torch-requirements.txt"))
     else:

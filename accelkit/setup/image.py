@@ -18,8 +18,10 @@ for that Python (Debian trixie for 3.13) needs nothing else. A `--torch-wheel` b
 another Python is refused before anything is built.
 
 The torch: a wheel (`--torch-wheel`, installed without the GPU runtimes a CPU image does not
-need), an index (`--torch-index`, `--torch-channel`), or the base image's own
-(`--torch-from-base`: NGC's PyTorch images, a distribution's python3-torch such as Debian
+need; the SDK a ROCm build pins, `rocm[libraries]==<exact>`, from the index its build
+installed the SDK from, named by the build's manifest beside the wheel:
+accelkit.wheels.manifest), an index (`--torch-index`, `--torch-channel`), or the base image's
+own (`--torch-from-base`: NGC's PyTorch images, a distribution's python3-torch such as Debian
 trixie's). For the last, the venv is made with `--system-site-packages`, nothing installs
 torch, and the install step fails when the venv's interpreter cannot import one; the
 base image's id, hashed into the tag, stands for its torch.
@@ -55,6 +57,7 @@ from accelkit.inputs import (
 )
 from accelkit.setup.request import SetupRequest
 from accelkit.wheels import pipconfig
+from accelkit.wheels.manifest import WheelSdk, sdk_requirements, wheel_sdk
 from accelkit.wheels.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
 
 LineCallback = Callable[[str], None]
@@ -92,6 +95,9 @@ class SetupPlan:
     """PyTorch's channel the index install comes from (pre-releases for nightly, test)."""
     torch_from_base: bool = False
     """The torch under test is the base image's own (no wheel, no index)."""
+    torch_sdk: WheelSdk | None = None
+    """The wheel's SDK requirements and the index its build installed the SDK from (its
+    manifest): installed from that index alone, before the wheel's other requirements."""
 
     @property
     def torch_pre(self) -> bool:
@@ -130,6 +136,7 @@ class SetupPlan:
                 "pre": self.torch_pre,
                 "from_base": self.torch_from_base,
                 "skip_requirements": list(self.skip_requirements),
+                "sdk": self.torch_sdk.to_dict() if self.torch_sdk is not None else None,
             },
             "accelkit_source": str(self.accelkit_source),
             "verify": ["accelkit doctor --json", *(" ".join(p) for p in self.probes.values())],
@@ -159,6 +166,12 @@ class SetupPlan:
         lines.append(f"  torch: {torch}")
         if self.torch_wheel and self.skip_requirements:
             lines.append("    not installed with it: " + ", ".join(self.skip_requirements))
+        if self.torch_sdk is not None:
+            lines.append(
+                f"    its SDK: {', '.join(self.torch_sdk.requirements)} from "
+                f"{self.torch_sdk.shown_index} alone (the index of its build: "
+                f"{self.torch_sdk.manifest})"
+            )
         lines.append(f"  accelkit: a wheel of {self.accelkit_source} (installed with --no-deps)")
         lines += [f"  also installed: {requirement}" for requirement in self.spec.requirements]
         lines.append("  verify: accelkit doctor --json (with the device where this host has it)")
@@ -212,6 +225,7 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
                 "is none: give one"
             )
     wheel = None
+    sdk = None
     if request.torch_wheel is not None and not check_files:
         wheel = request.torch_wheel
     elif request.torch_wheel is not None:
@@ -223,6 +237,9 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
             problem = wheel_python_problem(parsed.python, parsed.abi, python)
             if problem is not None:
                 raise BadInput(f"--torch-wheel {wheel.name}: {problem}")
+        # A wheel built against a pip SDK (ROCm's rocm[libraries]==<exact>) gets it from the
+        # index its build used, which the build's manifest beside the wheel names.
+        sdk = wheel_sdk(wheel, spec.sdk_requirements)
     index = spec.build_args.get("TORCH_INDEX_URL")
     if channel is not None:
         index = backend.torch_index(channel)
@@ -262,6 +279,7 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
         python=python,
         torch_channel=channel if wheel is None else None,
         torch_from_base=request.torch_from_base,
+        torch_sdk=sdk,
     )
 
 
@@ -326,6 +344,11 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
         hashed["accelkit:torch"] = "from the base image"  # its id is hashed above
     elif plan.torch_wheel is not None:
         hashed["accelkit:torch"] = f"{plan.torch_wheel.name}:{sha256(plan.torch_wheel)}"
+        if plan.torch_sdk is not None:
+            # The index itself (never shown; only its hash is in the tag): another index may
+            # serve other files under the same version.
+            sdk = {"index": plan.torch_sdk.index_url, "requires": plan.torch_sdk.requirements}
+            hashed["accelkit:torch-sdk"] = json.dumps(sdk, sort_keys=True)
     else:
         hashed["accelkit:torch"] = f"{plan.torch_spec} from {plan.torch_index}"
     return f"{plan.repository}:" + content_tag(plan.dockerfile, hashed)
@@ -489,6 +512,14 @@ def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping
         torch_reqs = runtime_requirements(
             requires_dist(plan.torch_wheel), skip=plan.skip_requirements
         )
+        if plan.torch_sdk is not None:
+            # From the SDK's index alone (install.py), before the rest from pip's settings.
+            install["torch_sdk"] = {
+                "index_url": plan.torch_sdk.index_url,
+                "requirements": list(plan.torch_sdk.requirements),
+            }
+            from_sdk = set(sdk_requirements(torch_reqs, plan.spec.sdk_requirements))
+            torch_reqs = [line for line in torch_reqs if line not in from_sdk]
     elif plan.torch_from_base:
         install["torch_from_base"] = True
         install["torch_skip"] = list(plan.skip_requirements)

@@ -17,10 +17,14 @@ what stands in for what cannot be reached here, each as strict as the real thing
 
 The leg's other changes, for cost: Python 3.11 (the builder image the build tests make: one
 image, not two), one shard (each shard job builds its own wheel; the nightly's 2 differ only
-in `--shard`), and a tiny `-k`. The job clones the stand-in PyTorch at the leg's ref, builds
-and smoke-tests the wheel with the real `accelkit build rocm`, pulls its base image, and then
-fails at its setup: the rehearsal's finding (SETUP_FINDING), before the one step that needs
-the GPU (`accelkit test --device rocm`). This module prints the ROCm leg's step coverage,
+in `--shard`), and a tiny `-k`; and its setup without `--arch` (SETUP_WITHOUT_ARCH). The job
+clones the stand-in PyTorch at the leg's ref, builds and smoke-tests the wheel with the real
+`accelkit build rocm`, pulls its base image and sets up the leg's test image with the real
+`accelkit setup rocm --torch-wheel wheelhouse`: the wheel requires `rocm[libraries]==<its
+SDK>`, which setup installs from the index the build's manifest names (the stand-in, as
+strict as TheRock's: nothing else serves it), then verifies the image (doctor, the preloads
+through rocm_sdk with its warnings as errors). The one step left is the one that needs the
+GPU (`accelkit test --device rocm`). This module prints the ROCm leg's step coverage,
 tests/integration/test_workflows_act.py the CPU night's.
 
 Run it alone: `python -m pytest tests/integration/test_workflows_act_rocm.py`.
@@ -80,6 +84,7 @@ def rocm_leg(index: str, base_image: str) -> dict[str, Any]:
         base_image=base_image,
         runner={TARGET: entry["runner"][TARGET]},
         build_args=[*entry["build_args"], *standins],
+        setup_args=[a for a in entry["setup_args"] if not a.startswith("--arch")],
         test_args=["-k", "while_loop"],
     )
     return leg
@@ -127,14 +132,11 @@ def _explain(run: ActRun) -> str:
     return f"act exited {run.returncode}; log: {run.workdir / 'act.log'}\n" + run.text[-6000:]
 
 
-#: What the rehearsal found: the leg's test image cannot be set up. The built wheel requires
-#: rocm[libraries]==<the SDK it was built against>, which only TheRock's index serves, and
-#: `accelkit setup` installs the wheel's requirements from the runner's pip settings alone:
-#: the leg names the SDK index to its build (`--index-url`), never to its setup.
-SETUP_FINDING = (
-    "the test image's pip finds no rocm[libraries]==<the build's SDK>: setup is given no SDK "
-    "index (the build's --index-url is not passed on), only the runner's pip settings"
-)
+#: Why the rehearsal's setup has no `--arch gfx942`: proving a target runs its compile-only
+#: cases with the image's Inductor and triton, which the stand-in PyTorch does not have
+#: (tests/unit/setup/test_image_targets.py::test_a_rocm_image_proves_its_gfx_target covers
+#: the proof).
+SETUP_WITHOUT_ARCH = "the stand-in PyTorch has no Inductor or triton to compile for gfx942"
 NEEDS_GPU = "needs a ROCm GPU: accelkit test --device rocm (this host has no /dev/kfd)"
 
 
@@ -166,27 +168,40 @@ def test_the_rocm_leg_builds_its_wheel_from_the_clone_at_its_ref(rocm_night: Act
 
 
 @pytest.mark.timeout(ACT_TIMEOUT_S + 120)
-def test_the_rocm_leg_stops_where_this_host_cannot_go_on(rocm_night: ActRun) -> None:
-    """The job fails at its setup (the finding above), the step before the one that needs the
-    GPU; the leg's files are still uploaded. Its step coverage is printed."""
+def test_the_rocm_leg_sets_up_its_image_from_the_builds_sdk_index(rocm_night: ActRun) -> None:
+    """The job sets up the test image of the wheel it built, its SDK from the index of its
+    build (the manifest beside the wheel), and stops at the one step that needs the GPU; the
+    leg's files are still uploaded. Its step coverage is printed."""
     run = rocm_night
-    assert run.jobs()[LEG] == "failure", _explain(run)
     steps = run.steps(LEG)
-    assert steps["Set up the backend"] == "failure"
-    setup = run.lines(LEG, "Set up the backend")
-    assert "No matching distribution found for rocm[libraries]==7.14.1rc1" in setup, setup[-3000:]
-    assert "Test" not in steps or steps["Test"] == "skipped", steps
+    assert steps["Set up the backend"] == "success", _explain(run)
+    # The SDK from the build's index alone (the stand-in's, from the manifest beside the
+    # wheel), pinned as the wheel pins it, then verified.
+    setup_log = run.lines(LEG, "Set up the backend")
+    sdk_install = [line for line in setup_log.splitlines() if "rocm[libraries]==7.14.1rc1" in line]
+    assert any("--index-url http://127.0.0.1:" in line for line in sdk_install), sdk_install
+    setup = json.loads(_artifact_file(run, "setup.json").read_text())
+    verified = setup["verified"]
+    assert verified["torch"]["version"] == "2.14.1+rocm7.14.1rc1", verified
+    assert verified["torch"]["source"]["kind"] == "wheel", verified
+    assert verified["checks"]["preload"] == "without device", verified
+    assert verified["device"] is False
+    # Then the GPU step, the only one this host cannot run.
+    assert run.jobs()[LEG] == "failure", _explain(run)
+    assert steps["Test"] == "failure", steps
+    assert "rocm: not available" in run.lines(LEG, "Test"), run.lines(LEG, "Test")[-3000:]
     assert steps["Upload the leg's results"] == "success"
     rows = leg_coverage(
         run,
         [LEG],
         elsewhere={"Last night's case durations": "executed on the sharded CPU leg"},
         needs_device={"Test": NEEDS_GPU},
-        findings={"Set up the backend": SETUP_FINDING},
     )
     print_coverage(f"leg job step coverage (nightly.yml under act, the ROCm leg {LEG}):", rows)
     states = {name: state for name, state, _ in rows}
     assert all(states[step] == "executed" for step in BUILD_LEG_STEPS), rows
+    assert states["Set up the backend"] == "executed", rows
+    assert states["Test"] == "not runnable", rows
     assert "unexplained" not in states.values(), rows
 
 
