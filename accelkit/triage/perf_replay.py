@@ -205,7 +205,7 @@ BUILDERS: dict[str, Callable[[Any, dict[str, Any], str], Built]] = {
 
 
 def _spread(samples: list[float]) -> tuple[float, float, float]:
-    from accelkit.suite.perf.timing import _spread as spread
+    from accelkit.suite.perf.timing import spread
 
     return spread(samples) if samples else (float("nan"),) * 3
 

@@ -138,7 +138,7 @@ def test_perf_replay_needs_only_the_standard_library_and_what_it_embeds() -> Non
     assert ours <= {
         "accelkit.suite.perf.timing",
         "accelkit.suite.perf.timing.Timer",
-        "accelkit.suite.perf.timing._spread",
+        "accelkit.suite.perf.timing.spread",
     }, ours
     ast.parse(module.source)
 

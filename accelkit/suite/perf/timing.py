@@ -94,14 +94,14 @@ def _quantile(sorted_values: Sequence[float], q: float) -> float:
     return sorted_values[below] + (sorted_values[above] - sorted_values[below]) * fraction
 
 
-def _spread(samples: Sequence[float]) -> tuple[float, float, float]:
+def spread(samples: Sequence[float]) -> tuple[float, float, float]:
     """(p25, median, p75) of the samples."""
     ordered = sorted(samples)
     return _quantile(ordered, 0.25), _quantile(ordered, 0.5), _quantile(ordered, 0.75)
 
 
 def _iqr_over_median(samples: Sequence[float]) -> float:
-    p25, median, p75 = _spread(samples)
+    p25, median, p75 = spread(samples)
     return (p75 - p25) / median if median > 0 else math.inf
 
 
@@ -129,7 +129,7 @@ class Measurement:
 
     @property
     def median(self) -> float:
-        return _spread(self.samples)[1]
+        return spread(self.samples)[1]
 
     @property
     def mean(self) -> float:
@@ -137,15 +137,15 @@ class Measurement:
 
     @property
     def p25(self) -> float:
-        return _spread(self.samples)[0]
+        return spread(self.samples)[0]
 
     @property
     def p75(self) -> float:
-        return _spread(self.samples)[2]
+        return spread(self.samples)[2]
 
     @property
     def iqr(self) -> float:
-        p25, _, p75 = _spread(self.samples)
+        p25, _, p75 = spread(self.samples)
         return p75 - p25
 
     @property
@@ -175,7 +175,7 @@ class Measurement:
         return f"Interquartile range is {ratio:.1%} of the median measurement. {cause}"
 
     def _spread_keys(self, samples: Sequence[float]) -> dict[str, Any]:
-        p25, median, p75 = _spread(samples)
+        p25, median, p75 = spread(samples)
         ratio = (p75 - p25) / median if median > 0 else math.inf
         return {
             "value": median,

@@ -234,7 +234,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
                 side = SIDES[index]
                 part = parts[index]
                 status = statuses[index]
-                exits[index] = runner._combined_exit(exits[index], status)
+                exits[index] = runner.combined_exit(exits[index], status)
                 if status not in (0, 1, NO_TESTS):
                     raise _stopped(side, status, log_path)
                 if status == NO_TESTS:
@@ -263,7 +263,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> AbOutcome
         failed = comparison.fails or any(code != ExitCode.OK for code in codes)
         kept_log = request.log_path
         if kept_log is None and failed:
-            kept_log = runner._keep(log_path)
+            kept_log = runner.keep_log(log_path)
         return AbOutcome(
             results=(pooled[0], pooled[1]),
             comparison=comparison,
@@ -339,12 +339,12 @@ def _header(common: Any, env: dict[str, Any], side: str, runs: Side, request: Ru
 
 def _stopped(side: str, status: int, log_path: Path) -> Exception:
     from accelkit.errors import Failed
-    from accelkit.suite.run.runner import _keep, _last_error_line
+    from accelkit.suite.run.runner import keep_log, last_error_line
 
-    kept = _keep(log_path)
+    kept = keep_log(log_path)
     return Failed(
         f"--ab side {side.upper()}: pytest ended with status {status}: "
-        f"{_last_error_line(log_path)} (log: {kept})"
+        f"{last_error_line(log_path)} (log: {kept})"
     )
 
 
@@ -418,7 +418,7 @@ class HostSide:
     def run_pass(self, request: RunRequest, run: Pass) -> int:
         from accelkit.suite.run import runner
 
-        return runner._run_pytest(
+        return runner.run_pytest(
             request,
             run.part,
             run.log,

@@ -268,7 +268,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
             if index:  # the file stays `finished: null` until the last phase has ended
                 _reopen(results_path)
             emit(run_plan.session_event(suites[0], 1, request.passes))
-            status = _run_pytest(
+            status = run_pytest(
                 request,
                 results_path,
                 log_path,
@@ -278,13 +278,13 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
                 append_log=index > 0,
                 context=context,
             )
-            pytest_exit = _combined_exit(pytest_exit, status)
+            pytest_exit = combined_exit(pytest_exit, status)
             if status not in (0, 1, NO_TESTS):
                 break
         results = load_results(results_path)
         if request.passes > 1 and pytest_exit in (0, 1) and _measured_perf(results):
             results, status = _more_passes(request, results, results_path, log_path, emit, context)
-            pytest_exit = _combined_exit(pytest_exit, status)
+            pytest_exit = combined_exit(pytest_exit, status)
         if not results.cases and not outcome.empty_share(results, pytest_exit):
             _refuse_a_run_without_cases(request, results_path, log_path, pytest_exit)
         if not results.cases:
@@ -296,7 +296,7 @@ def run(request: RunRequest, on_event: EventCallback | None = None) -> RunOutcom
         if request.log_path is None:
             kept_log = None
             if exit_code != ExitCode.OK or pytest_exit not in (0, 1):
-                kept_log = _keep(log_path)
+                kept_log = keep_log(log_path)
         return RunOutcome(
             results=results, exit_code=exit_code, log_path=kept_log, pytest_exit=pytest_exit
         )
@@ -374,7 +374,7 @@ def phases(request: RunRequest) -> list[tuple[tuple[str, ...], int]]:
     return planned
 
 
-def _combined_exit(first: int, second: int) -> int:
+def combined_exit(first: int, second: int) -> int:
     """One pytest exit status for two sessions: "no tests" only when neither ran any;
     otherwise the worse (0 ok < 1 failures < 2 interrupted < 3 internal < 4 usage)."""
     if first == NO_TESTS:
@@ -425,7 +425,7 @@ def _more_passes(
             header = _with_run(header_only, compile_cache=results.run.compile_cache)
             ResultsWriter(part_path, header).write()
             on_event(run_plan.session_event("perf", number, request.passes))
-            exit_status = _run_pytest(
+            exit_status = run_pytest(
                 request,
                 part_path,
                 log_path,
@@ -480,7 +480,7 @@ def pass_header(what: str, number: int, label: str = "") -> bytes:
     return f"\n===== accelkit: {what}, pass {number}{label} =====\n".encode()
 
 
-def _run_pytest(
+def run_pytest(
     request: RunRequest,
     results_path: Path,
     log_path: Path,
@@ -569,14 +569,14 @@ def _refuse_a_run_without_cases(
     ran, so a job cannot read this run as one that found nothing wrong."""
     error: BadInput | Failed
     if pytest_exit == 2:
-        error = BadInput(f"the suite could not start: {_last_error_line(log_path)}")
+        error = BadInput(f"the suite could not start: {last_error_line(log_path)}")
     elif pytest_exit == NO_TESTS:
         what = f"-k {request.keyword!r}" if request.keyword else "the selection"
         error = BadInput(f"{what} matched no case")
     elif pytest_exit in (1, 3, 4):
-        kept = log_path if request.log_path is not None else _keep(log_path)
+        kept = log_path if request.log_path is not None else keep_log(log_path)
         error = Failed(
-            f"pytest failed before running any case: {_last_error_line(log_path)} "
+            f"pytest failed before running any case: {last_error_line(log_path)} "
             f"(pytest log: {kept})"
         )
     else:
@@ -585,14 +585,16 @@ def _refuse_a_run_without_cases(
     raise error
 
 
-def _keep(log_path: Path) -> Path:
+def keep_log(log_path: Path) -> Path:
+    """A copy of the pytest log that outlives the run's folder, for an error to point at."""
     fd, kept = tempfile.mkstemp(prefix="accelkit-pytest-", suffix=".log")
     with os.fdopen(fd, "wb") as out, open(log_path, "rb") as src:
         out.write(src.read())
     return Path(kept)
 
 
-def _last_error_line(log_path: Path) -> str:
+def last_error_line(log_path: Path) -> str:
+    """The pytest log's last error line (or its last line), for a one-line error."""
     try:
         lines = log_path.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:

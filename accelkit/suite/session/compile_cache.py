@@ -130,7 +130,7 @@ class CacheCounts:
             workeroutput[WORKER_OUTPUT] = json.dumps(counts())
             return
         recorder = self._config.pluginmanager.get_plugin("accelkit-recorder")
-        writer = getattr(recorder, "_writer", None)  # accelkit.suite.session.plugin.ResultsRecorder
+        writer = getattr(recorder, "writer", None)  # accelkit.suite.session.plugin.ResultsRecorder
         key = torch_key()
         if self._folder is None or writer is None or key is None:
             return

@@ -21,6 +21,7 @@ import pytest
 
 if TYPE_CHECKING:
     from accelkit.backends.base import Backend
+    from accelkit.results.writer import ResultsWriter
 
 from accelkit.suite.session import compile_cache, lockstep
 from accelkit.suite.session.caseid import case_id, case_seed_of, suite_of
@@ -442,6 +443,12 @@ class ResultsRecorder:
         self._partial: dict[str, dict[str, Any]] = {}
         self._total_announced = False
         self._previous_sigterm: Any = None
+
+    @property
+    def writer(self) -> ResultsWriter:
+        """The results file's writer (the compile-cache plugin adds its counters through it
+        before the session finishes the file)."""
+        return self._writer
 
     # events ---------------------------------------------------------------------------
     def _emit(self, event: dict[str, Any]) -> None:

@@ -98,7 +98,7 @@ def test_the_pytest_child_is_started_with_that_env(
     for device, expected in (("rocm", "1"), ("cpu", None)):
         seen.clear()
         request = RunRequest(device=device, suite="conformance")
-        code = runner._run_pytest(request, tmp_path / "r.json", tmp_path / "log", lambda e: None)
+        code = runner.run_pytest(request, tmp_path / "r.json", tmp_path / "log", lambda e: None)
         assert code == 5
         assert seen["env"].get(ROCM_VAR) == expected, device
 
