@@ -326,3 +326,51 @@ def pytorch_remote(dest: Path, ref: str) -> Path:
     )
     shutil.rmtree(tree)
     return dest
+
+
+#: What `built_wheelhouse` makes by default: a wheel built against this SDK from this index.
+BUILT_SDK = "7.14.1rc1"
+BUILT_INDEX = "https://rocm.nightlies.amd.com/whl-multi-arch/"
+
+
+def built_wheelhouse(
+    output: Path,
+    *,
+    index: str = BUILT_INDEX,
+    requires: tuple[str, ...] = (f"rocm[libraries]=={BUILT_SDK}", "filelock"),
+    manifest: bool = True,
+) -> Path:
+    """A wheelhouse as `accelkit build rocm --output OUTPUT` leaves it: a torch wheel that pins
+    its SDK, and the manifest of its build (from the real plan, `--index-url index`)."""
+    output.mkdir(parents=True, exist_ok=True)
+    wheel = make_wheel(
+        output,
+        "torch",
+        f"2.14.1+rocm{BUILT_SDK}",
+        {"torch/__init__.py": ""},
+        requires=requires,
+        tag="cp311-cp311-linux_x86_64",
+    )
+    if manifest:
+        from accelkit.wheels.execute import write_manifest
+        from accelkit.wheels.recipes import plan
+        from accelkit.wheels.request import BuildRequest
+
+        request = BuildRequest.from_params(
+            dict(
+                backend="rocm",
+                output=output,
+                rocm_version="7.14",
+                pre=True,
+                gfx="gfx942",
+                index_url=index,
+                triton=False,
+            )
+        )
+        resolved = {"rocm_version": BUILT_SDK, "rocm_local": f"rocm{BUILT_SDK}"}
+        log = output / "build-rocm.log"
+        write_manifest(
+            plan(request), output, "builder:1", "sha256:0", True, {}, [wheel], (), None,
+            time.time(), log, resolved,
+        )  # fmt: skip
+    return wheel

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests import rocm_standin
 from tests.helpers import (
     IMAGE_TESTS_TIMEOUT_S,
     CpuTestImage,
@@ -176,6 +177,19 @@ def test_setup_bad_input(tmp_path: Path) -> None:
         2,
         "installs none: drop --torch-channel",
     )
+
+
+def test_setup_rocm_wheel_needs_the_manifest_of_its_build(tmp_path: Path) -> None:
+    """A ROCm wheel pins its SDK, which only the index of its build serves: without the
+    build's manifest beside it, or with another build's, setup stops at once."""
+    wheel = rocm_standin.built_wheelhouse(tmp_path / "wheelhouse", manifest=False)
+    setup = ("setup", "rocm", "--torch-wheel", str(wheel.parent), "--dry-run")
+    assert_one_line_error(run_cli(*setup), 2, "no manifest.json of its build is beside it")
+    # The same file name from another build (another requirement: another sha256).
+    requires = (f"rocm[libraries]=={rocm_standin.BUILT_SDK}", "sympy")
+    other = rocm_standin.built_wheelhouse(tmp_path / "other", requires=requires)
+    (wheel.parent / "manifest.json").write_bytes((other.parent / "manifest.json").read_bytes())
+    assert_one_line_error(run_cli(*setup), 2, "manifest.json is another build's")
 
 
 def test_setup_dry_run_plans_without_docker(tmp_path: Path) -> None:

@@ -19,7 +19,9 @@ from accelkit.setup import image
 from accelkit.setup.image import image_tag, plan_setup, write_context
 from accelkit.setup.request import SetupRequest
 from tests import rocm_standin
-from tests.unit.wheels.test_manifest import INDEX, SDK, built_wheelhouse
+from tests.rocm_standin import BUILT_INDEX as INDEX
+from tests.rocm_standin import BUILT_SDK as SDK
+from tests.rocm_standin import built_wheelhouse
 
 SECRET_INDEX = "https://ci:s3cr3t-token@rocm.example.org/whl/"
 

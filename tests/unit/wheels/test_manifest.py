@@ -5,62 +5,17 @@ by `accelkit build`'s own `write_manifest` from a real ROCm plan."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.wheels.execute import write_manifest
 from accelkit.wheels.manifest import MANIFEST_NAME, sdk_requirements, wheel_sdk
 from accelkit.wheels.pipconfig import shown_url
-from accelkit.wheels.recipes import plan
-from accelkit.wheels.request import BuildRequest
-from tests import rocm_standin
-
-SDK = "7.14.1rc1"
-WHEEL_VERSION = f"2.14.1+rocm{SDK}"
-INDEX = "https://rocm.nightlies.amd.com/whl-multi-arch/"
-
-
-def built_wheelhouse(
-    output: Path,
-    *,
-    index: str = INDEX,
-    requires: tuple[str, ...] = (f"rocm[libraries]=={SDK}", "filelock"),
-    manifest: bool = True,
-) -> Path:
-    """A wheelhouse as `accelkit build rocm --output OUTPUT` leaves it: a torch wheel that pins
-    its SDK, and the manifest of its build (from the real plan, `--index-url index`)."""
-    output.mkdir(parents=True, exist_ok=True)
-    wheel = rocm_standin.make_wheel(
-        output,
-        "torch",
-        WHEEL_VERSION,
-        {"torch/__init__.py": ""},
-        requires=requires,
-        tag="cp311-cp311-linux_x86_64",
-    )
-    if manifest:
-        request = BuildRequest.from_params(
-            dict(
-                backend="rocm",
-                output=output,
-                rocm_version="7.14",
-                pre=True,
-                gfx="gfx942",
-                index_url=index,
-                triton=False,
-            )
-        )
-        resolved = {"rocm_version": SDK, "rocm_local": f"rocm{SDK}"}
-        log = output / "build-rocm.log"
-        write_manifest(
-            plan(request), output, "builder:1", "sha256:0", True, {}, [wheel], (), None,
-            time.time(), log, resolved,
-        )  # fmt: skip
-    return wheel
+from tests.rocm_standin import BUILT_INDEX as INDEX
+from tests.rocm_standin import BUILT_SDK as SDK
+from tests.rocm_standin import built_wheelhouse
 
 
 def _edit(wheel: Path, change: Any) -> None:
