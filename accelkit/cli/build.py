@@ -35,18 +35,18 @@ def build(*, dry_run: bool, as_json: bool, **params: Any) -> None:
                 typer.echo(line)
         return
 
-    from rich.console import Console
-
+    from accelkit.cli.console import is_plain, make_console
     from accelkit.containers.engine import connect
     from accelkit.wheels.execute import execute
 
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = make_console()
+    err = make_console(stderr=True)
     log = err if as_json else out
     client = connect()
     try:
         steps = [step.name for step in plan.steps] + (["smoke"] if request.smoke else [])
-        with _StepProgress(log, steps) as progress:
+        view = _StepLines(log) if is_plain(log) else _StepProgress(log, steps)
+        with view as progress:
             outcome = execute(
                 plan,
                 client,
@@ -73,8 +73,28 @@ app.command(
 )(options.command((*BUILD_OPTIONS, *_PRESENTATION), build))
 
 
+class _StepLines:
+    """Where there is no terminal (a CI log): one line per step and state, then its log lines;
+    no spinner frames and no redrawn table."""
+
+    def __init__(self, console: Any) -> None:
+        self.console = console
+
+    def __enter__(self) -> _StepLines:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def on_line(self, line: str) -> None:
+        self.console.print(f"| {line}", markup=False, soft_wrap=True)
+
+    def on_step(self, name: str, state: str) -> None:
+        self.console.print(f"step {name}: {state}", markup=False)
+
+
 class _StepProgress:
-    """Per-step progress (rich) above the build's live log lines."""
+    """Per-step progress (rich) above the build's live log lines, on a terminal."""
 
     def __init__(self, console: Any, steps: list[str]) -> None:
         from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn

@@ -6,7 +6,11 @@ float8 stay apart. Where there is no terminal (a pipe, a file, a CI log, GitHub 
 rich would fall back to 80 columns and squeeze every cell; there the output keeps its
 content and changes its layout: tables are drawn at their natural width (`PLAIN_WIDTH` is
 only a ceiling), each row on one line, without colour, and no live progress view is shown
-(`accelkit test` prints one line per finished case instead).
+(`accelkit test` prints one line per finished case instead; `accelkit build` one line per
+step and state; `accelkit setup` its one line of what it is doing, then the log):
+
+    with activity(console, "setting up the rocm test image"):  # a spinner only on a terminal
+        ...
 
     make_console()                  # stdout: the terminal's width, or plain when piped
     make_console(stderr=True)       # the same decision for stderr
@@ -17,6 +21,8 @@ the results views' (`accelkit.results.render.terminal`).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from accelkit.results.render.terminal import PLAIN_WIDTH
@@ -45,3 +51,15 @@ def make_console(*, stderr: bool = False, soft_wrap: bool = False) -> Console:
 def is_plain(console: Console) -> bool:
     """Whether `console` writes to something other than a terminal (see `make_console`)."""
     return not console.is_terminal
+
+
+@contextlib.contextmanager
+def activity(console: Console, text: str) -> Iterator[None]:
+    """`text` as a spinner line while the block runs, on a terminal; elsewhere (a CI log) the
+    line once, as the block starts: a log has no place for a spinner's frames."""
+    if is_plain(console):
+        console.print(text, markup=False)
+        yield
+        return
+    with console.status(text, spinner="dots"):
+        yield

@@ -28,14 +28,13 @@ _PRESENTATION = (
 
 
 def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
-    from rich.console import Console
-
+    from accelkit.cli.console import activity, make_console
     from accelkit.setup.image import plan_setup
     from accelkit.setup.request import SetupRequest
 
     plan = plan_setup(SetupRequest.from_params(params))
-    out = Console(highlight=False)
-    err = Console(stderr=True, highlight=False)
+    out = make_console()
+    err = make_console(stderr=True)
     if dry_run:
         if as_json:
             typer.echo(json.dumps({"plan": plan.to_dict()}, indent=2))
@@ -50,11 +49,10 @@ def setup(*, dry_run: bool, as_json: bool, **params: Any) -> None:
     client = connect()
     try:
         log = err if as_json else out
-        with log.status(f"setting up the {plan.backend} test image", spinner="dots") as status:
+        with activity(log, f"setting up the {plan.backend} test image"):
 
             def on_line(line: str) -> None:
                 log.print(f"| {line}", markup=False, style="dim", soft_wrap=True)
-                status.update(f"setting up the {plan.backend} test image")
 
             result = run_setup(plan, client, on_line=on_line)
     finally:

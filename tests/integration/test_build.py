@@ -96,6 +96,9 @@ def test_build_rocm_end_to_end(
     )
     build_seconds = time.monotonic() - started
     assert proc.returncode == 0, proc.stdout + proc.stderr[-6000:]
+    # Not a terminal (a CI log): one line per step and state, no spinner frames (braille).
+    assert "step builder-image: " in proc.stderr and "step smoke: done" in proc.stderr
+    assert not any("\u2800" <= ch <= "\u28ff" for ch in proc.stderr), proc.stderr[-2000:]
     outcome = json.loads(proc.stdout)
     wheels = [Path(w) for w in outcome["wheels"]]
     # The installed SDK's exact version names the wheel (TheRock's +rocm<X.Y.Z>).
