@@ -339,10 +339,26 @@ def built_wheelhouse(
     index: str = BUILT_INDEX,
     requires: tuple[str, ...] = (f"rocm[libraries]=={BUILT_SDK}", "filelock"),
     manifest: bool = True,
+    triton: str | None = None,
+    triton_requires: tuple[str, ...] = (),
 ) -> Path:
     """A wheelhouse as `accelkit build rocm --output OUTPUT` leaves it: a torch wheel that pins
-    its SDK, and the manifest of its build (from the real plan, `--index-url index`)."""
+    its SDK, and the manifest of its build (from the real plan, `--index-url index`). With
+    `triton` (a version), the build made triton too (`--triton`): a triton wheel beside torch,
+    which pins it exactly (`triton==<version>`, the triton-install step's variable)."""
     output.mkdir(parents=True, exist_ok=True)
+    wheels: list[Path] = []
+    if triton is not None:
+        requires = (*requires, f"triton=={triton}")
+        triton_wheel = make_wheel(
+            output,
+            "triton",
+            triton,
+            {"triton/__init__.py": f"__version__ = {triton!r}\n"},
+            requires=triton_requires,
+            tag="cp311-cp311-linux_x86_64",
+        )
+        wheels.append(triton_wheel)
     wheel = make_wheel(
         output,
         "torch",
@@ -364,13 +380,15 @@ def built_wheelhouse(
                 pre=True,
                 gfx="gfx942",
                 index_url=index,
-                triton=False,
+                triton=triton is not None,
             )
         )
         resolved = {"rocm_version": BUILT_SDK, "rocm_local": f"rocm{BUILT_SDK}"}
+        if triton is not None:
+            resolved["triton_requirement"] = f"triton=={triton}"
         log = output / "build-rocm.log"
         write_manifest(
-            plan(request), output, "builder:1", "sha256:0", True, {}, [wheel], (), None,
+            plan(request), output, "builder:1", "sha256:0", True, {}, [wheel, *wheels], (), None,
             time.time(), log, resolved,
         )  # fmt: skip
     return wheel

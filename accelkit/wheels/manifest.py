@@ -14,6 +14,14 @@ names the index `https://rocm.nightlies.amd.com/whl-multi-arch/` (`plan.index_ur
 `inputs.index`); `wheel_sdk(wheel, ("rocm",))` gives that URL and
 `("rocm[libraries]==7.14.1rc1",)`. A CPU wheel requires no SDK distribution: None, and no
 manifest is read.
+
+The wheel may also require what the same build made: a ROCm build with triton pins
+`triton==3.5.0+rocm7.14.1rc1` (the `triton_requirement` its triton-install step resolved),
+and that wheel exists only in the build's --output folder, listed in the manifest with its
+sha256. `build_artifacts(wheel)` gives each such requirement with its file beside the
+manifest, checked against the listed sha256; a requirement naming a listed artifact whose
+file is missing, differs, or is not the version pinned is refused in one line. No manifest
+beside the wheel: nothing of its build to install, ().
 """
 
 from __future__ import annotations
@@ -24,6 +32,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from accelkit.errors import BadInput
 from accelkit.wheels.pipconfig import shown_url
@@ -65,6 +76,19 @@ class WheelSdk:
         }
 
 
+@dataclass(frozen=True)
+class BuildArtifact:
+    """A wheel of the same build that the torch wheel requires (its triton): the requirement
+    it satisfies, its file beside the manifest and the sha256 the manifest lists for it."""
+
+    requirement: str
+    path: Path
+    sha256: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requirement": self.requirement, "file": self.path.name, "sha256": self.sha256}
+
+
 def sdk_requirements(requirements: Iterable[str], distributions: Sequence[str]) -> list[str]:
     """The requirements (Requires-Dist lines to install) that name one of `distributions`."""
     names = {normalise_name(name) for name in distributions}
@@ -102,6 +126,66 @@ def wheel_sdk(wheel: Path, distributions: Sequence[str]) -> WheelSdk | None:
     )
 
 
+def build_artifacts(wheel: Path, skip: Sequence[str] = ()) -> tuple[BuildArtifact, ...]:
+    """The wheels of `wheel`'s build that it requires (its runtime requirements, minus names
+    matching `skip`), each named by its build's manifest beside it and checked against the
+    sha256 listed there; () when no manifest is beside it (a wheel from elsewhere gets its
+    requirements from the indexes). BadInput, one line, when the manifest is not this wheel's
+    build's, or a requirement names a listed wheel whose file is missing, whose sha256 differs
+    or whose version is not the one pinned."""
+    path = wheel.parent / MANIFEST_NAME
+    if not path.is_file():
+        return ()
+    data = _load(path)
+    _check_artifact(data, path, wheel)
+    listed: dict[str, list[tuple[str, str, str]]] = {}
+    for entry in _entries(data):
+        file, digest = entry.get("file"), entry.get("sha256")
+        if not isinstance(file, str) or file == wheel.name or Path(file).name != file:
+            continue  # not a file name beside the manifest (a manifest accelkit wrote has none)
+        try:
+            dist, version, _, _ = parse_wheel_filename(file)
+        except InvalidWheelFilename:
+            continue  # not a wheel: nothing a requirement can name
+        listed.setdefault(str(dist), []).append((file, str(version), str(digest)))
+    found: list[BuildArtifact] = []
+    for line in runtime_requirements(requires_dist(wheel), skip=skip):
+        name = requirement_name(line)
+        if name not in listed:
+            continue
+        try:
+            specifier = Requirement(line).specifier
+        except InvalidRequirement:
+            raise BadInput(f"--torch-wheel {wheel.name}: unreadable requirement {line!r}") from None
+        matching = [e for e in listed[name] if specifier.contains(e[1], prereleases=True)]
+        if not matching:
+            files = ", ".join(e[0] for e in listed[name])
+            raise BadInput(
+                f"--torch-wheel {wheel.name} requires {line}, and its build's {path} lists "
+                f"{files} instead: rebuild, or keep one build's files together"
+            )
+        file, _, digest = matching[-1]
+        artifact = wheel.parent / file
+        if not artifact.is_file():
+            raise BadInput(
+                f"--torch-wheel {wheel.name} requires {line}, which its build made ({path} "
+                f"lists {file}), and no {file} is beside it (keep accelkit build's --output "
+                "folder together)"
+            )
+        if sha256(artifact) != digest:
+            raise BadInput(
+                f"--torch-wheel {wheel.name} requires {line}: the {file} beside it has another "
+                f"sha256 than its build's {path} lists (not the file that build made)"
+            )
+        found.append(BuildArtifact(requirement=line, path=artifact, sha256=digest))
+    return tuple(found)
+
+
+def _entries(data: dict[str, Any]) -> list[dict[str, Any]]:
+    artifacts = data.get("artifacts")
+    return [a for a in artifacts if isinstance(a, dict)] if isinstance(artifacts, list) else []
+
+
 def _load(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -118,9 +202,7 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _check_artifact(data: dict[str, Any], path: Path, wheel: Path) -> None:
     """The manifest lists `wheel` with the file's own sha256: it is this wheel's build."""
-    artifacts = data.get("artifacts")
-    entries = [a for a in artifacts if isinstance(a, dict)] if isinstance(artifacts, list) else []
-    listed = [a for a in entries if a.get("file") == wheel.name]
+    listed = [a for a in _entries(data) if a.get("file") == wheel.name]
     if not listed:
         raise BadInput(f"{path} is another build's: it lists no {wheel.name}")
     if listed[0].get("sha256") != sha256(wheel):

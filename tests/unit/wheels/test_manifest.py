@@ -1,6 +1,8 @@
 """The build manifest read back beside a built wheel (accelkit/wheels/manifest.py): the SDK a
 ROCm wheel pins, and the index its build installed that SDK from. The manifests are written
-by `accelkit build`'s own `write_manifest` from a real ROCm plan."""
+by `accelkit build`'s own `write_manifest` from a real ROCm plan; the wheels are real wheel
+files (tests/rocm_standin.make_wheel). Also the wheels of the same build that the torch
+wheel pins (its triton), which only the build's folder holds."""
 
 from __future__ import annotations
 
@@ -11,11 +13,22 @@ from typing import Any
 import pytest
 
 from accelkit.errors import BadInput
-from accelkit.wheels.manifest import MANIFEST_NAME, sdk_requirements, wheel_sdk
+from accelkit.wheels.manifest import (
+    MANIFEST_NAME,
+    BuildArtifact,
+    build_artifacts,
+    sdk_requirements,
+    wheel_sdk,
+)
 from accelkit.wheels.pipconfig import shown_url
+from accelkit.wheels.wheel import sha256
 from tests.rocm_standin import BUILT_INDEX as INDEX
 from tests.rocm_standin import BUILT_SDK as SDK
-from tests.rocm_standin import built_wheelhouse
+from tests.rocm_standin import built_wheelhouse, make_wheel
+
+#: A triton as TheRock's build names it (TRITON_WHEEL_VERSION_SUFFIX: +rocm<SDK>).
+TRITON = f"3.5.0+rocm{SDK}"
+TRITON_FILE = f"triton-{TRITON}-cp311-cp311-linux_x86_64.whl"
 
 
 def _edit(wheel: Path, change: Any) -> None:
@@ -99,3 +112,57 @@ def test_an_unreadable_manifest_and_a_loose_pin_are_refused(tmp_path: Path) -> N
     assert "not an accelkit build manifest (schema 'other/1'" in _refusal(wheel)
     loose = built_wheelhouse(tmp_path / "loose", requires=("rocm[libraries]>=7.14",))
     assert "a built wheel pins its SDK exactly (==)" in _refusal(loose)
+
+
+def test_the_wheels_of_its_build_that_a_wheel_pins(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse", triton=TRITON)
+    triton = wheel.parent / TRITON_FILE
+    listed = json.loads((wheel.parent / MANIFEST_NAME).read_text())["artifacts"]
+    assert [a["file"] for a in listed] == [wheel.name, TRITON_FILE]  # as the build wrote it
+    assert build_artifacts(wheel) == (
+        BuildArtifact(requirement=f"triton=={TRITON}", path=triton, sha256=sha256(triton)),
+    )
+    # A build without triton: torch pins none, nothing to install from beside it.
+    assert build_artifacts(built_wheelhouse(tmp_path / "no-triton")) == ()
+    # No manifest: a wheel from elsewhere gets its requirements from the indexes.
+    plain = built_wheelhouse(tmp_path / "plain", requires=("filelock",), manifest=False)
+    assert build_artifacts(plain) == ()
+    # A requirement left out (`skip`: a CPU image's GPU runtimes) is not installed either.
+    assert build_artifacts(wheel, skip=("triton",)) == ()
+
+
+def _artifact_refusal(wheel: Path) -> str:
+    with pytest.raises(BadInput) as caught:
+        build_artifacts(wheel)
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+def test_a_pinned_artifact_missing_or_changed_is_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse", triton=TRITON)
+    triton = wheel.parent / TRITON_FILE
+    # Another triton of the same name: a real wheel, another sha256 than the build's.
+    other = make_wheel(tmp_path, "triton", TRITON, {"triton/__init__.py": "x = 1\n"})
+    triton.write_bytes(other.read_bytes())
+    message = _artifact_refusal(wheel)
+    assert message.startswith(f"--torch-wheel {wheel.name} requires triton=={TRITON}: the ")
+    assert f"{TRITON_FILE} beside it has another sha256 than its build's" in message
+    triton.unlink()
+    message = _artifact_refusal(wheel)
+    assert f"requires triton=={TRITON}, which its build made" in message
+    assert f"and no {TRITON_FILE} is beside it" in message
+
+
+def test_a_manifest_listing_another_version_or_not_this_wheel_is_refused(tmp_path: Path) -> None:
+    wheel = built_wheelhouse(tmp_path / "wheelhouse", triton=TRITON)
+    older = "triton-3.4.0-cp311-cp311-linux_x86_64.whl"
+    _edit(wheel, lambda d: d["artifacts"][1].update(file=older))
+    message = _artifact_refusal(wheel)
+    assert f"requires triton=={TRITON}, and its build's" in message
+    assert f"lists {older} instead" in message
+    # Entries that are no file name beside the manifest are nothing a requirement can name.
+    _edit(wheel, lambda d: d["artifacts"][1].update(file=f"../{TRITON_FILE}"))
+    assert build_artifacts(wheel) == ()
+    _edit(wheel, lambda d: d["artifacts"][0].update(sha256="0" * 64))
+    assert "is another build's: its torch-2.14.1" in _artifact_refusal(wheel)
