@@ -53,6 +53,7 @@ def explore(request: RunRequest, console: Any, display: Any) -> int:
     """Run every seed, write the findings, print them; the exit code."""
     from accelkit.results.findings import exploration
     from accelkit.results.io import atomic_write_text
+    from accelkit.results.render.markdown import exploration_markdown
     from accelkit.suite.run import container, runner
     from accelkit.suite.run.request import validate
 
@@ -78,7 +79,7 @@ def explore(request: RunRequest, console: Any, display: Any) -> int:
             runs.append((outcome.results, path, int(outcome.exit_code)))
     result = exploration(runs)
     atomic_write_text(findings_json, json.dumps(result.to_json_dict(), indent=1) + "\n")
-    atomic_write_text(findings_md, result.render_markdown())
+    atomic_write_text(findings_md, exploration_markdown(result))
     for run in result.runs:
         say(
             f"seed {run.seed}: {run.cases} cases, {run.passed} passed, "

@@ -11,7 +11,8 @@ exception or a change of the model (docs/design.md, "Seed exploration").
 
 Known failures (the backend's expectations file) are not findings: they are reported as
 known. `findings_of` reads one seed's results file; `Exploration` holds every seed's and
-renders the Markdown report and the JSON file.
+gives the JSON file; its Markdown (findings.md, with each finding's issue text) is
+`accelkit.results.render.markdown.exploration_markdown`.
 """
 
 from __future__ import annotations
@@ -69,33 +70,6 @@ class Exploration:
             "seeds": [asdict(run) for run in self.runs],
             "findings": [asdict(f) for f in self.findings],
         }
-
-    def render_markdown(self) -> str:
-        seeds = ", ".join(str(run.seed) for run in self.runs)
-        lines = [
-            "# Seed exploration",
-            "",
-            f"Device {self.device}, torch {self.torch}; seeds {seeds}.",
-            "",
-            "| seed | cases | passed | findings | results |",
-            "| --- | --- | --- | --- | --- |",
-        ]
-        lines += [
-            f"| {r.seed} | {r.cases} | {r.passed} | {r.findings} | `{r.results_file}` |"
-            for r in self.runs
-        ]
-        lines.append("")
-        if not self.findings:
-            lines.append("No findings: every case agreed with its bound at every seed.")
-            return "\n".join(lines) + "\n"
-        lines += [
-            f"{len(self.findings)} finding(s). A finding is not a failure and not a new rule: "
-            "file it, find its cause, and only then change the model or list an exception.",
-            "",
-        ]
-        for finding in self.findings:
-            lines += [issue_text(finding, self.device, self.torch), ""]
-        return "\n".join(lines)
 
 
 def _torch_version(results: Results) -> str:
@@ -155,33 +129,3 @@ def exploration(runs: list[tuple[Results, Path, int]]) -> Exploration:
             )
         )
     return result
-
-
-def issue_text(finding: Finding, device: str, torch: str) -> str:
-    """A ready-to-file issue: the environment, the reproducer, expected against actual."""
-    where = f"sample {finding.sample}" if finding.sample is not None else "the case"
-    if finding.layout:
-        where += f" in layout {finding.layout}"
-    lines = [
-        f"## `{finding.case_id}` disagrees at seed {finding.seed}",
-        "",
-        f"- Environment: device {device}, torch {torch}; the run's results file "
-        f"`{finding.results_file}` has the whole environment (`env`).",
-        f"- Reproducer: `{finding.repro}` (a standalone script with the exact inputs of {where}).",
-    ]
-    check = finding.check or {}
-    if "expected" in check or "actual" in check:
-        at = f" at index {check['index']}" if check.get("index") is not None else ""
-        tolerance = ", ".join(
-            f"{name} {check[name]:.3g}" for name in ("rtol", "atol") if check.get(name) is not None
-        )
-        lines.append(
-            f"- Expected {check.get('expected')!r}, actual {check.get('actual')!r}{at} "
-            f"(|difference| {check.get('abs_diff')!r}; allowed: {tolerance or 'exact'})."
-        )
-    first_line = finding.message.strip().splitlines()[0] if finding.message.strip() else ""
-    lines += [
-        f"- Status: {finding.status}: {first_line[:400]}",
-        "- Cause: (to be written by the review, before any rule, bound or exception changes)",
-    ]
-    return "\n".join(lines)

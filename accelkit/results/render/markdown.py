@@ -9,7 +9,10 @@ branch's README: each takes a model and returns text capped below 1 MiB
 - `report_markdown`: `accelkit report --markdown` (runs, canaries, each suite's metrics with
   their verdicts against the baseline run, the cases not passing everywhere, differentials);
 - `history_markdown`: `accelkit report --history DIR --markdown` (leg verdicts per night,
-  every perf metric's trend as a sparkline).
+  every perf metric's trend as a sparkline);
+- `exploration_markdown`: the findings.md of `accelkit test --explore-seeds N` (each
+  seed's run, then each finding's ready-to-file issue text, `finding_markdown`): a file
+  of its own, not a step summary, so not capped.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from accelkit.results.compare import Comparison, MetricComparison, StatusChange
+from accelkit.results.findings import Exploration, Finding
 from accelkit.results.model import BAD_STATUSES, SUITES, repro_command
 from accelkit.results.nightly import NightlyVerdict
 from accelkit.results.noise import IQR_WARN_THRESHOLD
@@ -524,3 +528,67 @@ def history_markdown(
     )
     lines += ["", f"`{NO_VALUE}`: no value that night (the leg did not run or lacked the metric)."]
     return step_summary.cap("\n".join(lines) + "\n", max_bytes, see="the HTML report")
+
+
+# ---------------------------------------------------------------------------------------
+# A seed exploration (`accelkit test --explore-seeds`)
+
+
+def exploration_markdown(exploration: Exploration) -> str:
+    """findings.md: the device and seeds, a row per seed's run, then each finding's issue
+    text (or that there were none)."""
+    seeds = ", ".join(str(run.seed) for run in exploration.runs)
+    lines = [
+        "# Seed exploration",
+        "",
+        f"Device {exploration.device}, torch {exploration.torch}; seeds {seeds}.",
+        "",
+        "| seed | cases | passed | findings | results |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {r.seed} | {r.cases} | {r.passed} | {r.findings} | `{r.results_file}` |"
+        for r in exploration.runs
+    ]
+    lines.append("")
+    if not exploration.findings:
+        lines.append("No findings: every case agreed with its bound at every seed.")
+        return "\n".join(lines) + "\n"
+    lines += [
+        f"{len(exploration.findings)} finding(s). A finding is not a failure and not a new "
+        "rule: file it, find its cause, and only then change the model or list an exception.",
+        "",
+    ]
+    for finding in exploration.findings:
+        lines += [finding_markdown(finding, exploration.device, exploration.torch), ""]
+    return "\n".join(lines)
+
+
+def finding_markdown(finding: Finding, device: str, torch: str) -> str:
+    """A ready-to-file issue: the environment, the reproducer, expected against actual."""
+    where = f"sample {finding.sample}" if finding.sample is not None else "the case"
+    if finding.layout:
+        where += f" in layout {finding.layout}"
+    lines = [
+        f"## `{finding.case_id}` disagrees at seed {finding.seed}",
+        "",
+        f"- Environment: device {device}, torch {torch}; the run's results file "
+        f"`{finding.results_file}` has the whole environment (`env`).",
+        f"- Reproducer: `{finding.repro}` (a standalone script with the exact inputs of {where}).",
+    ]
+    check = finding.check or {}
+    if "expected" in check or "actual" in check:
+        at = f" at index {check['index']}" if check.get("index") is not None else ""
+        tolerance = ", ".join(
+            f"{name} {check[name]:.3g}" for name in ("rtol", "atol") if check.get(name) is not None
+        )
+        lines.append(
+            f"- Expected {check.get('expected')!r}, actual {check.get('actual')!r}{at} "
+            f"(|difference| {check.get('abs_diff')!r}; allowed: {tolerance or 'exact'})."
+        )
+    first_line = finding.message.strip().splitlines()[0] if finding.message.strip() else ""
+    lines += [
+        f"- Status: {finding.status}: {first_line[:400]}",
+        "- Cause: (to be written by the review, before any rule, bound or exception changes)",
+    ]
+    return "\n".join(lines)

@@ -1,6 +1,7 @@
 """The terminal views (rich): `accelkit compare`'s tables (also the end of `accelkit test
 --ab`), `accelkit report`'s runs, and a nightly's legs (`accelkit matrix compare` and the
-rehearsal `accelkit matrix run --baseline`).
+rehearsal `accelkit matrix run --baseline`), and `accelkit diff`'s cases whose answers
+differ.
 
 Each `print_*` takes the console to write on; the CLI chooses it (`accelkit.cli.console`:
 the terminal's width, or plain at `PLAIN_WIDTH` when piped). Tables fold a cell that does
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from accelkit.results.compare import Comparison
+    from accelkit.results.differential import Differential
     from accelkit.results.report.model import Report
 
 PLAIN_WIDTH: Final = 4096
@@ -218,3 +220,42 @@ def print_nightly(console: Console, verdict: Mapping[str, Any], summary: Path) -
         legs.add_row(escape(leg["name"]), f"[{style}]{leg['state']}[/]", escape(why))
     console.print(legs)
     console.print(f"summary: {summary}", markup=False)
+
+
+def print_differential(console: Console, result: Differential, top: int, out: Path | None) -> None:
+    """`accelkit diff`: the two runs, the first `top` cases whose answers differ (beyond the
+    case's tolerance in bold red), the counts, and where the differential file went (`out`)."""
+    from rich.text import Text
+
+    console.print(f"A: {result.a.label}  (git {str(result.a.git)[:12]})")
+    console.print(f"B: {result.b.label}  (git {str(result.b.git)[:12]})")
+    shown = result.cases[:top]
+    if shown:
+        cases = table(
+            "Cases whose answers differ", ("case", "A", "B", "max |a-b|", "max rel", "beyond tol")
+        )
+        for c in shown:
+            style = "bold red" if c.beyond_tolerance else ""
+            cases.add_row(
+                Text(c.id, style=style),
+                c.status_a or "-",
+                c.status_b or "-",
+                f"{c.max_abs:.3g}" if c.max_abs is not None else "-",
+                f"{c.max_rel:.3g}" if c.max_rel is not None else Text(_reason(c.note)),
+                Text("YES" if c.beyond_tolerance else "", style=style),
+            )
+        console.print(cases)
+    s = result.summary
+    console.print(
+        f"{s.compared} cases compared: {s.identical} identical, {s.differ} differ, "
+        f"{s.beyond_tolerance} beyond tolerance ({s.beyond_tolerance_both_passed} of them "
+        f"passed in both runs), {s.not_comparable} not comparable"
+        + (f"; {len(result.cases) - len(shown)} more listed in the file" if out else "")
+    )
+    if out is not None:
+        console.print(f"differential: {out}")
+
+
+def _reason(note: str) -> str:
+    """The kind of a 'not comparable' note ("inputs differ", "shapes differ", ...)."""
+    return note.split(":", 1)[0].split(";", 1)[0][:40] or "not comparable"

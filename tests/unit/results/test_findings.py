@@ -10,6 +10,7 @@ import pytest
 from accelkit.cli.explore import SEED_RANGE, exploration_seeds, output_paths, seed_results_path
 from accelkit.errors import BadInput
 from accelkit.results.findings import FINDINGS_SCHEMA, exploration, findings_of
+from accelkit.results.render.markdown import exploration_markdown
 from accelkit.suite.run.request import RunRequest, validate
 from tests.factories import case, results
 
@@ -77,13 +78,13 @@ def test_the_report_has_an_issue_text_per_finding() -> None:
     data = result.to_json_dict()
     assert data["schema"] == FINDINGS_SCHEMA and data["torch"] == "2.14.1+cpu"
     assert [s["findings"] for s in data["seeds"]] == [2, 0]
-    text = result.render_markdown()
+    text = exploration_markdown(result)
     assert "## `conformance/opinfo/exp/float32/noncontiguous` disagrees at seed 1234" in text
     assert "sample 0 in layout strided" in text
     assert "Expected 7.382, actual 7.389 at index [17]" in text and "rtol 1.3e-06" in text
     assert "Cause: (to be written by the review" in text
     clean = exploration([(results([case("conformance/ops/x")], seed=9), Path("b.json"), 0)])
-    assert "No findings" in clean.render_markdown()
+    assert "No findings" in exploration_markdown(clean)
 
 
 def test_seeds_are_drawn_past_the_development_seeds_or_follow_the_given_one() -> None:
