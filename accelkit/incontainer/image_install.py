@@ -4,9 +4,12 @@ accelkit.setup.image with the other install inputs (torch_source.py beside it) a
 downloaded into CONTEXT by fetch_inputs.py, which the same RUN step deletes afterwards.
 
 Reads CONTEXT/install.json:
-  torch_wheels:   wheel files (names in CONTEXT/torch/) to install with --no-deps, followed
-                  by torch_sdk's requirements, then CONTEXT/torch-requirements.txt (their
-                  other requirements, GPU runtimes a CPU image does not need left out);
+  torch_wheels:   wheel files (names in CONTEXT/torch/) to install with --no-deps, with
+                  build_artifacts, followed by torch_sdk's requirements, then
+                  CONTEXT/torch-requirements.txt (their other requirements, GPU runtimes
+                  a CPU image does not need left out);
+  build_artifacts: wheel files (in CONTEXT/torch/) of the torch wheel's build that it pins
+                  (its triton, on no index), installed with it, --no-deps;
   torch_sdk:      {index_url, requirements}: the wheel's SDK pins (rocm[libraries]==7.14.1rc1)
                   and the index its build installed the SDK from, installed from that index
                   alone: no configuration file, no PIP_* variable, only the CA bundle of
@@ -176,7 +179,8 @@ def main(context: Path) -> int:
         if missing:
             pip(*missing)
     elif wheels:
-        pip("--no-deps", *wheels)
+        built = [str(context / "torch" / name) for name in spec.get("build_artifacts", [])]
+        pip("--no-deps", *wheels, *built)
         sdk = spec.get("torch_sdk")
         if sdk:
             pip_from_sdk_index(context, str(sdk["index_url"]), list(sdk["requirements"]))

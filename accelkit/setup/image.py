@@ -20,11 +20,13 @@ another Python is refused before anything is built.
 The torch: a wheel (`--torch-wheel`, installed without the GPU runtimes a CPU image does not
 need; the SDK a ROCm build pins, `rocm[libraries]==<exact>`, from the index its build
 installed the SDK from, named by the build's manifest beside the wheel:
-accelkit.wheels.manifest), an index (`--torch-index`, `--torch-channel`), or the base image's
-own (`--torch-from-base`: NGC's PyTorch images, a distribution's python3-torch such as Debian
-trixie's). For the last, the venv is made with `--system-site-packages`, nothing installs
-torch, and the install step fails when the venv's interpreter cannot import one; the
-base image's id, hashed into the tag, stands for its torch.
+accelkit.wheels.manifest; the wheels of the same build it pins, its triton, from that
+build's --output folder, checked against the manifest's sha256s), an index (`--torch-index`,
+`--torch-channel`), or the base image's own (`--torch-from-base`: NGC's PyTorch images, a
+distribution's python3-torch such as Debian trixie's). For the last, the venv is made with
+`--system-site-packages`, nothing installs torch, and the install step fails when the
+venv's interpreter cannot import one; the base image's id, hashed into the tag, stands for
+its torch.
 """
 
 from __future__ import annotations
@@ -57,8 +59,20 @@ from accelkit.inputs import (
 )
 from accelkit.setup.request import SetupRequest
 from accelkit.wheels import pipconfig
-from accelkit.wheels.manifest import WheelSdk, sdk_requirements, wheel_sdk
-from accelkit.wheels.wheel import parse_wheel_name, requires_dist, runtime_requirements, sha256
+from accelkit.wheels.manifest import (
+    BuildArtifact,
+    WheelSdk,
+    build_artifacts,
+    sdk_requirements,
+    wheel_sdk,
+)
+from accelkit.wheels.wheel import (
+    parse_wheel_name,
+    requirement_name,
+    requires_dist,
+    runtime_requirements,
+    sha256,
+)
 
 LineCallback = Callable[[str], None]
 
@@ -98,6 +112,9 @@ class SetupPlan:
     torch_sdk: WheelSdk | None = None
     """The wheel's SDK requirements and the index its build installed the SDK from (its
     manifest): installed from that index alone, before the wheel's other requirements."""
+    torch_artifacts: tuple[BuildArtifact, ...] = ()
+    """The wheels of the torch wheel's build that it requires (its triton), sha256-checked
+    against the manifest: installed with it (--no-deps), before its other requirements."""
 
     @property
     def torch_pre(self) -> bool:
@@ -137,6 +154,7 @@ class SetupPlan:
                 "from_base": self.torch_from_base,
                 "skip_requirements": list(self.skip_requirements),
                 "sdk": self.torch_sdk.to_dict() if self.torch_sdk is not None else None,
+                "build_artifacts": [a.to_dict() for a in self.torch_artifacts],
             },
             "accelkit_source": str(self.accelkit_source),
             "verify": ["accelkit doctor --json", *(" ".join(p) for p in self.probes.values())],
@@ -171,6 +189,11 @@ class SetupPlan:
                 f"    its SDK: {', '.join(self.torch_sdk.requirements)} from "
                 f"{self.torch_sdk.shown_index} alone (the index of its build: "
                 f"{self.torch_sdk.manifest})"
+            )
+        for artifact in self.torch_artifacts:
+            lines.append(
+                f"    with its build's {artifact.path.name} (for {artifact.requirement}; "
+                f"sha256 {artifact.sha256[:12]}, as its manifest lists)"
             )
         lines.append(f"  accelkit: a wheel of {self.accelkit_source} (installed with --no-deps)")
         lines += [f"  also installed: {requirement}" for requirement in self.spec.requirements]
@@ -226,6 +249,7 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
             )
     wheel = None
     sdk = None
+    artifacts: tuple[BuildArtifact, ...] = ()
     if request.torch_wheel is not None and not check_files:
         wheel = request.torch_wheel
     elif request.torch_wheel is not None:
@@ -240,6 +264,10 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
         # A wheel built against a pip SDK (ROCm's rocm[libraries]==<exact>) gets it from the
         # index its build used, which the build's manifest beside the wheel names.
         sdk = wheel_sdk(wheel, spec.sdk_requirements)
+        # What the same build made and the wheel pins (its triton) is on no index either:
+        # installed from beside it, as the build's manifest lists it.
+        artifacts = build_artifacts(wheel, spec.skip_requirements)
+        _check_artifact_sdk_pins(artifacts, sdk, spec)
     index = spec.build_args.get("TORCH_INDEX_URL")
     if channel is not None:
         index = backend.torch_index(channel)
@@ -280,6 +308,7 @@ def plan_setup(request: SetupRequest, *, check_files: bool = True) -> SetupPlan:
         torch_channel=channel if wheel is None else None,
         torch_from_base=request.torch_from_base,
         torch_sdk=sdk,
+        torch_artifacts=artifacts,
     )
 
 
@@ -349,6 +378,9 @@ def image_tag(plan: SetupPlan, base_image_id: str) -> str:
             # serve other files under the same version.
             sdk = {"index": plan.torch_sdk.index_url, "requires": plan.torch_sdk.requirements}
             hashed["accelkit:torch-sdk"] = json.dumps(sdk, sort_keys=True)
+        if plan.torch_artifacts:
+            built = [f"{a.path.name}:{a.sha256}" for a in plan.torch_artifacts]
+            hashed["accelkit:torch-artifacts"] = ",".join(built)
     else:
         hashed["accelkit:torch"] = f"{plan.torch_spec} from {plan.torch_index}"
     return f"{plan.repository}:" + content_tag(plan.dockerfile, hashed)
@@ -520,6 +552,10 @@ def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping
             }
             from_sdk = set(sdk_requirements(torch_reqs, plan.spec.sdk_requirements))
             torch_reqs = [line for line in torch_reqs if line not in from_sdk]
+        if plan.torch_artifacts:
+            # The build's own wheels, with torch and --no-deps; their requirements join the rest.
+            torch_reqs = _with_build_artifacts(plan, torch_reqs, inputs / "torch")
+            install["build_artifacts"] = [a.path.name for a in plan.torch_artifacts]
     elif plan.torch_from_base:
         install["torch_from_base"] = True
         install["torch_skip"] = list(plan.skip_requirements)
@@ -544,6 +580,41 @@ def write_context(plan: SetupPlan, context: Path, inputs: Path, environ: Mapping
     pipconfig.write_pip_dir(
         pipconfig.host_settings(environ), inputs / "pip", f"{INPUTS_IN_IMAGE}/pip"
     )
+
+
+def _check_artifact_sdk_pins(
+    artifacts: tuple[BuildArtifact, ...], sdk: WheelSdk | None, spec: Any
+) -> None:
+    """An artifact installed with --no-deps may pin the SDK only as the torch wheel does (the
+    SDK install from its index covers it): BadInput, one line, for another SDK pin."""
+    covered = set(sdk.requirements) if sdk is not None else set()
+    for artifact in artifacts:
+        own = runtime_requirements(requires_dist(artifact.path), skip=spec.skip_requirements)
+        for line in sdk_requirements(own, spec.sdk_requirements):
+            if line.replace(" ", "") not in covered:
+                raise BadInput(
+                    f"--torch-wheel: its build's {artifact.path.name} requires {line}, which "
+                    "only the SDK's index serves and the torch wheel does not pin"
+                )
+
+
+def _with_build_artifacts(plan: SetupPlan, torch_reqs: list[str], into: Path) -> list[str]:
+    """Copies the torch wheel's build artifacts into `into` and gives the requirements left to
+    install from pip's settings: torch's, less those the artifacts satisfy, plus the
+    artifacts' own, less what torch and the artifacts are and the SDK pins (installed from
+    the SDK's index: `_check_artifact_sdk_pins`)."""
+    installed = {requirement_name(a.requirement) for a in plan.torch_artifacts} | {"torch"}
+    satisfied = {a.requirement for a in plan.torch_artifacts}
+    remaining = [line for line in torch_reqs if line not in satisfied]
+    for artifact in plan.torch_artifacts:
+        _link_or_copy(artifact.path, into / artifact.path.name)
+        own = runtime_requirements(requires_dist(artifact.path), skip=plan.skip_requirements)
+        from_sdk = set(sdk_requirements(own, plan.spec.sdk_requirements))
+        for line in own:
+            if requirement_name(line) in installed or line in from_sdk or line in remaining:
+                continue
+            remaining.append(line)
+    return remaining
 
 
 def _single_torch_wheel(path: Path) -> Path:

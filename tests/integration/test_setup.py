@@ -192,6 +192,69 @@ def test_setup_rocm_wheel_needs_the_manifest_of_its_build(tmp_path: Path) -> Non
     assert_one_line_error(run_cli(*setup), 2, "manifest.json is another build's")
 
 
+def test_setup_rocm_wheel_takes_the_triton_of_its_build(tmp_path: Path) -> None:
+    """A ROCm build with triton pins `triton==<what it built>`, on no index: setup plans it
+    from beside the wheel, and stops at once, one line, when that file is not the build's."""
+    triton = f"3.5.0+rocm{rocm_standin.BUILT_SDK}"
+    wheel = rocm_standin.built_wheelhouse(tmp_path / "wheelhouse", triton=triton)
+    setup = ("setup", "rocm", "--torch-wheel", str(wheel.parent), "--dry-run", "--json")
+    proc = run_cli(*setup)
+    assert proc.returncode == 0, proc.stderr
+    built = json.loads(proc.stdout)["plan"]["torch"]["build_artifacts"]
+    file = f"triton-{triton}-cp311-cp311-linux_x86_64.whl"
+    assert [(a["requirement"], a["file"]) for a in built] == [(f"triton=={triton}", file)]
+    (wheel.parent / file).write_bytes(b"not the build's triton")
+    needle = f"the {file} beside it has another sha256 than its build's"
+    assert_one_line_error(run_cli(*setup), 2, needle)
+    (wheel.parent / file).unlink()
+    assert_one_line_error(run_cli(*setup), 2, f"and no {file} is beside it")
+
+
+@pytest.mark.slow
+@pytest.mark.docker
+@pytest.mark.timeout(IMAGE_TESTS_TIMEOUT_S)
+def test_rocm_image_installs_the_triton_of_its_build(
+    tmp_path: Path, docker_client: Any, base_image: str
+) -> None:
+    """The install step of `accelkit setup rocm` for a build with triton, on the real engine:
+    the wheel's triton==<built> comes from beside it (no index serves it), its SDK from the
+    stand-in of the build's index alone, its other requirements from the runner's pip
+    settings. (The image's verification needs a real ROCm torch: the act rehearsal's.)"""
+    from accelkit.containers.images import build_from_base
+    from accelkit.setup.image import image_tag, plan_setup, write_context
+    from accelkit.setup.request import SetupRequest
+
+    root = tmp_path / "index"
+    rocm_standin.write_index(root, rocm_standin.build_libraries(root / "libs"))
+    triton = f"3.5.0+rocm{rocm_standin.BUILT_SDK}"
+    with rocm_standin.serve(root) as index:
+        wheel = rocm_standin.built_wheelhouse(tmp_path / "wheelhouse", index=index, triton=triton)
+        request = SetupRequest(
+            backend="rocm", torch_wheel=wheel.parent, python="3.11", base_image=base_image
+        )
+        plan = plan_setup(request)
+        tag = image_tag(plan, str(docker_client.images.get(base_image).id))
+        write_context(plan, tmp_path / "context", tmp_path / "inputs", dict(os.environ))
+        build_from_base(
+            docker_client,
+            base_image,
+            tmp_path / "context",
+            tag,
+            build_args=dict(plan.build_args),
+            inputs=tmp_path / "inputs",
+        )
+    try:
+        show = ["/opt/venv/bin/python", "-m", "pip", "list", "--format=json"]
+        out = docker_client.containers.run(tag, show, remove=True, network_mode="none")
+        installed = {p["name"]: p["version"] for p in json.loads(out.decode())}
+        assert installed["triton"] == triton
+        assert installed["torch"] == wheel.name.split("-")[1]
+        assert installed["rocm"] == rocm_standin.BUILT_SDK
+        assert "filelock" in installed
+    finally:
+        docker_client.images.remove(tag, force=True)
+
+
 def test_setup_dry_run_plans_without_docker(tmp_path: Path) -> None:
     env = {"DOCKER_HOST": "unix:///nonexistent.sock"}
     proc = run_cli(
