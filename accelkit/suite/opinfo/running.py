@@ -49,7 +49,9 @@ from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.planning import OpinfoCase
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_rules import (
+    GRAPH_NOTE,
     NoDigits,
+    graph_rules,
     reaches,
     reference_grads,
     reference_outputs,
@@ -356,13 +358,18 @@ def compare_with_steps(
     rules: Rules,
 ) -> None:
     """`compare`, and for a step function (DISCONTINUOUS) the re-check against the
-    reference's range over the inputs' rounding (cumulatively, for a cumulative step)."""
+    reference's range over the inputs' rounding (cumulatively, for a cumulative step), else
+    the re-check with the roundings of the op's graph (`sample_rules.graph_rules`)."""
     try:
         compare(actual, expected, dtype, op_name, what, magnitude, rules)
     except AssertionError:
         step = DISCONTINUOUS.get(op_name)
         if step is None:
-            raise
+            graph = graph_rules(op, dtype, ref, rules, expected)
+            if graph is None:
+                raise
+            compare(actual, expected, dtype, op_name, what + GRAPH_NOTE, magnitude, graph)
+            return
         process = ref.output_process_fn_grad
         with torch.no_grad():
             nearby = perturbed(
@@ -519,7 +526,11 @@ def _check_grad_sample(
             except AssertionError:
                 step = DISCONTINUOUS.get(grad_name)
                 if step is None:
-                    raise
+                    graph = graph_rules(op, dtype, ref, own, rg, weights, i)
+                    if graph is None:
+                        raise
+                    compare(g, rg, dtype, grad_name, what + GRAPH_NOTE, magnitude, graph)
+                    continue
                 if variants is None:
                     variants = [
                         reference_grads(op, p, weights)

@@ -20,6 +20,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
+from accelkit.suite.opinfo.magnitudes import propagate
 from accelkit.suite.opinfo.records import SampleCondition, entry_for
 from accelkit.suite.opinfo.roundings import (
     Roundings,
@@ -451,6 +452,81 @@ def _square_box(
     radius = torch.stack(parts).nan_to_num(nan=0.0).amax(0)
     corner = torch.complex(radius, radius)
     return centre - corner, centre + corner
+
+
+#: The graph's roundings bound the answer at this many times their first-order sum
+#: (`magnitudes`): kernels of 1-2 units of rounding, and another order of the same sums.
+GRAPH_FACTOR = 2.0
+
+#: What a failure's message adds when the graph's roundings judged it.
+GRAPH_NOTE = " (re-checked with the roundings of its graph)"
+
+
+def graph_rules(
+    op: Any,
+    dtype: torch.dtype,
+    ref: Any,
+    rules: Rules,
+    expected: Any,
+    weights: list[torch.Tensor] | None = None,
+    index: int | None = None,
+) -> Rules | None:
+    """`rules` whose bracket also holds, around `expected`, GRAPH_FACTOR times what the
+    roundings of the op's graph can leave in each element (`magnitudes.propagate`: the
+    forward, or with `weights` the forward and backward, whose gradient `index` `expected`
+    is). The re-check of an answer the plain bound failed: the bracket only widens the
+    bound, so a sample the plain bound passes needs no graph. None where the graph cannot be
+    measured, and for elementwise ops, whose brackets are their own: an elementwise kernel
+    owes the function's own condition, however its decomposition rounds (special.ndtr's
+    0.5 * (1 + erf(x / sqrt(2))) cancels, a known CPU failure the graph would pass)."""
+    if is_elementwise(op):
+        return None
+    if rules.terms or rules.input_terms or rules.own_units:  # the op's own terms judge it
+        return None
+    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
+    inputs = [
+        x
+        for x in pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
+        if isinstance(x, torch.Tensor)
+    ]
+    if weights is None:
+        process = ref.output_process_fn_grad
+
+        def forward() -> Any:
+            with torch.no_grad():
+                return process(op(ref.input, *ref.args, **ref.kwargs))
+
+        graph = propagate(forward, least, inputs)
+        found = graph.slack if graph is not None else None
+    else:
+        graph = propagate(lambda: reference_grads(op, ref, weights), least, inputs)
+        found = graph.slack[index] if graph is not None and index is not None else None
+    if graph is None or found is None:
+        return None
+    if _overflows(graph.largest, least):  # the dtype's graph may overflow on its way
+        rules = dataclasses.replace(rules, may_overflow=True)
+    values, spec = pytree.tree_flatten(expected)
+    slacks = pytree.tree_leaves(found)
+    if len(slacks) != len(values):
+        return None
+    lows, highs = [], []
+    for value, slack in zip(values, slacks, strict=True):
+        if not isinstance(value, torch.Tensor) or not isinstance(slack, torch.Tensor):
+            lows.append(value)
+            highs.append(value)
+            continue
+        if slack.shape != value.shape or value.is_complex():
+            return None
+        width = GRAPH_FACTOR * slack.to(value.dtype)
+        lows.append((value - width).detach())
+        highs.append((value + width).detach())
+    low, high = pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
+    if rules.bracket is not None and isinstance(low, torch.Tensor):
+        if not isinstance(rules.bracket[0], torch.Tensor) or rules.bracket[0].shape != low.shape:
+            return None
+        low = torch.fmin(low, rules.bracket[0].to(low.dtype))
+        high = torch.fmax(high, rules.bracket[1].to(high.dtype))
+    return dataclasses.replace(rules, bracket=(low, high))
 
 
 def squared_rules(op_name: str, ref: Any, rules: Rules) -> Rules | None:

@@ -1,0 +1,635 @@
+"""What a kernel's roundings can leave in each output element, from the op's own graph.
+
+One rule per primitive, not per op (issue 45: bounds computed, not written per op). The
+reference runs in float64 under `_Propagate`, a dispatch mode that carries beside every
+floating tensor e, a first-order bound on the error the dtype d's roundings leave in each of
+its elements, from the inputs (e = 0: the reference reads the same rounded values):
+
+- an aten op rounds its result to d: its own rounding adds u(d) * |y| (u = eps / 2);
+- add, sub: e_a + |alpha| e_b; mul: |b| e_a + |a| e_b; div: e_a / |b| + |a / b**2| e_b;
+- every other pointwise op (torch's `pointwise` tag: exp, log, tanh, sqrt, pow, addcdiv,
+  ...): sum_i |df/dx_i| e_i, the slope by a central difference in float64;
+- what only moves or selects values (views, copies, cat, where, indexing, padding, flip,
+  repeat; max and sort take the largest e of their input): the same op on e;
+- sums of terms with positive weights (sum, mean, cumsum, pooling by average, their
+  backwards): the same op on e, plus the sum's own rounding sqrt(K) * u(acc) * the same op
+  on |x| (K terms an element, acc the precision kernels accumulate in,
+  `reference.ACCUMULATION_DTYPE`); a scatter (index_put, index_add, scatter_add) keeps its
+  partial sums in the destination, in d: u(d) * the op on |x|;
+- products summed (mm, bmm, addmm, baddbmm, mv, dot, convolution and its backward):
+  op(e_a, |b|) + op(|a|, e_b) + sqrt(K) * u(acc) * op(|a|, |b|);
+- any other op runs its decomposition (`torch._decomp`, else its CompositeImplicitAutograd
+  kernel) under the mode: a backend kernel (one with a CPU kernel: softmax, layer_norm,
+  nll_loss) keeps its intermediates in acc and rounds its results to d; a composite of aten
+  ops (binary_cross_entropy_with_logits, repeat) rounds each intermediate to d.
+
+An op with none of these, or a complex intermediate, leaves the sample unmeasured (None:
+the sample keeps the normwise bound). The output's bound is `slack`: the propagated e of
+each element, without its own last rounding, which rtol(d) already covers. Terms that cancel
+count at their own size, so the bound needs no formula per op: a loss whose signed weights
+cancel, a norm's backward, a repeat's partial sums, addcdiv's broadcast divisor.
+
+Longer than 600 lines because it is the one table of the primitives' rules, a small
+function each, which read best side by side.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch.utils import _pytree as pytree
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE
+
+aten = torch.ops.aten
+
+_STEP = 1e-6
+"""The central difference's relative step (float64: ~1e-6 relative accuracy of a slope)."""
+
+MAX_ELEMENTS = 1 << 20
+"""Samples with more input elements than this are not measured (cost)."""
+
+# Ops that only move, copy or select values of their floating inputs: the op on e.
+_MOVES = frozenset(
+    {
+        "clone", "copy", "_to_copy", "detach", "lift_fresh", "alias", "cat", "stack",
+        "where", "masked_fill", "index", "_unsafe_index", "index_select", "gather", "take",
+        "select_scatter", "slice_scatter", "diagonal_scatter", "as_strided_scatter",
+        "constant_pad_nd", "flip", "roll", "repeat", "abs", "neg", "conj_physical",
+        "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
+        "replication_pad2d", "replication_pad3d", "tril", "triu", "_unsafe_view",
+        "zeros_like", "ones_like", "full_like", "empty_like", "fill", "zero",
+        "masked_select", "masked_scatter", "scatter", "index_copy", "narrow_copy",
+        "view_copy", "expand_copy", "permute_copy", "slice_copy", "select_copy",
+        "diag_embed", "diagonal_backward", "select_backward", "slice_backward",
+        "expand_backward", "unfold_copy", "rot90", "contiguous", "_reshape_copy",
+        "new_zeros", "new_empty", "new_full", "new_ones", "empty_strided", "relu",
+        "max_unpool2d", "max_unpool3d", "polar",
+    }
+)  # fmt: skip
+# Selections: each result is one of the input's values, which the largest e bounds.
+_SELECTS = frozenset(
+    {
+        "max", "min", "amax", "amin", "median", "nanmedian", "kthvalue", "mode", "sort",
+        "topk", "cummax", "cummin", "msort", "max_pool2d_with_indices",
+        "max_pool3d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool3d",
+        "fractional_max_pool2d", "fractional_max_pool3d", "maximum", "minimum", "fmax",
+        "fmin", "clamp", "clamp_min", "clamp_max", "hardtanh",
+    }
+)  # fmt: skip
+# Sums of terms with positive weights (the same op on e; the sum's rounding on |x|).
+_SUMS = frozenset(
+    {
+        "sum", "mean", "nansum", "cumsum", "index_add", "scatter_add", "index_put",
+        "_unsafe_index_put", "_unsafe_masked_index_put_accumulate", "index_put_",
+        "embedding_dense_backward", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+        "avg_pool2d_backward", "avg_pool3d_backward", "_adaptive_avg_pool2d",
+        "_adaptive_avg_pool3d", "_adaptive_avg_pool2d_backward",
+        "_adaptive_avg_pool3d_backward", "col2im", "im2col", "unfold_backward", "trace",
+        "sum_to_size", "upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
+        "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
+        "_upsample_nearest_exact3d", "upsample_nearest1d_backward",
+        "upsample_nearest2d_backward", "upsample_nearest3d_backward",
+        "_upsample_nearest_exact1d_backward", "_upsample_nearest_exact2d_backward",
+        "_upsample_nearest_exact3d_backward", "upsample_linear1d", "upsample_bilinear2d",
+        "upsample_trilinear3d", "upsample_linear1d_backward",
+        "upsample_bilinear2d_backward", "upsample_trilinear3d_backward",
+        "max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward",
+        "adaptive_max_pool2d_backward", "adaptive_max_pool3d_backward",
+        "fractional_max_pool2d_backward", "fractional_max_pool3d_backward",
+        "reflection_pad1d_backward", "reflection_pad2d_backward", "reflection_pad3d_backward",
+        "replication_pad1d_backward", "replication_pad2d_backward",
+        "replication_pad3d_backward",
+    }
+)  # fmt: skip
+# Sums whose partial sums are the destination's elements, in its dtype.
+_SCATTERS = frozenset(
+    {
+        "index_add", "scatter_add", "index_put", "_unsafe_index_put",
+        "_unsafe_masked_index_put_accumulate", "embedding_dense_backward",
+    }
+)  # fmt: skip
+# Products summed: (the positions of the factors, of an additive term, of its coefficient).
+_PRODUCTS: dict[str, tuple[tuple[int, ...], int | None]] = {
+    "mm": ((0, 1), None),
+    "bmm": ((0, 1), None),
+    "mv": ((0, 1), None),
+    "dot": ((0, 1), None),
+    "vdot": ((0, 1), None),
+    "outer": ((0, 1), None),
+    "addmm": ((1, 2), 0),
+    "addmv": ((1, 2), 0),
+    "addbmm": ((1, 2), 0),
+    "baddbmm": ((1, 2), 0),
+    "addr": ((1, 2), 0),
+    "convolution": ((0, 1), 2),
+    "_convolution": ((0, 1), 2),
+}
+# Step functions and comparisons: exact where they do not jump (the jumps are
+# `discontinuity`'s); their own results round nothing.
+_STEPS = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "signbit", "frac"})
+
+
+# Ops that return views of their operands (lists of them, which the schema's first return
+# does not mark).
+_VIEWS = frozenset(
+    {
+        "broadcast_tensors", "atleast_1d", "atleast_2d", "atleast_3d", "split",
+        "split_with_sizes", "unbind", "chunk", "tensor_split", "meshgrid", "unsafe_split",
+        "unsafe_split_with_sizes", "unsafe_chunk", "squeeze", "unsqueeze", "transpose",
+        "t", "swapdims", "swapaxes", "as_strided", "detach",
+    }
+)  # fmt: skip
+# Elementwise ops without torch's pointwise tag.
+_ELEMENTWISE = frozenset(
+    {
+        "log_sigmoid_forward",
+        "log_sigmoid_backward",
+        "softplus",
+        "softplus_backward",
+        "softshrink_backward",
+        "hardshrink_backward",
+    }
+)
+
+
+class Unmeasured(Exception):
+    """The graph has an op without a rule (its name) or a complex intermediate."""
+
+
+def _pack(func: Any) -> str:
+    return str(func._schema.name).removeprefix("aten::").removeprefix("prims::")
+
+
+def _floating(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_floating_point()
+
+
+class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
+    """Runs the graph in float64 and carries (e, own rounding) for each floating result.
+
+    e lives beside each storage, in a float64 buffer of the storage's size, viewed as the
+    tensor is (`error`): a view, and what autograd saves and unpacks, reads its base's e
+    with no rule of its own, and an in-place op writes it where it writes the values."""
+
+    def __init__(self, dtype: torch.dtype) -> None:
+        super().__init__()  # type: ignore[no-untyped-call]
+        self.u = torch.finfo(dtype).eps / 2
+        self.u_acc = torch.finfo(ACCUMULATION_DTYPE.get(dtype, dtype)).eps / 2
+        self.units = [self.u]
+        """The unit of rounding of the results being computed: u(d) for an aten op's, u(acc)
+        inside a backend kernel's decomposition."""
+        self.largest = 0.0
+        """The largest finite magnitude among the rounded results (`reaches`)."""
+        # storage -> (a tensor keeping it alive, e, own rounding), the last two flat
+        self.known: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
+
+    def _bases(self, x: torch.Tensor, create: bool) -> tuple[torch.Tensor, torch.Tensor] | None:
+        storage = x.untyped_storage()
+        size = storage.nbytes() // x.element_size()
+        found = self.known.get(storage.data_ptr())
+        if found is None or found[1].numel() != size:
+            if not create:
+                return None
+            zeros = torch.zeros(size, dtype=torch.float64)
+            found = (x, zeros, zeros.clone())
+            self.known[storage.data_ptr()] = found
+        return found[1], found[2]
+
+    def _view(self, x: torch.Tensor, which: int) -> torch.Tensor:
+        bases = self._bases(x, create=False)
+        if bases is None:
+            return torch.zeros(x.shape, dtype=torch.float64)
+        return bases[which].as_strided(x.shape, x.stride(), x.storage_offset())
+
+    def error(self, x: Any) -> Any:
+        """e of a floating tensor (0 for one the graph did not compute: an exact input)."""
+        return self._view(x, 0) if _floating(x) else x
+
+    def own(self, x: Any) -> Any:
+        return self._view(x, 1) if _floating(x) else x
+
+    def _seen(self, y: torch.Tensor) -> None:
+        size = y.detach().abs()
+        finite = size[torch.isfinite(size)]
+        if finite.numel():
+            self.largest = max(self.largest, float(finite.max()))
+
+    def set(self, x: torch.Tensor, e: torch.Tensor, own: torch.Tensor) -> None:
+        bases = self._bases(x, create=True)
+        assert bases is not None
+        for base, value in zip(bases, (e, own), strict=True):
+            view = base.as_strided(x.shape, x.stride(), x.storage_offset())
+            try:
+                view.copy_(value.detach().to(torch.float64).expand(x.shape))
+            except RuntimeError:  # a result whose elements overlap: the largest e there
+                view.fill_(float(value.max()) if value.numel() else 0.0)
+
+    def __torch_dispatch__(
+        self,
+        func: Any,
+        types: Any,
+        args: tuple[Any, ...] = (),
+        kwargs: dict[str, Any] | None = None,
+    ) -> Any:
+        kwargs = kwargs or {}
+        name = _pack(func)
+        rule = _rule(func, name)
+        if rule is _VIEW:  # shares its base's e
+            return func(*args, **kwargs)
+        if rule is None:
+            return self._decompose(func, name, args, kwargs)
+        # the rule reads the operands as they were (an in-place op overwrites them), and
+        # copies of e (the rule may run the op on them in place)
+        operands = (args, kwargs)
+        before = pytree.tree_map(lambda x: x.clone() if _floating(x) else x, operands)
+        errors = pytree.tree_map(lambda x: self.error(x).clone() if _floating(x) else x, operands)
+        owns = pytree.tree_map(lambda x: self.own(x).clone() if _floating(x) else x, operands)
+        out = func(*args, **kwargs)
+        results = _results(out)
+        if any(isinstance(y, torch.Tensor) and y.is_complex() for y in pytree.tree_leaves(out)):
+            raise Unmeasured(f"{name} (complex)")
+        if all(y is None for y in results):
+            return out
+        with torch.no_grad():
+            found = rule(self, func, before, errors, owns, out)
+        u = self.units[-1]
+        for y, (e, own) in zip(results, found, strict=True):
+            if y is None or e is None:
+                continue
+            if own is None:  # a rounded result: e from its operands, and its own rounding
+                own = u * y.detach().abs()
+                e = e.abs() + own
+                self._seen(y)
+            # (else moved values: their e and own rounding, both carried along)
+            self.set(y, e.abs().nan_to_num(0.0, posinf=math.inf), own)
+        return out
+
+    def _decompose(self, func: Any, name: str, args: Any, kwargs: Any) -> Any:
+        """An op without a rule of its own: its decomposition (torch._decomp's, else its
+        CompositeImplicitAutograd kernel) run under the mode, whose intermediates round in
+        the accumulation precision; then its results in d. An op that reads no floating
+        tensor (a factory, a random draw) makes exact constants, and one without floating
+        results is run as it is."""
+        if not any(_floating(x) for x in pytree.tree_leaves((args, kwargs))):
+            return func(*args, **kwargs)
+        decomposition = torch._decomp.decomposition_table.get(func)
+        # A backend kernel (one the CPU dispatch key implements: softmax, layer_norm, a
+        # loss) keeps its intermediates in the accumulation precision; a composite of aten
+        # ops (CompositeExplicitAutograd alone: binary_cross_entropy_with_logits, repeat)
+        # rounds each of them to d, as its decomposition's ops do.
+        fused = torch._C._dispatch_has_kernel_for_dispatch_key(func._schema.name, "CPU")
+        self.units.append(self.u_acc if fused else self.units[-1])
+        try:
+            with self:
+                if decomposition is not None:
+                    out = decomposition(*args, **kwargs)
+                else:
+                    out = func.decompose(*args, **kwargs)
+        finally:
+            self.units.pop()
+        if out is NotImplemented:
+            out = func(*args, **kwargs)
+            if any(y is not None for y in _results(out)):
+                raise Unmeasured(name)
+            return out
+        for y in _results(out):
+            if y is not None and fused:  # the kernel rounds its results to d
+                own = self.units[-1] * y.detach().abs()
+                self.set(y, self.error(y) + own, own)
+                self._seen(y)
+        return out
+
+
+def _results(out: Any) -> list[torch.Tensor | None]:
+    leaves = out if isinstance(out, (tuple, list)) else [out]
+    return [y if _floating(y) else None for y in leaves]
+
+
+# Per result: (e from the operands, its own rounding or None for u * |y|), or (None, None).
+Found = list[tuple[Any, Any]]
+Operands = tuple[tuple[Any, ...], dict[str, Any]]
+Rule = Callable[[_Propagate, Any, Operands, Operands, Operands, Any], Found]
+
+
+def _VIEW(*_: Any) -> Found:  # a marker: views share their base's e
+    return []
+
+
+def _rule(func: Any, name: str) -> Rule | None:
+    """The rule of an aten op (None: decompose it)."""
+    base = name.removesuffix("_") if not name.startswith("_") else name
+    returns = func._schema.returns
+    if returns and returns[0].alias_info is not None and not returns[0].alias_info.is_write:
+        return _VIEW
+    if base in _VIEWS:
+        return _VIEW
+    if base in ("add", "sub", "rsub"):
+        return _add
+    if base == "mul":
+        return _mul
+    if base == "div" and not any(a.name == "rounding_mode" for a in func._schema.arguments):
+        return _div
+    if base in _STEPS:
+        return _exact
+    if base in _MOVES or base == "copy":
+        return _moves
+    if base in _SELECTS:
+        return _selects
+    if base in _SUMS:
+        return _sums
+    if base in _PRODUCTS:
+        return _products
+    if base == "convolution_backward":
+        return _convolution_backward
+    if base in ("scatter_reduce", "index_reduce"):
+        return _reduces
+    if base == "var":
+        return _var
+    if torch.Tag.pointwise in func.tags or base in _ELEMENTWISE:
+        return _pointwise
+    return None
+
+
+def _exact(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """Steps (floor, sign, ...): exact where they do not jump."""
+    return [
+        (torch.zeros_like(y), torch.zeros_like(y)) if y is not None else (None, None)
+        for y in _results(out)
+    ]
+
+
+def _as_list(x: Any) -> list[Any]:
+    return list(x) if isinstance(x, (tuple, list)) else [x]
+
+
+def _zero_scalars(value: Any) -> Any:
+    """Python floats (fill values, paddings) as 0: they carry no error."""
+    return pytree.tree_map(lambda v: 0.0 if isinstance(v, float) else v, value)
+
+
+def _moves(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """The op on e (and on the own roundings, which the moved values carry along)."""
+    e_args, e_kwargs = _zero_scalars(errors)
+    o_args, o_kwargs = _zero_scalars(owns)
+    e, own = func(*e_args, **e_kwargs), func(*o_args, **o_kwargs)
+    found: Found = []
+    for y, a, b in zip(_results(out), _as_list(e), _as_list(own), strict=True):
+        found.append((a.abs(), b.abs()) if y is not None else (None, None))
+    return found
+
+
+def _largest(errors: Any) -> float:
+    sizes = [float(e.max()) for e in pytree.tree_leaves(errors) if _floating(e) and e.numel()]
+    return max(sizes, default=0.0)
+
+
+def _selects(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """Each result is one of the operands' values: the largest e among them."""
+    largest, own = _largest(errors), _largest(owns)
+    return [
+        (torch.full_like(y, largest), torch.full_like(y, own)) if y is not None else (None, None)
+        for y in _results(out)
+    ]
+
+
+def _operand(values: Operands, i: int, name: str) -> Any:
+    args, kwargs = values
+    return args[i] if len(args) > i else kwargs.get(name, 0.0)
+
+
+def _tensor_or_zero(x: Any) -> Any:
+    """An operand's e: 0 for a Python number or an integer tensor (exact)."""
+    return x if _floating(x) else 0.0
+
+
+def _add(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    alpha = abs(_operand(before, 2, "alpha") or 1)
+    e = _tensor_or_zero(_operand(errors, 0, "self")) + alpha * _tensor_or_zero(
+        _operand(errors, 1, "other")
+    )
+    return [(torch.as_tensor(e).expand(out.shape), None)]
+
+
+def _abs(x: Any) -> Any:
+    return x.abs() if isinstance(x, torch.Tensor) else abs(x)
+
+
+def _mul(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    a, b = _operand(before, 0, "self"), _operand(before, 1, "other")
+    e_a = _tensor_or_zero(_operand(errors, 0, "self"))
+    e_b = _tensor_or_zero(_operand(errors, 1, "other"))
+    return [(torch.as_tensor(_abs(b) * e_a + _abs(a) * e_b).expand(out.shape), None)]
+
+
+def _div(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    b = _abs(_operand(before, 1, "other"))
+    e_a = _tensor_or_zero(_operand(errors, 0, "self"))
+    e_b = _tensor_or_zero(_operand(errors, 1, "other"))
+    e = torch.as_tensor(e_a / b + out.abs() / b * e_b)
+    return [(e.nan_to_num(0.0, posinf=math.inf).expand(out.shape), None)]
+
+
+def _pointwise(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """sum_i |df/dx_i| e_i, each slope by a central difference of x_i in float64."""
+    results = _results(out)
+    first = results[0]
+    if first is None:
+        return [(None, None)] * len(results)
+    leaves, spec = pytree.tree_flatten(before)
+    e_leaves = pytree.tree_leaves(errors)
+    total = torch.zeros_like(first)
+    for i, (x, e) in enumerate(zip(leaves, e_leaves, strict=True)):
+        if not _floating(x) or not bool((e != 0).any()):
+            continue
+        step = _STEP * torch.maximum(x.abs(), e).clamp_min(1e-300)
+        ends = []
+        for sign in (1.0, -1.0):
+            moved = list(leaves)
+            moved[i] = x + sign * step
+            m_args, m_kwargs = pytree.tree_unflatten(moved, spec)
+            ends.append(_as_list(func(*m_args, **m_kwargs))[0])
+        slope = ((ends[0] - ends[1]) / (2 * step)).abs().nan_to_num(0.0, 0.0, 0.0)
+        total = total + slope * e
+    return [(total, None)] + [(None, None)] * (len(results) - 1)
+
+
+def _count(inputs: list[torch.Tensor], out: torch.Tensor) -> int:
+    """Terms an output element sums, at most: the largest input over the output, or its
+    last dimension (a scan)."""
+    ratios = [x.numel() // max(out.numel(), 1) for x in inputs]
+    return max([*ratios, *(x.shape[-1] for x in inputs if x.dim()), 1])
+
+
+def _sums(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """The op on e, plus the sum's rounding: sqrt(K) * u * the op on |x|, u that of acc, or
+    of d for a scatter (its partial sums are the destination's elements, in d)."""
+    e_args, e_kwargs = errors
+    a_args, a_kwargs = pytree.tree_map(lambda x: x.abs() if _floating(x) else x, before)
+    o_args, o_kwargs = pytree.tree_map(lambda x: torch.ones_like(x) if _floating(x) else x, before)
+    e, terms = func(*e_args, **e_kwargs), func(*a_args, **a_kwargs)
+    ones = func(*o_args, **o_kwargs)
+    inputs = [x for x in pytree.tree_leaves(before) if _floating(x)]
+    scatter = _pack(func).removesuffix("_") in _SCATTERS
+    found: Found = []
+    for y, a, t, k in zip(_results(out), _as_list(e), _as_list(terms), _as_list(ones), strict=True):
+        if y is None:
+            found.append((None, None))
+            continue
+        if scatter:  # each element's partial sums round to the destination's dtype
+            found.append((a.abs() + p.units[-1] * t.abs(), None))
+            continue
+        count = max(_count(inputs, y), float(k.max()) if k.numel() else 1.0)
+        found.append((a.abs() + math.sqrt(count) * p.u_acc * t.abs(), None))
+    return found
+
+
+def _products(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """op(e_a, |b|) + op(|a|, e_b) (+ the additive term's e) + sqrt(K) u(acc) op(|a|, |b|),
+    K each element's count of products (the op on ones)."""
+    factors, additive = _PRODUCTS[_pack(func).removesuffix("_")]
+    args, kwargs = list(before[0]), before[1]
+    e_args = errors[0]
+
+    def run(replace: dict[int, Any]) -> torch.Tensor:
+        values = list(args)
+        for i, v in replace.items():
+            values[i] = v
+        return torch.as_tensor(func(*values, **kwargs)).abs()
+
+    add = additive if additive is not None and len(args) > additive else -1
+    has_add = add >= 0 and _floating(args[add])
+    plain: dict[int, Any] = {add: torch.zeros_like(args[add])} if has_add else {}
+    absolute = {**plain, **{i: args[i].abs() for i in factors}}
+    terms = run(absolute)
+    count = run({**plain, **{i: torch.ones_like(args[i]) for i in factors}})
+    e = math.sqrt(max(float(count.max()), 1.0)) * p.u_acc * terms
+    for i in factors:
+        if _floating(e_args[i]) and bool((e_args[i] != 0).any()):
+            e = e + run({**absolute, i: e_args[i]})
+    if has_add and bool((e_args[add] != 0).any()):
+        zeros: dict[int, Any] = {i: torch.zeros_like(args[i]) for i in factors}
+        e = e + run({**zeros, add: e_args[add]})
+    return [(e, None)]
+
+
+def _reduces(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """scatter_reduce and index_reduce: sums and means as sums, amax and amin as
+    selections; a product is not measured."""
+    reduce = next((x for x in pytree.tree_leaves(before) if isinstance(x, str)), "sum")
+    if reduce in ("sum", "mean"):
+        return _sums(p, func, before, errors, owns, out)
+    if reduce in ("amax", "amin"):
+        return _selects(p, func, before, errors, owns, out)
+    raise Unmeasured(f"{_pack(func)} ({reduce})")
+
+
+def _var(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """sum((x - mean)**2) / (N - c): 2 / (N - c) sum |x - mean| e_x, plus the deviations'
+    and the sum's roundings, sqrt(N) u(acc) sum (x - mean)**2 / (N - c), and the mean's
+    rounding through the deviations."""
+    (args, kwargs), e_x = before, errors[0][0]
+    x = args[0]
+    dims = args[1] if len(args) > 1 else kwargs.get("dims")
+    dims = list(range(x.dim())) if dims is None else dims
+    y = out if isinstance(out, torch.Tensor) else _as_list(out)[0]
+    mean = x.mean(dim=dims, keepdim=True)
+    count = max(x.numel() // max(y.numel(), 1), 1)
+    scale = (y.abs() / ((x - mean) ** 2).sum(dim=dims).clamp_min(1e-300)).reshape(y.shape)
+    deviation = (x - mean).abs()
+    e = 2 * (deviation * (e_x + p.u_acc * (x.abs() + mean.abs()))).sum(dim=dims).reshape(y.shape)
+    e = scale * e + math.sqrt(count) * p.u_acc * y.abs()
+    return [(e, None)]
+
+
+def _convolution_backward(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """(grad_input, grad_weight, grad_bias): bilinear in (dy, w) and (dy, x); dy summed."""
+    args, kwargs = before
+    dy, x, w = args[0], args[1], args[2]
+    e_dy, e_x, e_w = (
+        e if _floating(e) else torch.zeros_like(v)
+        for e, v in zip(errors[0][:3], (dy, x, w), strict=True)
+    )
+    rest = list(args[3:])
+
+    def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[Any, ...]:
+        return tuple(func(a, b, c, *rest, **kwargs))
+
+    terms = run(dy.abs(), x.abs(), w.abs())
+    count = run(torch.ones_like(dy), torch.ones_like(x), torch.ones_like(w))
+    by_dy = run(e_dy, x.abs(), w.abs())
+    others = (run(dy.abs(), x.abs(), e_w)[0], run(dy.abs(), e_x, w.abs())[1])
+    found: Found = []
+    for k, y in enumerate(_results(out)):
+        if y is None:
+            found.append((None, None))
+            continue
+        e = by_dy[k].abs() + (others[k].abs() if k < 2 else 0.0)
+        rounding = math.sqrt(max(float(count[k].max()), 1.0)) * p.u_acc * terms[k].abs()
+        found.append((e + rounding, None))
+    return found
+
+
+class Graph(NamedTuple):
+    """What `propagate` found."""
+
+    slack: Any
+    """The result with each floating tensor replaced by its slack (0 for another leaf)."""
+    largest: float
+    """The largest finite magnitude among the graph's rounded results: where it reaches the
+    dtype's range, the dtype's graph may overflow where the answer does not."""
+
+
+def propagate(
+    run: Callable[[], Any], dtype: torch.dtype, inputs: list[torch.Tensor]
+) -> Graph | None:
+    """`run()`'s result with each floating tensor replaced by its slack: the first-order
+    bound on what dtype's roundings leave in it, less its own last rounding (which rtol
+    covers), and the graph's largest intermediate; None where the graph cannot be measured
+    (an op without a rule, a complex intermediate) or its inputs are too large."""
+    if sum(x.numel() for x in inputs) > MAX_ELEMENTS:
+        return None
+    mode = _Propagate(dtype)
+    try:
+        with mode:
+            result = run()
+    except Unmeasured:
+        return None
+    except (RuntimeError, NotImplementedError, TypeError, ValueError, IndexError):
+        return None  # a rule the operands do not fit: not measured
+
+    def slack(y: Any) -> Any:
+        if not _floating(y):
+            return 0  # (a leaf, where None would be none)
+        e = mode.error(y) - mode.own(y)
+        return e.detach().clamp_min(0.0).nan_to_num(0.0, posinf=math.inf)
+
+    return Graph(pytree.tree_map(slack, result), mode.largest)

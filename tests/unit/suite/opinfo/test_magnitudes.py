@@ -1,0 +1,102 @@
+"""`magnitudes.propagate`: what the roundings of an op's graph can leave in each output
+element, from one rule per primitive (issue 45: bounds computed, not written per op)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from accelkit.suite.opinfo import magnitudes
+
+U16 = torch.finfo(torch.bfloat16).eps / 2
+U32 = torch.finfo(torch.float32).eps / 2
+
+
+def _slack(run: Callable[[], Any], dtype: torch.dtype, *inputs: torch.Tensor) -> Any:
+    graph = magnitudes.propagate(run, dtype, list(inputs))
+    return None if graph is None else graph.slack
+
+
+def test_one_kernel_leaves_only_its_own_rounding_which_rtol_covers() -> None:
+    x = torch.linspace(-3, 3, 7, dtype=torch.float64)
+    (slack,) = _slack(lambda: (torch.exp(x),), torch.bfloat16, x)
+    assert torch.equal(slack, torch.zeros_like(x))
+
+
+def test_products_rounded_before_their_sum_leave_their_magnitudes() -> None:
+    # vecdot's composite (x * y).sum(): each product rounds to the dtype first, so the
+    # answer keeps u * sum |x y| (the products cancel: their sum is 0, their terms are 8).
+    x = torch.tensor([1.0, 2.0, -1.0, -2.0], dtype=torch.float64)
+    y = torch.tensor([1.0, 1.5, 1.0, 1.5], dtype=torch.float64)
+    (slack,) = _slack(lambda: ((x * y).sum(),), torch.bfloat16, x, y)
+    terms = float((x * y).abs().sum())
+    assert math.isclose(float(slack), U16 * terms + 2 * U32 * terms, rel_tol=1e-6)
+
+
+def test_a_difference_carries_its_parts_roundings() -> None:
+    # tanhshrink's x - tanh(x): tanh's rounding stays in a difference that cancels.
+    x = torch.tensor([1e-2, 0.5, 3.0], dtype=torch.float64)
+    (slack,) = _slack(lambda: (x - torch.tanh(x),), torch.float16, x)
+    u = torch.finfo(torch.float16).eps / 2
+    assert torch.allclose(slack, u * torch.tanh(x).abs(), rtol=1e-6)
+
+
+def test_a_slope_carries_an_operands_error_through_a_pointwise_op() -> None:
+    # log(1 + x) with 1 + x rounded: the error u * |1 + x| divided by |1 + x|.
+    x = torch.tensor([1e-3, 1.0], dtype=torch.float64)
+    (slack,) = _slack(lambda: (torch.log(1 + x),), torch.float32, x)
+    assert torch.allclose(slack, torch.full_like(x, U32), rtol=1e-4)
+
+
+def test_views_and_moves_keep_the_error_of_what_they_move() -> None:
+    x = torch.tensor([[1.0, -1.0], [2.0, 3.0]], dtype=torch.float64)
+    y = torch.tensor([[1.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+
+    def run() -> tuple[torch.Tensor, ...]:
+        s = x + y  # rounds: u * |x + y|
+        return (s.t().reshape(-1), torch.cat([s, s]).flip(0), s * 2)
+
+    moved, catted, doubled = _slack(run, torch.bfloat16, x, y)
+    own = U16 * (x + y).abs()
+    assert torch.equal(moved, torch.zeros_like(moved))  # the same values: their own rounding
+    assert torch.equal(catted, torch.zeros_like(catted))
+    assert torch.allclose(doubled, 2 * own)  # the product reads the rounded sum
+
+
+def test_a_backward_that_sums_copies_is_measured() -> None:
+    # repeat's backward sums the weights of an element's copies a dimension at a time, each
+    # partial sum rounded: signed weights cancel, the slack is of their magnitudes.
+    x = torch.tensor([0.5], dtype=torch.float64, requires_grad=True)
+    w = torch.tensor([[1.0, -1.0, 0.25], [2.0, -2.0, 0.5]], dtype=torch.float64)
+
+    def run() -> tuple[torch.Tensor, ...]:
+        return torch.autograd.grad(x.repeat(2, 3), [x], [w])
+
+    (slack,) = _slack(run, torch.bfloat16, x)
+    assert 0 < float(slack) <= 4 * U16 * float(w.abs().sum())
+
+
+def test_a_fused_kernel_rounds_inside_in_the_accumulation_precision() -> None:
+    # softmax decomposes (torch._decomp); a 16-bit kernel keeps its exp and sum in float32.
+    x = torch.tensor([[0.5, 1.0, -2.0, 3.0]], dtype=torch.float64)
+    (sixteen,) = _slack(lambda: (torch.softmax(x, -1),), torch.bfloat16, x)
+    (single,) = _slack(lambda: (torch.softmax(x, -1),), torch.float32, x)
+    assert torch.allclose(sixteen, single)
+    assert float(single.max()) < 8 * U32
+
+
+def test_a_graph_with_an_op_without_a_rule_is_not_measured() -> None:
+    a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    assert _slack(lambda: (torch.linalg.inv(a),), torch.float32, a) is None
+    z = torch.tensor([1.0 + 1.0j], dtype=torch.complex128)
+    assert _slack(lambda: (z * z,), torch.complex64, z) is None
+
+
+def test_the_largest_intermediate_says_where_the_dtype_may_overflow() -> None:
+    # x * x / x in float16: the product leaves float16's range though the answer is x.
+    x = torch.tensor([300.0, 2.0], dtype=torch.float64)
+    graph = magnitudes.propagate(lambda: (x * x / x,), torch.float16, [x])
+    assert graph is not None and graph.largest == 9e4
