@@ -82,36 +82,6 @@ def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> flo
         return max_magnitude(op(inp, *args, **kwargs))
 
 
-def broadcast_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """The magnitudes of the terms that the gradient of a broadcast input sums: the reference
-    gradient with every input expanded to the broadcast shape, in magnitude, summed back over
-    the broadcast dimensions (the largest such sum), per input that needs a gradient."""
-    if weights is None:
-        return []
-    leaves, spec = pytree.tree_flatten((ref.input, ref.args, ref.kwargs))
-    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-    shape = torch.broadcast_shapes(*(x.shape for x in tensors))  # type: ignore[no-untyped-call]
-    originals, expanded = [], list(leaves)
-    for i, x in enumerate(leaves):
-        if isinstance(x, torch.Tensor) and x.requires_grad:
-            expanded[i] = x.detach().expand(shape).clone().requires_grad_(True)
-            originals.append((x, expanded[i]))
-    inp, args, kwargs = pytree.tree_unflatten(expanded, spec)
-    outputs = differentiable(
-        ref.output_process_fn_grad(op.gradcheck_wrapper(op.op, inp, *args, **kwargs))
-    )
-    grads = torch.autograd.grad(
-        outputs,
-        [e for _, e in originals],
-        [w.to(o.dtype) for w, o in zip(weights, outputs, strict=True)],
-        allow_unused=True,
-    )
-    return [
-        0.0 if g is None else max_magnitude(g.abs().sum_to_size(x.shape))
-        for g, (x, _) in zip(grads, originals, strict=True)
-    ]
-
-
 def digamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """digamma's terms at x > 0, as Cephes' psi (PyTorch's CPU and CUDA kernels) forms them:
     the recurrence psi(x) = psi(x + 1) - 1 / x up to x + K >= 10, then the asymptotic
@@ -176,22 +146,6 @@ def _reduced(parts: torch.Tensor, reduction: str) -> float:
     return float(parts.max())
 
 
-def bce_logits_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """binary_cross_entropy_with_logits' terms: per element w * ((1 - y) x + l softplus(-x))
-    (l = 1 + (pos_weight - 1) y), each part rounded to the dtype, then reduced. A sum adds
-    the magnitudes of those parts; a mean divides them by the count; none keeps the largest.
-    Random weights and targets outside [0, 1] make the sum cancel (terms 210 against an
-    answer of -13.9, float16 at seed 1)."""
-    x, y = _real64(ref.input), _real64(ref.args[0])
-    w = ref.kwargs.get("weight")
-    pos_weight = ref.kwargs.get("pos_weight")
-    scale = (1 + (_real64(pos_weight) - 1) * y) if isinstance(pos_weight, torch.Tensor) else 1.0
-    parts = ((1 - y) * x).abs() + (scale * torch.nn.functional.softplus(-x)).abs()
-    if isinstance(w, torch.Tensor):
-        parts = parts * _real64(w).abs()
-    return _reduced(parts, ref.kwargs.get("reduction", "mean"))
-
-
 def bce_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """binary_cross_entropy's terms: per element |w| (|y log x| + |(1 - y) log(1 - x)|) (the
     logs clamped at -100, as the kernel clamps them), each rounded to the dtype, then
@@ -204,58 +158,6 @@ def bce_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     if isinstance(w, torch.Tensor):
         parts = parts * _real64(w).abs()
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
-
-
-def multilabel_soft_margin_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """multilabel_soft_margin_loss's terms: per element |w| (|y logsigmoid(x)| +
-    |(1 - y) logsigmoid(-x)|), each rounded to the dtype, summed over the class dimension
-    over C, then reduced as the loss is. OpInfo's weights are signed, so the sum cancels
-    (float16 at seed 31: 1.416 where 1.383 is exact)."""
-    x, y = _real64(ref.input), _real64(ref.args[0])
-    if not x.numel():
-        return 0.0
-    logsigmoid = torch.nn.functional.logsigmoid
-    parts = (y * logsigmoid(x)).abs() + ((1 - y) * logsigmoid(-x)).abs()
-    w = ref.kwargs.get("weight")
-    if isinstance(w, torch.Tensor):
-        parts = parts * _real64(w).abs()
-    per_row = parts.sum(-1) / x.shape[-1] if x.ndim else parts
-    return _reduced(per_row, ref.kwargs.get("reduction", "mean"))
-
-
-def hinge_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """hinge_embedding_loss's terms: per element x where the target is not -1 and
-    max(0, margin - x) where it is not 1, each rounded to the dtype, then reduced. A negative
-    margin or negative x gives terms of either sign, so the sum cancels (bfloat16 at seed 30:
-    125 terms summing to 1.28 came out 1.59)."""
-    x, t = _real64(ref.input), _real64(ref.args[0])
-    margin = float(argument(ref, 1, "margin", 1.0))
-    hinge = torch.where(t != 1, (margin - x).clamp_min(0), 0.0)
-    parts = torch.where(t != -1, x.abs(), 0.0) + hinge
-    return _reduced(parts, ref.kwargs.get("reduction", "mean"))
-
-
-def multi_margin_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """multi_margin_loss's terms: per row |w_y| sum_{i != y} s_i^p / C over the active hinges
-    (margin - x_y + x_i > 0), s_i = |margin| + |x_y| + |x_i| the magnitude of the hinge's
-    operands (a bound on each term's rounding, and on its inner difference's to the power
-    p), then reduced as the loss is. One class weight scales each row and OpInfo's weights
-    take either sign (-10 to 10), so a sum or mean over rows cancels."""
-    x = _real64(ref.input)
-    if not x.numel():
-        return 0.0
-    rows = x.reshape(-1, x.shape[-1]) if x.ndim else x.reshape(1, 1)
-    target = ref.args[0].reshape(-1, 1).to("cpu", torch.long)
-    p = int(argument(ref, 1, "p", 1))
-    margin = float(argument(ref, 2, "margin", 1.0))
-    picked = rows.gather(1, target)
-    active = (margin - picked + rows > 0) & (torch.arange(rows.shape[1]) != target)
-    size = torch.where(active, abs(margin) + picked.abs() + rows.abs(), 0.0) ** p
-    per_row = size.sum(1) / rows.shape[1]
-    w = argument(ref, 3, "weight", None)
-    if isinstance(w, torch.Tensor):
-        per_row = per_row * _real64(w).abs()[target.squeeze(1)]
-    return _reduced(per_row, ref.kwargs.get("reduction", "mean"))
 
 
 def polar_subnormal_terms(
@@ -357,36 +259,6 @@ def logaddexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) 
     ]
 
 
-def poisson_nll_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """poisson_nll_loss's terms: per element exp(x) and t * x (log_input) or x and
-    t * log(x + eps), plus Stirling's t log t - t + log(2 pi t) / 2 where full and t > 1,
-    each rounded to the dtype, then reduced: the loss cancels them (float16 at seed 4, a sum
-    of 25 elements: 4.82 where 4.84 is exact)."""
-    x, t = _real64(ref.input), _real64(ref.args[0])
-    if ref.kwargs.get("log_input", True):
-        parts = torch.exp(x).abs() + (t * x).abs()
-    else:
-        eps = float(ref.kwargs.get("eps", 1e-8))
-        parts = x.abs() + (t * torch.log(x + eps)).abs()
-    if ref.kwargs.get("full", False):
-        safe = torch.where(t > 1, t, 2.0)
-        stirling = safe * torch.log(safe).abs() + safe + 0.5 * torch.log(2 * math.pi * safe)
-        parts = parts + torch.where(t > 1, stirling, 0.0)
-    return _reduced(parts.nan_to_num(nan=0.0), ref.kwargs.get("reduction", "mean"))
-
-
-def cross_entropy_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """cross_entropy's terms: `class_loss_terms` of |log_softmax(x)| over the class dimension
-    (OpInfo's weights and targets take either sign, so the sum cancels: float16 at seed 17,
-    terms of 133 against a loss of 14.2, 0.05 off)."""
-    x = _real64(ref.input)
-    if x.ndim == 0 or not x.numel():
-        return 0.0
-    logs = torch.log_softmax(x, 0 if x.ndim == 1 else 1).abs()
-    smoothing = float(ref.kwargs.get("label_smoothing", 0.0))
-    return class_loss_terms(op, ref, logs, smoothing)
-
-
 def nll_loss_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """nll_loss's terms: `class_loss_terms` of |x|, the log-probabilities it is given (a mean
     over class weights that nearly cancel: float32 at seed 18, 264.4 off by 1.7e-3 where the
@@ -466,32 +338,6 @@ def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """tanhshrink's x - tanh(x): max |tanh(x)|, the intermediate its decomposition rounds to
     the dtype before the difference, which cancels for small x."""
     return max_magnitude(torch.tanh(_real64(ref.input)))
-
-
-def prelu_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """prelu's gradients, per input that needs one (input, weight). The input's is
-    elementwise (0.0: its bracket decides). The weight's sums x * dy over the elements with
-    x < 0 of its channel (dimension 1 of the input), or of the whole input for a weight of
-    one element: the largest such sum of |x * dy|, where it sums more than one term (one
-    term is elementwise too: 0.0). The weight's gradient cannot be bracketed as a broadcast
-    (`sample_rules._broadcast_terms` expands it to the input's shape, which prelu refuses),
-    so without this it is compared at the gradient's own magnitude, which cancellation can
-    make far smaller than its terms."""
-    if weights is None or not isinstance(ref.input, torch.Tensor):
-        return []
-    x = _real64(ref.input)
-    weight = argument(ref, 0, "weight", None)
-    dy = weights[0].detach().to("cpu", torch.float64)
-    terms = (x * dy).abs() * (x < 0)
-    if not isinstance(weight, torch.Tensor) or terms.numel() <= weight.numel():
-        total = 0.0
-    elif weight.numel() == 1 or x.dim() < 2:
-        total = float(terms.sum())
-    else:  # one channel a weight element
-        total = float(terms.transpose(0, 1).reshape(weight.numel(), -1).sum(1).max())
-    return [
-        0.0 if t is ref.input else total for t in differentiable((ref.input, ref.args, ref.kwargs))
-    ]
 
 
 def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
@@ -574,26 +420,6 @@ def _normalize_terms(
     ratio = torch.where(x == 0, 0.0, (x.abs() / n).pow(p - 1))
     second = (w * x).abs().sum(dim, keepdim=True) / n**2 * ratio
     return max_magnitude((first, second))
-
-
-def trapezoid_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """sum_i (|x_i| + |x_i+1|) (|y_i| + |y_i+1|) / 2 along the integration dimension (the
-    largest such sum): the trapezoids' magnitudes, with their widths x_i+1 - x_i rounded
-    relative to |x| (the spacing dx where no x is given)."""
-    y = _real64(ref.input)
-    if y.numel() == 0:
-        return 0.0
-    dim = ref.kwargs.get("dim", -1)
-    heights = y.movedim(dim, -1).abs()
-    heights = (heights[..., 1:] + heights[..., :-1]) / 2
-    x = ref.args[0] if ref.args else ref.kwargs.get("x")
-    if isinstance(x, torch.Tensor):
-        x = _real64(x).abs()
-        x = x if x.dim() == 1 else x.movedim(dim, -1)
-        widths = x[..., 1:] + x[..., :-1]
-    else:
-        widths = torch.tensor(abs(float(ref.kwargs.get("dx", 1.0 if x is None else x))))
-    return max_magnitude((widths * heights).sum(-1))
 
 
 def _reflectors(ref: Any) -> list[torch.Tensor]:
@@ -1154,44 +980,6 @@ def group_norm_condition(op: Any, ref: Any) -> float:
     return variance_condition(x.reshape(x.shape[0], groups, -1), (-1,), eps)
 
 
-def group_norm_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """The terms group_norm's backward rounds in the input's gradient, times each group's
-    variance condition kappa_g (`variance_condition`); 0 for the weight and bias (their
-    gradients sum dy * y and dy, which the normwise condition bounds).
-
-    With y = (x - mean) rstd, rstd = 1 / sqrt(var + eps) over a group of n elements and
-    g = gamma * dy, dx = rstd (g - mean(g) - y mean(g y)) (+ w_mean / n + w_rstd * -rstd ** 2
-    y / n for native_group_norm's mean and rstd outputs): terms of rstd (|g| + mean|g| + |y|
-    mean|g y|), which cancel (to exactly 0 for a group of two elements, y = +-1) and scale
-    with 1 / sigma, not with any input or output; each carries the variance's relative error
-    eps * kappa_g."""
-    x = ref.input
-    found = [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
-    if weights is None or not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
-        return found
-    groups, eps, gamma = _group_norm_arguments(op, ref)
-    grouped = _real64(x).reshape(x.shape[0], groups, -1)
-    n = grouped.shape[-1]
-    mean, variance, kappa = _group_statistics(grouped, (-1,), eps)
-    if not bool(torch.isfinite(kappa).all()):
-        return found  # no digits: group_norm_condition is infinite
-    kappa = kappa.clamp_min(1.0)
-    rstd = variance.rsqrt()
-    y = (grouped - mean) * rstd
-    g = _real64(weights[0]).abs()
-    if isinstance(gamma, torch.Tensor):
-        g = g * _real64(gamma).abs().reshape(1, -1, *([1] * (x.dim() - 2)))
-    g = g.reshape(grouped.shape)
-    terms = rstd * (g + g.mean(-1, keepdim=True) + y.abs() * (g * y.abs()).mean(-1, keepdim=True))
-    if len(weights) == 3:  # native_group_norm's mean and rstd, (N, groups)
-        w_mean = _real64(weights[1]).abs().reshape(mean.shape)
-        w_rstd = _real64(weights[2]).abs().reshape(mean.shape)
-        terms = terms + (w_mean + w_rstd * rstd.pow(2) * y.abs()) / n
-    if ref.input.requires_grad:
-        found[0] = max_magnitude(kappa * terms)
-    return found
-
-
 def layer_norm_condition(op: Any, ref: Any) -> float:
     """variance_condition of each group layer_norm normalises (its last
     len(normalized_shape) dimensions), with the op's eps."""
@@ -1230,54 +1018,6 @@ def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
         allow_unused=True,
     )
     return [0.0 if g is None else max_magnitude(g) for g in grads]
-
-
-def layer_norm_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """The terms layer_norm's backward rounds, per input that needs a gradient (input,
-    weight, bias), as ATen's CPU kernel forms the input's gradient over a group of n
-    elements: g = w * dy, ds = sum(g * x), db = sum(g), b = (db * mean - ds) * rstd ** 3 / n,
-    c = -b * mean - db * rstd / n, dx = rstd * g + b * x + c. Terms of rstd (|g| + mean|g|);
-    b's own cancellation, rstd ** 3 mean(|g| (|x| + |mean|)), which b carries to |x - mean|;
-    and b * x + c, the uncentred form of b (x - mean), rstd ** 3 mean(|g| |x - mean|)
-    (|x| + |mean|). They cancel (to 0 where the group has one element, where
-    rstd = 1 / sqrt(var + eps) is 316) and exceed every input and output where var << 1 or
-    the group lies far from 0 for its spread (seed 57: two elements 0.22 apart near 1.2, a
-    gradient of -0.0417 from terms of 800). The weight's gradient sums
-    dy * (x * rstd - mean * rstd) over the batch, terms |dy| (|x| + |mean|) rstd. The bias's
-    sums dy only. native_layer_norm's mean and rstd outputs are not differentiable."""
-    if weights is None:
-        return []
-    x = _real64(ref.input)
-    shape = tuple(argument(ref, 0, "normalized_shape", ()))
-    weight = argument(ref, 1, "weight", None)
-    bias = argument(ref, 2, "bias", None)
-    eps = float(argument(ref, 3, "eps", 1e-5))
-    dims = tuple(range(x.dim() - len(shape), x.dim()))
-    found = [0.0] * len(differentiable((ref.input, ref.args, ref.kwargs)))
-    if x.numel() == 0 or not dims:
-        return found
-    mean = x.mean(dims, keepdim=True)
-    rstd = ((x - mean).pow(2).mean(dims, keepdim=True) + eps).rsqrt()
-    if not bool(torch.isfinite(rstd).all()):
-        return found  # a constant group without eps: layer_norm_condition is infinite
-    dy = _real64(weights[0]).abs()
-    w = _real64(weight).abs() if isinstance(weight, torch.Tensor) else torch.ones(())
-    g = w * dy
-    uncentred, centred = x.abs() + mean.abs(), (x - mean).abs()
-    input_terms = rstd * (g + g.mean(dims, keepdim=True)) + rstd.pow(3) * (
-        (g * uncentred).mean(dims, keepdim=True) * centred
-        + (g * centred).mean(dims, keepdim=True) * uncentred
-    )
-    batch = tuple(range(x.dim() - len(shape)))
-    weight_terms = dy * uncentred * rstd
-    if batch:
-        weight_terms = weight_terms.sum(batch)
-    terms = {id(ref.input): max_magnitude(input_terms)}
-    if isinstance(weight, torch.Tensor):
-        terms[id(weight)] = max_magnitude(weight_terms)
-    if isinstance(bias, torch.Tensor):
-        terms[id(bias)] = 0.0
-    return [terms.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
 
 def lower_hermitian_condition(op: Any, ref: Any) -> float:

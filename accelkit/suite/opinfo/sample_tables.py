@@ -53,43 +53,6 @@ SAMPLE_TERMS = by_key(
             "path the normwise bound alone holds)"
         ),
     ),
-    *(
-        SampleTerms(
-            op=op,
-            dtype="complex64",
-            grad=grad,
-            factor=1.0,
-            terms=measure.absolute_grad_terms if grad else measure.absolute_terms,
-            reason=(
-                "complex convolution is three real convolutions (Gauss's trick): the "
-                "imaginary part (Re x + Im x) * (Re w + Im w) - Re x Re w - Im x Im w cancels "
-                "terms up to twice |x| |w| (1.46e-4 absolute measured where the output's "
-                "largest magnitude is 336 and the terms' 2066: 0.30 of this bound); the "
-                "backward's convolutions do the same (a conv3d weight gradient 1.76e-4 "
-                "absolute at seed 3, 1.6x the normwise bound at the gradient's magnitude)"
-            ),
-        )
-        for grad in (False, True)
-        for op in (
-            "nn.functional.conv1d",
-            "nn.functional.conv2d",
-            "nn.functional.conv3d",
-            "nn.functional.conv_transpose1d",
-            "nn.functional.conv_transpose2d",
-            "nn.functional.conv_transpose3d",
-        )
-    ),
-    SampleTerms(
-        op="addcmul",
-        grad=True,
-        factor=1.0,
-        terms=measure.broadcast_terms,
-        reason=(
-            "as addcdiv: the gradient with respect to a broadcast factor sums w * value * t, "
-            "each rounded in the dtype, over the broadcast elements, and the random weights "
-            "cancel (bfloat16 at seed 9: a 0-d t2 over 25 elements, 0.30 absolute on 6.4)"
-        ),
-    ),
     SampleTerms(
         op="sparse.mm.reduce",
         grad=True,
@@ -152,77 +115,6 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
-        op="combinations",
-        grad=True,
-        factor=1.0,
-        terms=measure.absolute_grad_terms,
-        reason=(
-            "an element's gradient sums the weights of every combination that copies it, "
-            "in the dtype: with replacement a one-element input is copied r times, and the "
-            "weights cancel (bfloat16 at seed 9: four weights summing to 0.049, 2.0e-3 "
-            "absolute where their magnitudes sum to about 3)"
-        ),
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            grad=True,
-            factor=1.0,
-            terms=measure.absolute_grad_terms,
-            reason=(
-                "an element's gradient sums the weights of its copies, and the backward sums "
-                "them a dimension at a time, rounding each partial sum to the dtype: signed "
-                "weights cancel (bfloat16 at seed 43, a 0-d input repeated (2, 3): six weights "
-                "summing to -0.353 came out -0.344, a column sum of -2.13 rounded by 0.0078, "
-                "where the normwise bound at the gradient's magnitude allowed 0.0055)"
-            ),
-        )
-        for op in ("repeat", "tile")
-    ),
-    SampleTerms(
-        op="addcdiv",
-        grad=True,
-        factor=1.0,
-        terms=measure.broadcast_terms,
-        reason=(
-            "the gradient with respect to a broadcast divisor sums terms -w * t1 / t2 ** 2, "
-            "each rounded in the dtype, over the broadcast elements: a small divisor makes "
-            "them larger than every input and output (float16: 0.19 absolute measured on a "
-            "sum of terms of 1.7e3; float32 at seed 4: 8.3e-5 on a gradient of -29.3 where "
-            "t2 = -0.117 and the terms sum to about 8e3, over 4 times the normwise bound at "
-            "the largest magnitude)"
-        ),
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            grad=True,
-            factor=1.0,
-            terms=measure.broadcast_terms,
-            reason=(
-                "the gradient with respect to a broadcast divisor sums -trunc(a / b) * w "
-                "(fmod) or -floor(a / b) * w (remainder) over the broadcast elements: "
-                "quotients of up to 1e3 for small divisors make the terms larger than every "
-                "input and output, and they cancel (2.6e-5 absolute on a gradient of 2.5 "
-                "measured in float32)"
-            ),
-        )
-        for op in ("fmod", "remainder")
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            factor=1.0,
-            terms=measure.trapezoid_terms,
-            reason=(
-                "the trapezoids (x_i+1 - x_i) (y_i + y_i+1) / 2 of inputs up to 9 reach 160 "
-                "and cancel in the sum, and the widths round relative to |x| (1.06e-5 "
-                "absolute measured in float32 on an integral of -0.18)"
-            ),
-        )
-        for op in ("trapz", "trapezoid", "cumulative_trapezoid")
-    ),
-    SampleTerms(
         op="nn.functional.gaussian_nll_loss",
         grad=True,
         factor=1.0,
@@ -244,19 +136,6 @@ SAMPLE_TERMS = by_key(
             "digamma sums the recurrence's 1 / (x + k) and log(x + K) (Cephes' psi), which "
             "cancel near its root x = 1.46: an element there is 1.2e-7 off in float32 (3.8e-6 "
             "relative, seed 3, sample 0) where the terms sum to 4.6 (0.1 of this bound)"
-        ),
-    ),
-    SampleTerms(
-        op="linalg.vecdot",
-        factor=1.5,
-        terms=measure.absolute_terms,
-        reason=(
-            "vecdot is the composite (x.conj() * y).sum(dim): each product rounds to the dtype "
-            "before the sum, so the answer keeps eps / 2 of every product's magnitude, and "
-            "products of mixed sign cancel (bfloat16 at seed 1: products summing to 152 in "
-            "magnitude against an answer of 0.396: 0.146 absolute measured, where the "
-            "normwise bound at the largest input allowed 0.123); the float32 sum rounds too: "
-            "up to 0.32 of this bound measured over seeds 0-11 (float32; 0.19 in float16)"
         ),
     ),
     *(
@@ -303,18 +182,6 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
-        op="nn.functional.binary_cross_entropy_with_logits",
-        factor=1.5,
-        terms=measure.bce_logits_terms,
-        reason=(
-            "the loss (1 - y) x + l softplus(-x), times the weight, rounds per element in the "
-            "dtype before the reduction, and OpInfo's weights are signed: a float16 sum of "
-            "terms of magnitude 210 came to -13.9 (seed 1, sample 15: 0.043 absolute measured "
-            "where the normwise bound at the answer allowed 0.027); up to 0.35 of this bound "
-            "over seeds 0-11 in float16 and bfloat16"
-        ),
-    ),
-    SampleTerms(
         op="linalg.svdvals",
         grad=True,
         factor=0.25,  # up to 0.027 (float32, seed 31) and 0.074 (complex64) over seeds 0-40
@@ -326,45 +193,6 @@ SAMPLE_TERMS = by_key(
             "forward is well conditioned (WELL_CONDITIONED_LINALG), so the gradient had the "
             "plain normwise bound (float32 at seed 31: 1.7e-5 absolute where it allowed "
             "1e-5)"
-        ),
-    ),
-    SampleTerms(
-        op="nn.functional.multilabel_soft_margin_loss",
-        factor=1.0,
-        terms=measure.multilabel_soft_margin_terms,
-        reason=(
-            "the loss -w (y logsigmoid(x) + (1 - y) logsigmoid(-x)) rounds per element in "
-            "the dtype before the class mean and the reduction, and OpInfo's weights are "
-            "signed (float16 at seed 31, sample 3: 1.416 where 1.383 is exact, 0.033 "
-            "absolute where the normwise bound allowed 0.018; up to 0.24 of this bound over "
-            "seeds 0-40 in float16, 0.18 in bfloat16)"
-        ),
-    ),
-    *(
-        SampleTerms(
-            op="nn.functional.multi_margin_loss",
-            dtype=dtype,
-            factor=1.0,
-            terms=measure.multi_margin_terms,
-            reason=(
-                "each row's loss w_y sum_i max(0, margin - x_y + x_i) ** p / C rounds in the "
-                "dtype before the reduction, and OpInfo's class weights take either sign "
-                "(-10 to 10): a mean over rows cancels like hinge_embedding_loss's. Derived "
-                "for the kernels that have 16-bit dtypes (CUDA's; the CPU kernel has none); "
-                "float32 passes at the normwise bound alone over seeds 0-40"
-            ),
-        )
-        for dtype in ("bfloat16", "float16")
-    ),
-    SampleTerms(
-        op="nn.functional.hinge_embedding_loss",
-        factor=1.0,
-        terms=measure.hinge_terms,
-        reason=(
-            "the loss x (target 1) or max(0, margin - x) (target -1) rounds per element in "
-            "the dtype before the reduction; negative x and margins make the sum cancel "
-            "(bfloat16 at seed 30, sample 8: 125 terms summing to 1.28 came out 1.59, 0.31 "
-            "absolute where the normwise bound allowed 0.14)"
         ),
     ),
     *(
@@ -383,42 +211,6 @@ SAMPLE_TERMS = by_key(
             ),
         )
         for dtype in ("bfloat16", "float16")
-    ),
-    SampleTerms(
-        op="linalg.multi_dot",
-        factor=1.0,
-        terms=measure.absolute_terms,
-        reason=(
-            "a chain of products, each rounded to the dtype before the next: an error of "
-            "eps / 2 per product of |A_1| ... |A_n|, which cancellation leaves far above the "
-            "answer (float16 at seed 11, five matrices: 24 absolute on 3530, where the "
-            "normwise bound allowed 19.9); up to 0.33 of this bound over seeds 0-13 "
-            "(float32, float16, bfloat16)"
-        ),
-    ),
-    SampleTerms(
-        op="nn.functional.cross_entropy",
-        factor=1.0,
-        terms=measure.cross_entropy_terms,
-        reason=(
-            "w_c * y * log_softmax(x)_c rounds per element before the reduction, and "
-            "OpInfo's weights and targets of either sign make the sum cancel (float16 at "
-            "seed 17, sample 17: 0.050 absolute on 14.2, where the normwise bound at the "
-            "answer allowed 0.028: 0.19 of this bound); up to 0.38 of it over seeds 0-17 "
-            "(float16, bfloat16; float32 0.73 where the answer's own bound applies)"
-        ),
-    ),
-    SampleTerms(
-        op="_unsafe_masked_index_put_accumulate",
-        factor=1.5,
-        terms=measure.absolute_terms,
-        reason=(
-            "the samples' broadcast indices put up to 80 values into one element, "
-            "accumulated in the dtype: the error follows the sum of their magnitudes "
-            "(bfloat16 at seed 18: 37.75 where 36.70 is exact, terms of 363); up to 0.44 of "
-            "NORMWISE_EPS * eps * terms over seeds 0-18 (bfloat16; 0.32 float16, 0.38 "
-            "float32)"
-        ),
     ),
     SampleTerms(
         op="_unsafe_masked_index",
@@ -448,18 +240,6 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
-        op="nn.functional.poisson_nll_loss",
-        factor=2.0,
-        terms=measure.poisson_nll_terms,
-        reason=(
-            "as binary_cross_entropy_with_logits: x - t log(x + eps) (or exp(x) - t x) rounds "
-            "per element before the reduction, and the sum cancels (float16 at seed 4, sample "
-            "46: 0.022 absolute on 4.84, where the normwise bound at the answer allowed "
-            "0.017); up to 0.33 of this bound over seeds 0-11 (float32, where the sum rounds "
-            "too; 0.26 in bfloat16, 0.22 in float16)"
-        ),
-    ),
-    SampleTerms(
         op="nn.functional.tanhshrink",
         factor=1.0,
         terms=measure.tanh_terms,
@@ -468,33 +248,6 @@ SAMPLE_TERMS = by_key(
             "stays in a difference that cancels for small x (float32 3.1e-10 absolute, 0.14% "
             "relative; float16 8.4e-5 on an answer of 0.024, where tanh(x) rounds by 2.4e-4; "
             "seed 3, sample 0)"
-        ),
-    ),
-    SampleTerms(
-        op="nn.functional.prelu",
-        grad=True,
-        factor=0.5,
-        terms=measure.prelu_terms,
-        reason=(
-            "the weight's gradient sums x * dy over the elements with x < 0 of its channel, "
-            "each term rounded to the dtype, then summed in float32: eps * sum |x * dy|, the "
-            "bound of `sample_rules._summed_bracket` for a broadcast input, which cannot "
-            "expand prelu's weight (bfloat16: 0.19 absolute measured on a gradient of -1.80 "
-            "whose terms sum to 507 in magnitude, seed 13, sample 19; 0.048 of this bound)"
-        ),
-    ),
-    SampleTerms(
-        op="nn.functional.normalize",
-        grad=True,
-        factor=1.5,
-        terms=measure.normalize_terms,
-        reason=(
-            "the gradient w / n - (w . x) / n ** 2 * (|x| / n) ** (p - 1) cancels terms of "
-            "order |w| / n, unbounded for p < 1 and elements near 0 (3.05e-5 absolute where "
-            "the exact gradient is 0 measured in float32: normalising over one element of "
-            "0.004; up to 0.67 NORMWISE_EPS * eps * terms in float32 and bfloat16). Alone "
-            "since a 48-fold normwise scale was dropped: 0.61 (float32), 0.36 (bfloat16) "
-            "over seeds 0-17"
         ),
     ),
     SampleTerms(
@@ -539,73 +292,6 @@ SAMPLE_TERMS = by_key(
             "gradient's two terms w / |x| cancel to 0 (bfloat16 at seed 5, a 0-d input: "
             "-0.031 where 0 is exact)"
         ),
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            dtype="float32",
-            grad=grad,
-            factor=1.0,
-            terms=measure.absolute_grad_terms if grad else measure.absolute_terms,
-            reason=(
-                "a convolution accumulates K products per output (C_in / groups * kernel "
-                "volume; a weight's gradient sums x * dy over every output position) whose "
-                "magnitudes exceed every input and output: a conv3d output of 16 sums 81 "
-                "terms of total magnitude 1657 (5.4e-5 absolute measured, 0.28 of this "
-                "bound; a normwise bound at the output's 63 allowed 1.5e-5), a weight "
-                "gradient 1320 (0.13)"
-            ),
-        )
-        for op in (
-            "nn.functional.conv1d",
-            "nn.functional.conv2d",
-            "nn.functional.conv3d",
-            "nn.functional.conv_transpose1d",
-            "nn.functional.conv_transpose2d",
-            "nn.functional.conv_transpose3d",
-        )
-        for grad in (False, True)
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            dtype="float32",
-            grad=True,
-            factor=1.0,
-            terms=measure.layer_norm_terms,
-            reason=(
-                "the input's gradient, as ATen's CPU kernel forms it, rstd * g + b * x + c "
-                "(g = w * dy, b = (db * mean - ds) * rstd ** 3 / n, c = -b * mean - db * rstd "
-                "/ n) cancels terms of rstd * |g|, and rstd = 1 / sqrt(var + eps) is 316 for a "
-                "group of one element: the exact gradient is 0 and float32 leaves one unit of "
-                "rounding of those terms (6.1e-5 absolute measured where they are 935 and the "
-                "largest input 6.2: 0.27 of this bound). b * x + c is the uncentred form of "
-                "b * (x - mean), so a group far from 0 for its spread cancels terms of "
-                "(|x| + |mean|) * rstd ** 3 * mean(|g| * (|x| + |mean|)) (seed 57: two "
-                "elements 0.22 apart near 1.2, 1.07e-4 off a gradient of -0.0417 where the "
-                "terms rstd * |g| and the variance's condition allowed 8.3e-5: 0.18 of this "
-                "bound, the only sample of seeds 0-150, both ops, that needs it)"
-            ),
-        )
-        for op in ("native_layer_norm", "nn.functional.layer_norm")
-    ),
-    *(
-        SampleTerms(
-            op=op,
-            grad=True,
-            factor=0.5,
-            terms=measure.group_norm_grad_terms,
-            reason=(
-                "the input's gradient rstd (g - mean(g) - y mean(g y)) cancels terms of rstd "
-                "|g| (g = gamma * dy), exactly for a group of two elements (y = +-1), and rstd "
-                "grows past every input and output as sigma falls (seed 38: bfloat16 0.106 "
-                "and -0.093 in one group, 0.026 off where the normwise bound at magnitude 1 "
-                "allowed 0.016); each term carries the variance's relative error eps * kappa. "
-                "0.10 of NORMWISE_EPS * eps * terms needed there, the only sample over seeds "
-                "0-40 (both ops, every dtype) that the normwise condition alone does not bound"
-            ),
-        )
-        for op in ("native_group_norm", "nn.functional.group_norm")
     ),
     SampleTerms(
         op="linalg.householder_product",

@@ -109,59 +109,6 @@ def test_masked_index_grad_terms_sum_the_weights_of_gathered_copies() -> None:
     assert terms == [2.0]  # x[0]: |1| + |-1| (x[1]'s copy is masked out, x[2]'s is 2)
 
 
-def test_prelu_weight_terms_sum_x_dy_where_x_is_negative_per_channel() -> None:
-    prelu = torch.nn.functional.prelu
-    x = torch.tensor([[[-1.0, 2.0], [-3.0, -4.0]], [[5.0, -6.0], [7.0, 8.0]]], dtype=torch.float64)
-    dy = torch.tensor([[[1.0, 1.0], [-1.0, 2.0]], [[1.0, -1.0], [1.0, 1.0]]], dtype=torch.float64)
-    x.requires_grad_()
-    channels = torch.tensor([0.25, -0.5], dtype=torch.float64, requires_grad=True)
-    # Channel 0 (dimension 1) sums -1 * 1 and -6 * -1: 7; channel 1 sums -3 * -1, -4 * 2: 11.
-    assert measures.prelu_terms(prelu, sample(x, (channels,)), [dy]) == [0.0, 11.0]
-    one = torch.tensor(0.25, dtype=torch.float64, requires_grad=True)
-    assert measures.prelu_terms(prelu, sample(x, kwargs={"weight": one}), [dy]) == [0.0, 18.0]
-    # The premise: the gradient itself cancels (6 - 1 = 5, 3 - 8 = -5), and the generic
-    # broadcast measures cannot expand the weight to the input's shape: prelu refuses it.
-    (grad,) = torch.autograd.grad(prelu(x, channels), channels, dy)
-    assert grad.tolist() == [5.0, -5.0]
-    with pytest.raises(RuntimeError):
-        prelu(x, channels.detach()[None, :, None].expand(x.shape))
-    # One term a weight element (a 0-d input): elementwise, bracketed, no terms.
-    scalar = torch.tensor(-2.0, dtype=torch.float64, requires_grad=True)
-    assert measures.prelu_terms(prelu, sample(scalar, (one,)), [torch.ones(())]) == [0.0, 0.0]
-
-
-def test_layer_norm_terms_of_a_one_element_group() -> None:
-    x = torch.tensor([-1.5628], dtype=torch.float64, requires_grad=True)
-    w = torch.tensor([-6.1592], dtype=torch.float64, requires_grad=True)
-    dy = torch.tensor([0.4804], dtype=torch.float64)
-    ref = sample(x, ((1,), w, None, 1e-5))
-    input_terms, weight_terms = measures.layer_norm_terms(None, ref, [dy])
-    rstd = 1e-5**-0.5  # 316: the variance of one element is 0
-    assert math.isclose(input_terms, rstd * 2 * 6.1592 * 0.4804)  # ~1870, inputs are <= 6.2
-    assert math.isclose(weight_terms, 0.4804 * 2 * 1.5628 * rstd)
-    # An ordinary group: terms of the inputs' and outputs' order.
-    y = torch.tensor([1.0, -1.0, 2.0, -2.0], dtype=torch.float64, requires_grad=True)
-    ordinary = measures.layer_norm_terms(None, sample(y, ((4,),)), [torch.ones(4)])
-    assert ordinary[0] < 3.0  # rstd 2 + rstd^3 2 mean|x| |x| = 2.78 where |x| <= 2
-
-
-def test_layer_norm_terms_of_an_uncentred_group_take_the_kernels_form() -> None:
-    # Seed 57's native_layer_norm sample: two elements 0.22 apart near 1.2 (rstd 9.08). The
-    # CPU kernel's dx = rstd g + b x + c, b = (db mean - ds) rstd^3 / n, c = -b mean - ...:
-    # b's cancellation error meets |x - mean|, and b meets |x| + |mean| in b x + c, terms
-    # of 794 where rstd (|g| + mean|g|) is 45.
-    x = torch.tensor([[1.2821624279, 1.0620743036]], dtype=torch.float64, requires_grad=True)
-    w = torch.tensor([-6.1093931198, 0.6754038334], dtype=torch.float64, requires_grad=True)
-    ref = sample(x, ((2,), w, None, 1e-5))
-    dy = torch.tensor([[0.5, -1.0]], dtype=torch.float64)
-    (input_terms, _) = measures.layer_norm_terms(None, ref, [dy])
-    assert input_terms == pytest.approx(793.61, rel=1e-4)
-    # Centred, the same spread: terms of the order of rstd (|g| + |y| mean|g y|).
-    centred = sample((x - x.mean()).detach().requires_grad_(), ((2,), w, None, 1e-5))
-    (small, _) = measures.layer_norm_terms(None, centred, [dy])
-    assert small == pytest.approx(78.54, rel=1e-4)
-
-
 def test_layer_norm_condition_of_nearly_equal_elements() -> None:
     close = torch.tensor([[8.1915, 7.9204]], dtype=torch.float64)
     kappa = measures.layer_norm_condition(None, sample(close, ((2,), None, None, 1e-5)))
@@ -309,27 +256,6 @@ def test_bce_terms_add_the_weighted_logs_magnitudes_as_the_reduction_does() -> N
     assert abs(float(loss)) < terms("sum")
 
 
-def test_bce_logits_terms_add_the_parts_magnitudes_as_the_reduction_does() -> None:
-    x = torch.tensor([2.0, -3.0], dtype=torch.float64)
-    y = torch.tensor([0.5, 1.5], dtype=torch.float64)
-    w = torch.tensor([1.0, -2.0], dtype=torch.float64)
-    parts = [
-        abs(w_) * (abs((1 - y_) * x_) + math.log1p(math.exp(-x_)))
-        for x_, y_, w_ in zip(x.tolist(), y.tolist(), w.tolist(), strict=True)
-    ]
-
-    def terms(reduction: str) -> float:
-        kwargs = {"weight": w, "reduction": reduction}
-        return measures.bce_logits_terms(None, sample(x, args=(y,), kwargs=kwargs), None)
-
-    assert terms("sum") == pytest.approx(sum(parts))
-    assert terms("mean") == pytest.approx(sum(parts) / 2)
-    assert terms("none") == pytest.approx(max(parts))
-    # The signed sum cancels; the terms do not.
-    loss = torch.nn.functional.binary_cross_entropy_with_logits(x, y, weight=w, reduction="sum")
-    assert abs(float(loss)) < terms("sum")
-
-
 def test_airy_series_condition_grows_towards_the_series_end() -> None:
     """Cephes sums c1 f - c2 g for |x| < 2.09: 2.5 at 0 ... 70 at 2.09; elements the
     asymptotic expansions compute add nothing."""
@@ -371,22 +297,6 @@ def test_tensor_equation_condition_is_of_the_system_solved() -> None:
     assert measures.tensor_equation_condition(
         solve, sample(moved, args=(b,), kwargs={"dims": (0,)})
     ) == pytest.approx(6 * 200)
-
-
-def test_poisson_nll_terms_add_the_parts_the_loss_cancels() -> None:
-    x = torch.tensor([2.0, 0.5], dtype=torch.float64)
-    t = torch.tensor([3.0, 0.25], dtype=torch.float64)
-
-    def terms(**kwargs: Any) -> float:
-        return measures.poisson_nll_terms(None, sample(x, args=(t,), kwargs=kwargs), None)
-
-    logged = [math.exp(2.0) + 6.0, math.exp(0.5) + 0.125]
-    assert terms(reduction="sum") == pytest.approx(sum(logged))
-    assert terms() == pytest.approx(sum(logged) / 2)  # the default reduction is the mean
-    plain = [2.0 + 3.0 * abs(math.log(2.0 + 1e-8)), 0.5 + 0.25 * abs(math.log(0.5 + 1e-8))]
-    assert terms(log_input=False, reduction="none") == pytest.approx(max(plain))
-    stirling = 3.0 * math.log(3.0) + 3.0 + 0.5 * math.log(2 * math.pi * 3.0)  # t > 1 only
-    assert terms(full=True, reduction="sum") == pytest.approx(sum(logged) + stirling)
 
 
 def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> None:
@@ -534,38 +444,6 @@ def test_group_norm_condition_is_over_each_group() -> None:
     )
 
 
-def test_group_norm_grad_terms_grow_with_rstd_past_the_inputs() -> None:
-    """Seed 38's bfloat16 sample: one group of 0.106 and -0.093 has rstd 10; the output is
-    +-1 whatever x is, so the exact gradient cancels (to eps / sigma ** 3), while its terms
-    are rstd * (|g| + mean|g| + |y| mean|g y|) = 3 rstd for unit weights."""
-    x = torch.tensor([[0.106, -0.093]], dtype=torch.float64, requires_grad=True)
-    functional = _Op(None, "nn.functional.group_norm")
-    w = [torch.ones(1, 2, dtype=torch.float64)]
-    (terms,) = measures.group_norm_grad_terms(functional, sample(x, args=(1,)), w)
-    sigma = 0.0995
-    assert terms == pytest.approx(3.0 / sigma, rel=0.01)  # kappa 1: centred
-    # The weight's terms scale g; a spread group (sigma 4) has terms 3 / 4.
-    gamma = torch.tensor([2.0, 2.0], dtype=torch.float64)
-    (doubled,) = measures.group_norm_grad_terms(
-        functional, sample(x, args=(1,), kwargs={"weight": gamma}), w
-    )
-    assert doubled == pytest.approx(2 * terms)
-    wide = torch.tensor([[4.0, -4.0]], dtype=torch.float64, requires_grad=True)
-    (spread,) = measures.group_norm_grad_terms(functional, sample(wide, args=(1,)), w)
-    assert spread == pytest.approx(0.75, rel=1e-3)
-    # native_group_norm's rstd output adds w_rstd * rstd ** 2 |y| / n per element.
-    native = _Op(None, "native_group_norm")
-    args = (None, None, 1, 2, 1, 1, 1e-5)
-    outs = [torch.ones(1, 2, dtype=torch.float64), torch.zeros(1, 1), torch.ones(1, 1)]
-    (with_rstd,) = measures.group_norm_grad_terms(native, sample(x, args=args), outs)
-    assert with_rstd == pytest.approx(terms + (1 / sigma) ** 2 / 2, rel=0.01)
-    # A negative eps that leaves no variance: no terms (the condition skips the sample).
-    flat = torch.tensor([[1.0, 1.0]], dtype=torch.float64, requires_grad=True)
-    assert measures.group_norm_grad_terms(
-        functional, sample(flat, args=(1,), kwargs={"eps": -0.5}), w
-    ) == [0.0]
-
-
 def test_householder_terms_exceed_the_product_for_reflectors_far_from_unitary() -> None:
     """LAPACK's tau = 2 / ||v||^2 makes each reflector orthogonal; OpInfo's taus (up to 9)
     do not, and the product's terms |H_1| |H_2| then exceed its entries."""
@@ -615,38 +493,6 @@ def test_exp_sum_condition_is_the_cancellation_of_complex_exponentials() -> None
     assert measures.exp_sum_condition(masked, sample(x, kwargs={"dim": 1, "mask": none})) == 1.0
 
 
-def test_cross_entropy_terms_bound_a_sum_that_signed_weights_cancel() -> None:
-    """Seed 17's float16 sample: probability targets, weights of either sign, a sum."""
-    x = torch.tensor([[3.3223, -7.0117, -5.8672], [-4.7734, 4.6094, 2.6777]], dtype=torch.float16)
-    y = torch.tensor([[0.5703, 0.2158, 0.9341], [0.8926, 0.4224, 0.6030]], dtype=torch.float16)
-    w = torch.tensor([-5.25, -6.3906, 7.4688], dtype=torch.float16)
-    loss = torch.nn.functional.cross_entropy
-    kwargs = {"weight": w.double(), "reduction": "sum"}
-    ref = sample(x.double(), args=(y.double(),), kwargs=kwargs)
-    terms = measures.cross_entropy_terms(_Op(loss), ref, None)
-    exact = float(loss(x.double(), y.double(), **kwargs))
-    assert terms == pytest.approx(132.6, rel=1e-3) and abs(exact) < terms / 9
-    error = abs(float(loss(x, y, weight=w, reduction="sum")) - exact)
-    eps16 = torch.finfo(torch.float16).eps
-    assert 2 * eps16 * abs(exact) < error <= 2 * eps16 * terms  # the answer's bound is short
-    # A mean over class indices divides by sum(w_target): weights that cancel carry the loss.
-    t = torch.tensor([0, 2])
-    even = sample(x.double(), args=(t,), kwargs={"weight": torch.ones(3, dtype=torch.float64)})
-    near = sample(
-        x.double(), args=(t,), kwargs={"weight": torch.tensor([-1.0, 0.0, 1.001]).double()}
-    )
-    assert measures.cross_entropy_terms(_Op(loss), near, None) > 100 * (
-        measures.cross_entropy_terms(_Op(loss), even, None)
-    )
-    zero = sample(x.double(), args=(t,), kwargs={"weight": torch.tensor([-1.0, 0.0, 1.0]).double()})
-    assert measures.cross_entropy_terms(_Op(loss), zero, None) == math.inf
-    ignored = sample(x.double(), args=(torch.tensor([0, 1]),), kwargs={"ignore_index": 1})
-    # the one class index not ignored: its term, and the loss over a divisor of 1
-    assert measures.cross_entropy_terms(_Op(loss), ignored, None) == pytest.approx(
-        2 * float(-torch.log_softmax(x.double(), 1)[0, 0])
-    )
-
-
 def test_euclid_mm_grad_terms_bound_the_gradient_of_near_points_on_the_mm_path() -> None:
     """Near points far from the origin: the mm path's squared distance cancels, and the
     gradient (x - y) / d carries that error beyond the normwise bound; off the path: []."""
@@ -678,58 +524,6 @@ def test_euclid_mm_grad_terms_bound_the_gradient_of_near_points_on_the_mm_path()
         x.double().requires_grad_(True), args=(y.double(), 2.0, "donot_use_mm_for_euclid_dist")
     )
     assert measures.euclid_mm_grad_terms(_Op(torch.cdist), plain, [w]) == []
-
-
-def test_hinge_terms_bound_a_sum_whose_terms_take_either_sign() -> None:
-    """Negative x where the target is 1 and a negative margin: terms of either sign."""
-    torch.manual_seed(0)
-    x = (torch.randn(125) * 5).bfloat16()
-    t = torch.where(torch.rand(125) < 0.5, 1.0, -1.0).bfloat16()
-    loss = torch.nn.functional.hinge_embedding_loss
-    kwargs = {"margin": -4.77, "reduction": "sum"}
-    ref = sample(x.double(), args=(t.double(),), kwargs=kwargs)
-    terms = measures.hinge_terms(_Op(loss), ref, None)
-    exact = float(loss(x.double(), t.double(), **kwargs))
-    parts = torch.where(t.double() != -1, x.double().abs(), 0.0)
-    parts += torch.where(t.double() != 1, (-4.77 - x.double()).clamp_min(0), 0.0)
-    assert terms == pytest.approx(float(parts.sum())) and abs(exact) < terms / 10
-    error = abs(float(loss(x, t, **kwargs)) - exact)
-    assert error <= 2 * torch.finfo(torch.bfloat16).eps * terms
-
-
-def test_multi_margin_terms_bound_rows_weighted_either_way() -> None:
-    """Class weights of either sign: rows' losses cancel in the mean; rounding each row's
-    loss to bfloat16 before the mean stays within 2 eps of the terms."""
-    torch.manual_seed(3)
-    x = torch.randn(10, 5, dtype=torch.float64) * 4
-    target = torch.randint(0, 5, (10,))
-    weight = torch.tensor([-9.0, 8.5, -7.0, 9.5, -8.0], dtype=torch.float64)
-    loss = torch.nn.functional.multi_margin_loss
-    kwargs = {"p": 2, "margin": -3.14, "weight": weight}
-    terms = measures.multi_margin_terms(_Op(loss), sample(x, args=(target,), kwargs=kwargs), None)
-    rows = loss(x, target, reduction="none", **kwargs)
-    hinge = (-3.14 - x.gather(1, target[:, None]) + x).clamp_min(0)
-    hinge[torch.arange(10), target] = 0
-    size = torch.where(hinge > 0, 3.14 + x.gather(1, target[:, None]).abs() + x.abs(), 0.0)
-    expected = float(((size**2).sum(1) / 5 * weight.abs()[target]).mean())
-    assert terms == pytest.approx(expected)
-    assert float(rows.abs().mean()) <= terms and abs(float(rows.mean())) < terms / 4
-    rounded = rows.bfloat16().double().mean()
-    assert abs(float(rounded - rows.mean())) <= 2 * torch.finfo(torch.bfloat16).eps * terms
-    none = sample(x, args=(target,), kwargs={"reduction": "none"})
-    assert measures.multi_margin_terms(_Op(loss), none, None) == pytest.approx(
-        float(
-            (
-                torch.where(
-                    (1 - x.gather(1, target[:, None]) + x > 0)
-                    & (torch.arange(5) != target[:, None]),
-                    1 + x.gather(1, target[:, None]).abs() + x.abs(),
-                    0.0,
-                ).sum(1)
-                / 5
-            ).max()
-        )
-    )
 
 
 def test_polar_subnormal_terms_cover_a_result_below_the_smallest_normal() -> None:
@@ -887,21 +681,6 @@ def test_svdvals_gradient_terms_grow_with_the_singular_values_spread_over_their_
     error = float((grad(close.float()).double() - grad(close)).abs().max())
     assert error <= 0.25 * 2 * torch.finfo(torch.float32).eps * near
     assert measures.svdvals_gradient_terms(op, sample(close), None) == 0.0
-
-
-def test_multilabel_soft_margin_terms_bound_a_loss_that_signed_weights_cancel() -> None:
-    torch.manual_seed(1)
-    x = (torch.randn(5, 5) * 4).half()
-    y = torch.rand(5, 5).half()
-    w = torch.randn(5, 5).half()
-    loss = torch.nn.functional.multilabel_soft_margin_loss
-    ref = sample(x.double(), args=(y.double(),), kwargs={"weight": w.double()})
-    terms = measures.multilabel_soft_margin_terms(_Op(loss), ref, None)
-    exact = float(loss(x.double(), y.double(), weight=w.double()))
-    parts = (y.double() * torch.nn.functional.logsigmoid(x.double())).abs()
-    parts += ((1 - y.double()) * torch.nn.functional.logsigmoid(-x.double())).abs()
-    assert terms == pytest.approx(float((parts * w.double().abs()).sum(-1).mean() / 5))
-    assert abs(float(loss(x, y, weight=w)) - exact) <= 2 * torch.finfo(torch.float16).eps * terms
 
 
 def test_exp_condition_is_that_of_a_normal_matrix_and_grows_past_it() -> None:

@@ -240,15 +240,6 @@ def test_a_grid_gradient_is_bracketed_over_each_coordinates_rounding() -> None:
     assert discontinuity.moved_coordinates(sample(volume, args=(0,)), torch.float32) == []
 
 
-def test_trapezoid_terms_are_the_trapezoids_magnitudes() -> None:
-    y = torch.tensor([9.0, -9.0, 9.0], dtype=torch.float64)
-    x = torch.tensor([0.0, 9.0, 18.0], dtype=torch.float64)
-    # (|0| + |9|) * 9 + (|9| + |18|) * 9; the integral itself is 0.
-    assert measures.trapezoid_terms(OP, sample(y, args=(x,)), None) == pytest.approx(324.0)
-    dx = sample(y, kwargs={"dx": -2.0})
-    assert measures.trapezoid_terms(OP, dx, None) == pytest.approx(2 * 9 * 2)
-
-
 def test_histograms_data_dependent_range_is_pinned() -> None:
     value = torch.tensor(-7.86, dtype=torch.float64)
     pinned = discontinuity.pinned_range(
