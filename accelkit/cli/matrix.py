@@ -114,7 +114,8 @@ def expand_command(file: Path, filters: list[str] | None, as_json: bool, allow_e
         table.add_row(
             leg.name,
             leg.torch.label(),
-            ",".join(leg.suites),
+            ",".join(leg.suites)
+            + (f" (explore {leg.explore_seeds} seeds)" if leg.explore_seeds else ""),
             " | ".join(" ".join(labels) for labels in leg.node_runners or (leg.runner,)),
             image,
             "yes" if leg.build else "no",
@@ -370,6 +371,16 @@ COMPARE_OPTIONS = (
         optional=True,
         metavar="PATH",
     ),
+    Opt(
+        "findings",
+        ("--findings",),
+        Path,
+        None,
+        "Tonight's explore legs' findings (DIR/<leg>/findings.json; default: --results). An "
+        "explore leg is red only when it has none; its findings are counted, never failures.",
+        optional=True,
+        metavar="DIR",
+    ),
     Opt("as_json", ("--json",), bool, False, "Print every leg's verdict as JSON on stdout."),
 )
 
@@ -383,13 +394,16 @@ def compare_command(
     max_age: float,
     threshold: float,
     markdown: Path | None,
+    findings: Path | None,
     as_json: bool,
 ) -> None:
     """Judge tonight's legs against the previous nightly: exit 1 when a leg is red.
 
     Red: a leg produced no results, a case failed that the backend's expectations do not
     list, a metric regressed, or a case is newly skipped. Legs without a baseline, or with
-    one older than --max-baseline-age, are named in the summary.
+    one older than --max-baseline-age, are named in the summary. An explore leg
+    (explore_seeds) is red only when its exploration wrote no findings; the summary counts
+    its findings and names its findings.md.
     """
     from accelkit.matrix.verdict import (
         check_compare_options,
@@ -399,18 +413,25 @@ def compare_command(
     )
 
     check_compare_options(
-        results, baseline, max_age_hours=max_age, threshold=threshold, markdown=markdown
+        results,
+        baseline,
+        max_age_hours=max_age,
+        threshold=threshold,
+        markdown=markdown,
+        findings=findings,
     )
     run = load_baseline_run(baseline_run) if baseline_run is not None else None
-    legs = [leg.name for leg in _legs(file, filters, allow_empty=False)]
+    expected = _legs(file, filters, allow_empty=False)
     verdict = judge_night(
-        legs,
+        [leg.name for leg in expected if not leg.explore_seeds],
         results,
         present_baseline(baseline),
         run,
         markdown,
         max_age_hours=max_age,
         threshold=threshold,
+        explore=[leg.name for leg in expected if leg.explore_seeds],
+        findings=findings,
     )
     if as_json:
         sys.stdout.write(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
@@ -470,6 +491,8 @@ def _render_outcome(console: Any, outcome: Any) -> None:
     for leg in outcome.legs:
         counts = [str(leg.counts.get(s, "")) if leg.counts else "" for s in statuses]
         detail = str(leg.results) if leg.results is not None else leg.message
+        if "findings" in leg.counts:  # an explore leg: its findings count and findings.md
+            detail = leg.message
         table.add_row(
             leg.name,
             f"[{styles.get(leg.status, '')}]{leg.status}[/]",

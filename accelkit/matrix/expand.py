@@ -246,7 +246,11 @@ def _leg(
         build=settings.build,
         build_args=(*fill(settings.build_args, "build_args"), *build_extra),
         setup_args=(*fill(settings.setup_args, "setup_args"), *setup_extra),
-        test_args=(*fill(settings.test_args, "test_args"), *requirement_args(settings)),
+        test_args=(
+            *fill(settings.test_args, "test_args"),
+            *requirement_args(settings),
+            *([f"--explore-seeds={settings.explore_seeds}"] if settings.explore_seeds else []),
+        ),
         timeout_minutes=settings.timeout_minutes,
         variant=settings.variant,
         location=location,
@@ -257,6 +261,7 @@ def _leg(
         nodes=settings.nodes,
         rdzv_endpoint=settings.rdzv_endpoint,
         node_runners=settings.runner.per_node,
+        explore_seeds=settings.explore_seeds,
     )
 
 

@@ -6,8 +6,10 @@ Each item carries exactly what the workflow's jobs consume, under stable keys an
 legs' order: the leg's Python, its torch source (channel and the index it resolves to, or
 the ref a build starts from), its test image's base, and the complete argument lists of its
 build, setup and test commands (the test's with the job's `--shard` or `--nnodes` options);
-`name` is the leg's, `job` the job's, `leg_dir` the job's folder under `leg-results/`, and
-`writes_results` false for the nodes that write no results (all but node 0). Unset strings
+`name` is the leg's, `job` the job's, `leg_dir` the job's folder under `leg-results/`,
+`writes_results` false for the nodes that write no results (all but node 0), `explore_seeds`
+N for an explore leg (0 otherwise: its test writes findings.json, not results.json and
+junit.xml) and `artifact` the name the job uploads its folder as. Unset strings
 are `""` rather than null, so `if: matrix.image != ''` and `env:` values behave the same for
 every leg. Values were
 validated by `parse`, but the workflow must still pass them to commands through `env:`,
@@ -52,6 +54,8 @@ GITHUB_FIELDS: tuple[str, ...] = (
     "shard",
     "nodes",
     "node_rank",
+    "explore_seeds",
+    "artifact",
 )
 
 
@@ -90,6 +94,8 @@ def github_item(job: LegJob) -> dict[str, Any]:
         "shard": "" if job.shard is None else f"{job.shard[0]}/{job.shard[1]}",
         "nodes": leg.nodes,
         "node_rank": job.node_rank,
+        "explore_seeds": leg.explore_seeds,
+        "artifact": job.artifact,
     }
     assert tuple(item) == GITHUB_FIELDS
     return item

@@ -13,6 +13,10 @@ own scale-out options, and keeps its files in its own folder under the workflow'
 The nightly's report job (and `accelkit matrix run`) merges a leg's shards into the leg's
 own `results.json` (`accelkit merge`) before anything compares it; node 0 alone writes a
 multi-node leg's results.
+
+Each job uploads its folder as one artifact: `results-<job>`, or `findings-<job>` for an
+explore leg (`explore_seeds: N`, one job writing `findings.json` and `findings.md`), which
+the report job downloads apart, so a findings file is never read as a results file.
 """
 
 from __future__ import annotations
@@ -25,6 +29,9 @@ from accelkit.matrix.model import MatrixEntry
 #: A shard job's folder under its leg's, and the pattern that finds them.
 SHARD_DIR = "shard-{index}-of-{count}"
 SHARD_DIR_PATTERN = re.compile(r"shard-([0-9]+)-of-([0-9]+)")
+#: A job's artifact is `<kind>-<job>`: a leg's results, or an explore leg's findings.
+RESULTS_ARTIFACT = "results"
+FINDINGS_ARTIFACT = "findings"
 
 
 @dataclass(frozen=True)
@@ -43,6 +50,12 @@ class LegJob:
     node_rank: int = 0
     writes_results: bool = True
     """False for the nodes other than 0 of a multi-node leg (node 0 writes the results)."""
+
+    @property
+    def artifact(self) -> str:
+        """The artifact this job's folder is uploaded as (unique: job names are)."""
+        kind = FINDINGS_ARTIFACT if self.leg.explore_seeds else RESULTS_ARTIFACT
+        return f"{kind}-{self.name}"
 
 
 def shard_dir(index: int, count: int) -> str:

@@ -82,6 +82,8 @@ class LegSettings:
     """Nodes the leg's distributed cases span (`accelkit test --nnodes N`), one job per node."""
     rdzv_endpoint: str | None = None
     """HOST:PORT of node 0 (`--rdzv-endpoint`) for a leg of 2 nodes or more."""
+    explore_seeds: int = 0
+    """N > 0: an explore leg (`accelkit test --explore-seeds N`): findings, not results."""
 
 
 @dataclass(frozen=True)
@@ -169,6 +171,8 @@ class MatrixEntry:
     rdzv_endpoint: str | None = None
     node_runners: tuple[tuple[str, ...], ...] = ()
     """Runner labels per node rank for a leg of 2 nodes or more (`runner` is node 0's)."""
+    explore_seeds: int = 0
+    """N > 0: an explore leg, whose job writes findings.json (and .md), not results.json."""
 
     def match_values(self) -> dict[str, str]:
         """The leg's values as `exclude` items and `--filter` see them (strings)."""
@@ -221,5 +225,6 @@ class MatrixEntry:
             "nodes": self.nodes,
             "rdzv_endpoint": self.rdzv_endpoint,
             "node_runners": [list(labels) for labels in self.node_runners],
+            "explore_seeds": self.explore_seeds,
             "source": str(self.location),
         }

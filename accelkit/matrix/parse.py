@@ -19,7 +19,8 @@ The schema, in brief (docs in `matrices/README.md`):
 Settings: torch {channel | ref}, suites, runner (labels, {target: labels}, or one label list
 per node), image, base_image, container, build, build_args, setup_args, test_args,
 timeout_minutes, variant, require (capabilities the leg must have besides its backend's),
-waive ({capability: why}), shards, nodes and rdzv_endpoint (`accelkit.matrix.scaleout`).
+waive ({capability: why}), shards, nodes and rdzv_endpoint (`accelkit.matrix.scaleout`),
+explore_seeds (an explore leg: `accelkit.matrix.explore`).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from accelkit import inputs
 from accelkit.backends import Backend, all_backends
 from accelkit.errors import BadInput
 from accelkit.matrix import rules
+from accelkit.matrix.explore import explore_seeds
 from accelkit.matrix.loader import LocatedList, LocatedMap, load_yaml
 from accelkit.matrix.model import (
     EntrySpec,
@@ -52,7 +54,7 @@ SCHEMA_VERSION = 1
 SETTING_KEYS: tuple[str, ...] = (
     *("torch", "suites", "runner", "image", "base_image", "container", "build", "build_args"),
     *("setup_args", "test_args", "timeout_minutes", "variant", "require", "waive"),
-    *("shards", "nodes", "rdzv_endpoint"),
+    *("shards", "nodes", "rdzv_endpoint", "explore_seeds"),
 )
 TOP_KEYS: tuple[str, ...] = ("schema", "name", "description", "defaults", "entries", "exclude")
 DEFAULT_KEYS: tuple[str, ...] = ("python", *SETTING_KEYS)
@@ -305,6 +307,9 @@ class _Parser(ValueChecker):
             at = (optional("base_image") or (None, scope.line))[1]
             self.fail("image (a prebuilt test image) leaves no use for base_image", at)
         scaled = scale_out(self, optional, suites=suites, container=container)
+        seeds = explore_seeds(
+            self, optional("explore_seeds"), suites=suites, shards=scaled.shards, nodes=scaled.nodes
+        )
         runner = self.runner(optional("runner"), backend, scaled.nodes)
         build_found = optional("build")
         build = False if build_found is None else self.boolean(*build_found, "build")
@@ -374,6 +379,7 @@ class _Parser(ValueChecker):
             shards=scaled.shards,
             nodes=scaled.nodes,
             rdzv_endpoint=scaled.rdzv_endpoint,
+            explore_seeds=seeds,
         )
 
     def torch(self, value: object, line: int) -> TorchSource:

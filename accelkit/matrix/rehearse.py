@@ -29,6 +29,9 @@ Where the rehearsal departs from the workflow, on purpose:
   merges them into `OUTPUT/<leg>/results.json` as the nightly's report job does.
 - A leg of `nodes: N` is not runnable: its jobs meet over a network at its rdzv_endpoint
   (tests/unit/suite/test_multinode.py runs `accelkit test --nnodes 2` on one host instead).
+- An explore leg (`explore_seeds: N`) runs its exploration as its job does
+  (`accelkit.suite.run.explore`): `OUTPUT/<leg>/findings.json`, its `.md` and each seed's
+  results file; with a baseline, the summary counts its findings and it is never compared.
 
 `accelkit matrix run` is `rehearsal_options` (its flags, checked), `plan_rehearsal`,
 `rehearse`, then `judge_outcome` (with `--baseline`: the nightly's verdict of the legs that
@@ -61,6 +64,9 @@ if TYPE_CHECKING:
 RESULTS_FILE = "results.json"
 JUNIT_FILE = "junit.xml"
 SETUP_FILE = "setup.json"
+#: An explore leg's (`explore_seeds: N`): its findings, and its .md, beside each seed's
+#: results file (`findings.seed-<seed>.json`).
+FINDINGS_FILE = "findings.json"
 
 #: Stand-in for the tag setup produces, in argv shown before setup has run.
 IMAGE_FROM_SETUP = "<image from setup>"
@@ -470,12 +476,13 @@ def _plan_test(
     for flag, name in set_by_leg.items():
         if getattr(parsed, name) != getattr(defaults, name):
             raise BadInput(f"{where}: {flag} is set from the leg itself")
+    explore = leg.explore_seeds > 0  # its test writes findings (and no junit: one per seed)
     request = dataclasses.replace(
         parsed,
         device=leg.device,
         suite=suite_choice(suite_option(leg.suites)),
-        json_path=out / RESULTS_FILE,
-        junit_path=out / JUNIT_FILE,
+        json_path=out / (FINDINGS_FILE if explore else RESULTS_FILE),
+        junit_path=None if explore else out / JUNIT_FILE,
         image=image if leg.container else None,
         shard=None if shard is None else f"{shard[0]}/{shard[1]}",
     )
@@ -606,8 +613,11 @@ def judge_outcome(
 
     if baseline is None or outcome.exit_code == ExitCode.UNAVAILABLE:
         return RehearsalRun(plan, outcome)
-    ran = [leg.name for leg in outcome.legs if leg.status != "skipped"]
-    return RehearsalRun(plan, outcome, judge_rehearsal(ran, output, baseline))
+    ran = {leg.name for leg in outcome.legs if leg.status != "skipped"}
+    legs = [leg.leg for leg in plan.legs if leg.leg.name in ran]
+    gating = [leg.name for leg in legs if not leg.explore_seeds]
+    explore = [leg.name for leg in legs if leg.explore_seeds]
+    return RehearsalRun(plan, outcome, judge_rehearsal(gating, output, baseline, explore))
 
 
 def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutcome:
@@ -628,6 +638,8 @@ def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutco
         (leg.output_dir / SETUP_FILE).write_text(json.dumps(result.to_dict()) + "\n")
         image = result.image
         emit(name, {"event": "setup-done", "image": image, "cached": result.cached})
+    if leg.leg.explore_seeds:
+        return _explore_leg(leg, image, emit)
     codes: list[int] = []
     results = []
     for step in leg.shards or (leg.test,):
@@ -663,4 +675,41 @@ def _run_leg(leg: LegPlan, host: DockerHost, emit: LegEventCallback) -> LegOutco
         code,
         counts=counts,
         results=leg.output_dir / RESULTS_FILE,
+    )
+
+
+def _explore_leg(leg: LegPlan, image: str | None, emit: LegEventCallback) -> LegOutcome:
+    """An explore leg's test: its seeds, then its findings (`OUTPUT/<leg>/findings.json`);
+    passed whatever it found, an error when a seed's run could not finish."""
+    from accelkit.suite.run.explore import run_exploration
+
+    name = leg.leg.name
+    request = leg.test.request
+    assert request is not None
+    if leg.leg.container:
+        argv = tuple(image or "" if a == IMAGE_FROM_SETUP else a for a in request.argv)
+        request = dataclasses.replace(request, image=image, argv=argv)
+    explored = run_exploration(request, lambda event: emit(name, event))
+    result = explored.exploration
+    if result is None:
+        return LegOutcome(
+            name,
+            "error",
+            explored.exit_code,
+            message=f"seed {explored.stopped_at}: the run could not finish "
+            f"(exit {explored.exit_code}); its results: {explored.stopped_results}",
+        )
+    counts = {
+        "passed": sum(run.passed for run in result.runs),
+        "findings": len(result.findings),
+        "seeds": len(result.runs),
+    }
+    return LegOutcome(
+        name,
+        "passed",
+        0,
+        counts=counts,
+        message=f"{len(result.findings)} finding(s) over {len(result.runs)} seed(s): "
+        f"{explored.findings_md}",
+        results=explored.findings_json,
     )

@@ -133,6 +133,7 @@ LEG_SET_FLAGS: dict[str, dict[str, str]] = {
         "--nnodes": "nodes (one job per node)",
         "--node-rank": "nodes (one job per node)",
         "--rdzv-endpoint": "rdzv_endpoint",
+        "--explore-seeds": "explore_seeds (an explore leg)",
     },
 }
 

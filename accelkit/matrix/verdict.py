@@ -2,9 +2,11 @@
 (`accelkit matrix compare`, and `accelkit matrix run --baseline` after a rehearsal).
 
 The rule itself is `accelkit.results.nightly.judge_nightly` (red: a leg without results, an
-unexpected failure, a regressed metric, a newly skipped case); this module takes the legs of
-a matrix and the folders the workflow lays out (`DIR/<leg>/results.json`), checks the
-options, writes the Markdown summary and, for a rehearsal, `OUTPUT/verdict.json`.
+unexpected failure, a regressed metric, a newly skipped case; an explore leg without its
+findings file, never for its findings); this module takes the legs of a matrix and the
+folders the workflow lays out (`DIR/<leg>/results.json`, an explore leg's
+`FINDINGS/<leg>/findings.json`), checks the options, writes the Markdown summary and, for a
+rehearsal, `OUTPUT/verdict.json`.
 
 Example: `compare_night(["cpu-py3.11"], Path("results"), Path("baseline"), None, None)`
 judges `results/cpu-py3.11/results.json` against `baseline/cpu-py3.11/results.json`; an
@@ -37,8 +39,11 @@ def judge_night(
     *,
     max_age_hours: float | None = None,
     threshold: float = 0.03,
+    explore: Sequence[str] = (),
+    findings: Path | None = None,
 ) -> NightlyVerdict:
-    """The legs judged (`judge_nightly`), with the Markdown summary written to `markdown`."""
+    """The legs judged (`judge_nightly`), with the Markdown summary written to `markdown`;
+    the explore legs (`explore`) by their FINDINGS/<leg>/findings.json (default: RESULTS)."""
     from accelkit.results.io import atomic_write_text
     from accelkit.results.nightly import DEFAULT_MAX_AGE_HOURS, judge_nightly
     from accelkit.results.render.markdown import nightly_markdown
@@ -50,6 +55,8 @@ def judge_night(
         max_age_hours=DEFAULT_MAX_AGE_HOURS if max_age_hours is None else max_age_hours,
         threshold=threshold,
         baseline_run=baseline_run,
+        explore=explore,
+        findings_dir=findings,
     )
     if markdown is not None:
         atomic_write_text(markdown, nightly_markdown(verdict))
@@ -63,12 +70,16 @@ def check_compare_options(
     max_age_hours: float,
     threshold: float,
     markdown: Path | None,
+    findings: Path | None = None,
 ) -> None:
     """`matrix compare`'s options, checked before any file is read (BadInput, one line)."""
     from accelkit.results.io import check_output_path
 
     if not results.is_dir():
         raise BadInput(f"--results {results}: not a directory")
+    # Absent: no explore leg uploaded findings (each explore leg expected is then red).
+    if findings is not None and findings.exists() and not findings.is_dir():
+        raise BadInput(f"--findings {findings}: not a directory")
     if baseline is not None and baseline.exists() and not baseline.is_dir():
         raise BadInput(f"--baseline {baseline}: not a directory")
     if not 0.0 < threshold < 1.0:
@@ -111,9 +122,14 @@ def load_verdict(path: Path) -> dict[str, Any]:
     return data
 
 
-def judge_rehearsal(legs: Sequence[str], output: Path, baseline: Path) -> NightlyVerdict:
-    """The rehearsed legs (`output/<leg>/`) against `baseline` as the nightly judges them:
-    `output/summary.md` and `output/verdict.json` written."""
-    verdict = judge_night(legs, output, baseline, None, output / SUMMARY_FILE)
+def judge_rehearsal(
+    legs: Sequence[str], output: Path, baseline: Path, explore: Sequence[str] = ()
+) -> NightlyVerdict:
+    """The rehearsed legs (`output/<leg>/`) against `baseline` as the nightly judges them,
+    the explore legs (`explore`) by their `output/<leg>/findings.json`: `output/summary.md`
+    and `output/verdict.json` written."""
+    verdict = judge_night(
+        legs, output, baseline, None, output / SUMMARY_FILE, explore=explore, findings=output
+    )
     (output / VERDICT_FILE).write_text(json.dumps(verdict.to_json_dict(), indent=2) + "\n")
     return verdict

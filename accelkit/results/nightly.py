@@ -19,10 +19,18 @@ Named in the summary but not red by themselves: a leg without a baseline (a new 
 that produced nothing last night), a baseline older than `max_age_hours` (measured between
 the two results files' `run.started`), unexpected passes of listed failures (the list needs
 an update), improvements.
+
+An explore leg (`explore_seeds: N` in the matrix) writes findings, not results: FINDINGS/<leg>/
+findings.json (`accelkit.results.findings`), never compared and never a baseline. Its
+verdict (`judge_exploration`) is the exploration's, not its findings': red only when it
+wrote no findings file (a seed's run could not finish: exit 2 or 3, the job is red too) or
+one that does not read; otherwise `explored`, with its seeds and findings counted in the
+summary, however many it found.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -31,10 +39,12 @@ from pathlib import Path
 from typing import Any
 
 from accelkit.results.compare import Comparison, compare
+from accelkit.results.findings import FINDINGS_SCHEMA
 from accelkit.results.io import load_results
 from accelkit.results.model import BAD_STATUSES, Results
 
 RESULTS_FILE = "results.json"
+FINDINGS_FILE = "findings.json"
 #: A baseline older than this (two nights) is named: something kept the nights in between
 #: from producing this leg's results.
 DEFAULT_MAX_AGE_HOURS = 48.0
@@ -100,6 +110,69 @@ class LegVerdict:
 
 
 @dataclass(frozen=True)
+class ExploreVerdict:
+    """One explore leg of tonight: did its exploration run, and what did it find."""
+
+    name: str
+    red: bool
+    reasons: tuple[str, ...]
+    """Why the leg is red: its exploration did not run through (empty when it did)."""
+    findings_file: str | None = None
+    """Its findings.json; `markdown` is the findings.md beside it (each finding's reproducer
+    and issue text), None when absent."""
+    markdown: str | None = None
+    seeds: tuple[int, ...] = ()
+    findings: tuple[str, ...] = ()
+    """`case at seed S` of every finding."""
+
+    @property
+    def state(self) -> str:
+        """red (the exploration did not run through), or explored (findings or none)."""
+        return "red" if self.red else "explored"
+
+    def to_json_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "state": self.state,
+            "red": self.red,
+            "reasons": list(self.reasons),
+            "findings_file": self.findings_file,
+            "markdown": self.markdown,
+            "seeds": list(self.seeds),
+            "findings": list(self.findings),
+        }
+
+
+def judge_exploration(name: str, path: Path) -> ExploreVerdict:
+    """The verdict of one explore leg from its findings.json (`path`): never red for what it
+    found, red when there is no findings file or it is not one."""
+    if not path.is_file():
+        return ExploreVerdict(
+            name,
+            True,
+            ("produced no findings: its exploration did not run through (the job's log says why)",),
+        )
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(data, dict) or data.get("schema") != FINDINGS_SCHEMA:
+            raise ValueError(f"not an {FINDINGS_SCHEMA} file")
+        seeds = tuple(int(run["seed"]) for run in data["seeds"])
+        found = tuple(f"{f['case_id']} at seed {int(f['seed'])}" for f in data["findings"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return ExploreVerdict(name, True, (f"{path} does not read: {exc}",), str(path))
+    markdown = path.with_suffix(".md")
+    return ExploreVerdict(
+        name,
+        False,
+        (),
+        str(path),
+        str(markdown) if markdown.is_file() else None,
+        seeds,
+        found,
+    )
+
+
+@dataclass(frozen=True)
 class NightlyVerdict:
     legs: tuple[LegVerdict, ...]
     max_age_hours: float
@@ -107,10 +180,12 @@ class NightlyVerdict:
     """The workflow run the baseline came from, as `gh run list --json` describes it."""
     baseline_dir: str | None = None
     """Where the baseline's results were (None: there was no baseline at all)."""
+    explorations: tuple[ExploreVerdict, ...] = ()
+    """The explore legs, judged apart: their findings are not results."""
 
     @property
     def red(self) -> bool:
-        return any(leg.red for leg in self.legs)
+        return any(leg.red for leg in self.legs) or any(e.red for e in self.explorations)
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -119,6 +194,7 @@ class NightlyVerdict:
             "baseline_run": dict(self.baseline_run) if self.baseline_run is not None else None,
             "baseline_dir": self.baseline_dir,
             "legs": [leg.to_json_dict() for leg in self.legs],
+            "explorations": [e.to_json_dict() for e in self.explorations],
         }
 
 
@@ -234,9 +310,12 @@ def judge_nightly(
     max_age_hours: float = DEFAULT_MAX_AGE_HOURS,
     threshold: float = 0.03,
     baseline_run: Mapping[str, Any] | None = None,
+    explore: Sequence[str] = (),
+    findings_dir: Path | None = None,
 ) -> NightlyVerdict:
     """Every expected leg (`legs`, in order) of RESULTS against BASELINE (None: no nightly
-    completed before this one)."""
+    completed before this one), and every explore leg (`explore`) by its
+    FINDINGS/<leg>/findings.json (FINDINGS: `findings_dir`, else RESULTS)."""
     verdicts = tuple(
         judge_leg(
             name,
@@ -247,5 +326,9 @@ def judge_nightly(
         )
         for name in legs
     )
+    findings = findings_dir if findings_dir is not None else results_dir
+    explorations = tuple(
+        judge_exploration(name, findings / name / FINDINGS_FILE) for name in explore
+    )
     shown = str(baseline_dir) if baseline_dir is not None else None
-    return NightlyVerdict(verdicts, max_age_hours, baseline_run, shown)
+    return NightlyVerdict(verdicts, max_age_hours, baseline_run, shown, explorations)

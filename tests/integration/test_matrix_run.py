@@ -83,9 +83,21 @@ def test_dry_run_plan_for_nightly(tmp_path: Path, wheel: Path) -> None:
         else:
             assert f"no --torch-wheel fits Python {leg.leg.python}" in leg.reason
             assert f"{wheel.name}: built for cp311" in leg.reason
-        assert leg.test.argv[:6] == ("accelkit", "test", "--device", "cpu", "--suite", "all")
         test_options = _pairs(leg.test.argv)
         assert test_options["--image"] == "<image from setup>"
+        if leg.leg.explore_seeds:  # the explore leg: its findings, no junit
+            assert leg.test.argv[:6] == (
+                "accelkit",
+                "test",
+                "--device",
+                "cpu",
+                "--suite",
+                "conformance",
+            )
+            assert test_options["--explore-seeds"] == "3" and "--junit" not in test_options
+            assert test_options["--json"] == str(leg.output_dir / "findings.json")
+            continue
+        assert leg.test.argv[:6] == ("accelkit", "test", "--device", "cpu", "--suite", "all")
         assert test_options["--json"] == str(leg.output_dir / "results.json")
         assert test_options["--junit"] == str(leg.output_dir / "junit.xml")
         # The shown argv is what `accelkit test` itself parses back into the leg's request.

@@ -29,6 +29,7 @@ import pytest
 import yaml
 
 from accelkit.matrix import GITHUB_FIELDS, load_legs
+from accelkit.matrix.jobs import FINDINGS_ARTIFACT, RESULTS_ARTIFACT
 from tests.helpers import REPO
 
 WORKFLOWS_DIR = REPO / ".github" / "workflows"
@@ -385,13 +386,18 @@ def test_nightly_shape() -> None:
     uses = {s.get("uses", "").split("@")[0]: s for s in leg["steps"]}
     upload = uses["actions/upload-artifact"]
     assert upload["if"] == "${{ !cancelled() }}"
-    assert "${{ matrix.job }}" in upload["with"]["name"]  # one artifact per job (shard, node)
-    prefix = upload["with"]["name"].split("${{")[0]
+    # One artifact per job (shard, node), named by the matrix: results-<job>, or
+    # findings-<job> for an explore leg, each downloaded apart by the report job.
+    assert upload["with"]["name"] == "${{ matrix.artifact }}"
     report = next(job for job in _jobs(workflow).values() if leg_id in job.get("needs", []))
     assert report["if"].startswith("${{ !cancelled()")
-    download = next(s for s in report["steps"] if "download-artifact" in s.get("uses", ""))
-    assert download["with"]["pattern"] == f"{prefix}*"
-    assert download["with"]["merge-multiple"] is True
+    downloads = {
+        s["with"]["path"]: s for s in report["steps"] if "download-artifact" in s.get("uses", "")
+    }
+    for folder, kind in (("results", RESULTS_ARTIFACT), ("findings", FINDINGS_ARTIFACT)):
+        assert downloads[folder]["with"]["pattern"] == f"{kind}-*"
+        assert downloads[folder]["with"]["merge-multiple"] is True
+    assert "--findings findings" in json.dumps(report)
     assert report["permissions"] == {"contents": "read", "actions": "read"}
     text = json.dumps(report)
     for command in ("accelkit report", "accelkit matrix compare", "gh run list", "gh run download"):

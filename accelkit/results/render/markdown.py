@@ -4,8 +4,9 @@ branch's README: each takes a model and returns text capped below 1 MiB
 
 - `comparison_markdown`: `accelkit compare --markdown` (regressions, newly failing with
   their `accelkit repro` lines, improvements, then the rest in brief);
-- `nightly_markdown`: `accelkit matrix compare` (a row per leg, then the comparison of each
-  red or improved leg, its headings one level down);
+- `nightly_markdown`: `accelkit matrix compare` (a row per leg, the explore legs' seeds and
+  findings with their findings.md, then the comparison of each red or improved leg, its
+  headings one level down);
 - `report_markdown`: `accelkit report --markdown` (runs, canaries, each suite's metrics with
   their verdicts against the baseline run, the cases not passing everywhere, differentials);
 - `history_markdown`: `accelkit report --history DIR --markdown` (leg verdicts per night,
@@ -23,7 +24,7 @@ from typing import Any
 from accelkit.results.compare import Comparison, MetricComparison, StatusChange
 from accelkit.results.findings import Exploration, Finding
 from accelkit.results.model import BAD_STATUSES, SUITES, repro_command
-from accelkit.results.nightly import NightlyVerdict
+from accelkit.results.nightly import ExploreVerdict, LegVerdict, NightlyVerdict
 from accelkit.results.noise import IQR_WARN_THRESHOLD
 from accelkit.results.render import step_summary
 from accelkit.results.render.sparkline import NO_VALUE, sparkline
@@ -244,10 +245,12 @@ def nightly_markdown(
     verdict: NightlyVerdict, *, max_bytes: int = step_summary.DEFAULT_MAX_BYTES
 ) -> str:
     """The summary for $GITHUB_STEP_SUMMARY: the verdict, a row per leg, then details."""
-    red = [leg for leg in verdict.legs if leg.red]
+    # An explore leg is red when its exploration did not run, never for its findings.
+    every: list[LegVerdict | ExploreVerdict] = [*verdict.legs, *verdict.explorations]
+    red = [leg for leg in every if leg.red]
     named = [leg for leg in verdict.legs if leg.state in ("no-baseline", "stale-baseline")]
-    title = f"❌ {len(red)} of {len(verdict.legs)} legs red" if red else "✅ every leg green"
-    if not verdict.legs:
+    title = f"❌ {len(red)} of {len(every)} legs red" if red else "✅ every leg green"
+    if not every:
         title = "no legs"
     lines = [
         f"## Nightly against the previous nightly: {title}",
@@ -282,6 +285,7 @@ def nightly_markdown(
     header = ["leg", "verdict", "baseline age", "failing", "regressed", "newly skipped"]
     lines += step_summary.table([*header, *(["Inductor cache"] if caches else []), "why"], rows)
     lines.append("")
+    lines += _exploration_lines(verdict.explorations)
     for leg in verdict.legs:
         if leg.comparison is None or not (leg.red or leg.comparison.metrics_with("improved")):
             continue
@@ -296,6 +300,48 @@ def nightly_markdown(
         )
         lines += [detail, ""]
     return step_summary.cap("\n".join(lines) + "\n", max_bytes, see="the nightly-report artifact")
+
+
+def _exploration_lines(explorations: Sequence[ExploreVerdict]) -> list[str]:
+    """The explore legs: seeds and findings counted, each leg's findings.md named; red only
+    where the exploration did not run through."""
+    if not explorations:
+        return []
+    found = sum(len(e.findings) for e in explorations)
+    lines = [
+        f"### Seed explorations: {found} finding(s), not failures",
+        "",
+        "Each finding is a case that disagreed at a fresh seed; its leg's findings.md has "
+        "its `accelkit repro` command and a ready-to-file issue text (in the nightly-report "
+        "artifact, and the leg's `findings-<leg>` artifact). A finding is filed and its cause "
+        'written down before any rule changes (docs/design.md, "Seed exploration").',
+        "",
+    ]
+    rows = []
+    for e in explorations:
+        where = e.markdown or e.findings_file or "—"
+        why = "; ".join(e.reasons) or _listed_findings(e.findings)
+        rows.append(
+            [
+                step_summary.cell(e.name, 80),
+                "❌ red" if e.red else "🔎 explored",
+                ", ".join(str(seed) for seed in e.seeds) or "—",
+                "—" if e.red else str(len(e.findings)),
+                f"`{step_summary.cell(where, 200)}`" if where != "—" else where,
+                step_summary.cell(why, 300),
+            ]
+        )
+    header = ["leg", "exploration", "seeds", "findings", "findings.md", "what"]
+    lines += step_summary.table(header, rows)
+    lines.append("")
+    return lines
+
+
+def _listed_findings(findings: Sequence[str], shown: int = 5) -> str:
+    if not findings:
+        return "every case agreed with its bound at every seed"
+    more = f" and {len(findings) - shown} more" if len(findings) > shown else ""
+    return ", ".join(findings[:shown]) + more
 
 
 # ---------------------------------------------------------------------------------------

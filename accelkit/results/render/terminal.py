@@ -206,7 +206,8 @@ def print_report(
 
 def print_nightly(console: Console, verdict: Mapping[str, Any], summary: Path) -> None:
     """A nightly's legs against the baseline (`NightlyVerdict.to_json_dict()`, the form the
-    rehearsal keeps): each leg's state and why, then where the Markdown summary went."""
+    rehearsal keeps): each leg's state and why (an explore leg's: its findings), then where
+    the Markdown summary went."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -218,6 +219,13 @@ def print_nightly(console: Console, verdict: Mapping[str, Any], summary: Path) -
         why = "; ".join([*leg["reasons"], *leg["notes"]])
         style = styles.get(leg["state"], "yellow")
         legs.add_row(escape(leg["name"]), f"[{style}]{leg['state']}[/]", escape(why))
+    for explored in verdict.get("explorations", ()):  # findings, not failures
+        why = "; ".join(explored["reasons"]) or (
+            f"{len(explored['findings'])} finding(s) over {len(explored['seeds'])} seed(s): "
+            f"{explored['markdown'] or explored['findings_file']}"
+        )
+        style = styles.get(explored["state"], "cyan")
+        legs.add_row(escape(explored["name"]), f"[{style}]{explored['state']}[/]", escape(why))
     console.print(legs)
     console.print(f"summary: {summary}", markup=False)
 

@@ -73,7 +73,9 @@ def _job_argv(item: dict[str, Any], out: Path) -> list[str]:
     if item["container"]:
         argv += ["--image", "accelkit-test:leg"]
     argv += item["test_args"]
-    if item["writes_results"]:
+    if item["writes_results"] and item["explore_seeds"]:  # an explore leg writes findings
+        argv += ["--json", str(out / "findings.json")]
+    elif item["writes_results"]:
         argv += ["--json", str(out / "results.json"), "--junit", str(out / "junit.xml")]
     return argv
 
@@ -277,6 +279,7 @@ def test_the_nightly_runs_the_full_breadth_in_shards_and_pull_requests_stay_quic
         "cpu-py3.10",
         "cpu-py3.11",
         "cpu-py3.13",
+        "cpu-py3.12-explore",  # 3 fresh seeds of the quick conformance cases, one job
     }
     assert all(leg.shards > 1 for leg in full)
     cpu = next(leg for leg in full if leg.name == "cpu-py3.12")
@@ -296,10 +299,14 @@ def _leg_step(name: str) -> str:
 
 
 def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
-    """The leg job's Test step, with a recording `accelkit`, for a shard and for node 1."""
+    """The leg job's Test step, with a recording `accelkit`, for a shard, for node 1 and for
+    an explore leg (findings, no junit)."""
     legs = [*load_legs(str(write_matrix(tmp_path, TWO_NODES, header="")))]
     (tmp_path / "s").mkdir()
     legs += load_legs(str(write_matrix(tmp_path / "s", SHARDED, header="")))
+    (tmp_path / "e").mkdir()
+    explore = HEADER + "    include: [{variant: explore, explore_seeds: 2}]\n"
+    legs += load_legs(str(write_matrix(tmp_path / "e", explore, header="")))[1:]
     items = {item["job"]: item for item in github_matrix(legs)["include"]}
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
@@ -332,7 +339,8 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
     (work / "durations" / "cpu-py3.11").mkdir(parents=True)
     write_results(night_run(LAST_NIGHT), work / "durations" / "cpu-py3.11" / "results.json")
     seen = {}
-    for job in ("cpu-py3.11-shard-2-of-3", "cpu-py3.11-2nodes-node-0", "cpu-py3.11-2nodes-node-1"):
+    jobs = ("cpu-py3.11-shard-2-of-3", "cpu-py3.11-2nodes-node-0", "cpu-py3.11-2nodes-node-1")
+    for job in (*jobs, "cpu-py3.11-explore"):
         item = items[job]
         (work / "leg-results" / item["leg_dir"]).mkdir(parents=True, exist_ok=True)
         env = {
@@ -349,6 +357,7 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
             "IMAGE": "accelkit-test-cpu:abc" if item["container"] else "",
             "LEG_DIR": item["leg_dir"],
             "WRITES_RESULTS": json.dumps(item["writes_results"]),
+            "EXPLORE_SEEDS": str(item["explore_seeds"]),
         }
         proc = subprocess.run(
             ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", _leg_step("Test")],
@@ -377,6 +386,11 @@ def test_the_test_step_runs_each_jobs_command(tmp_path: Path) -> None:
         *("--junit", "leg-results/cpu-py3.11-2nodes/junit.xml"),
     ]
     assert seen["cpu-py3.11-2nodes-node-1"] == [*node, "--node-rank=1", endpoint]
+    assert seen["cpu-py3.11-explore"] == [
+        *("test", "--device", "cpu", "--suite", "conformance"),
+        *("--image", "accelkit-test-cpu:abc", "--explore-seeds=2"),
+        *("--json", "leg-results/cpu-py3.11-explore/findings.json"),
+    ]
 
 
 # --- the nightly's merge step -------------------------------------------------------------

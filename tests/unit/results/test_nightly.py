@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from accelkit.results.findings import FINDINGS_SCHEMA
 from accelkit.results.nightly import judge_nightly
 from accelkit.results.render.markdown import nightly_markdown
 from tests.factories import LAST_NIGHT, TONIGHT, night_run, write_leg
@@ -103,3 +104,70 @@ def test_markdown_names_red_and_baseline_less_legs(tmp_path: Path) -> None:
     assert "`new-leg` (no-baseline)" in text and "`stale` (stale-baseline)" in text
     assert "| dead | ❌ red |" in text
     assert "### slower" in text and "### Regressions" in text  # the leg's compare details
+
+
+def _findings(root: Path, leg: str, found: list[tuple[str, int]]) -> Path:
+    """An explore leg's findings.json (and .md) as `accelkit test --explore-seeds` writes it."""
+    path = root / leg / "findings.json"
+    path.parent.mkdir(parents=True)
+    seeds = sorted({seed for _, seed in found} | {1234})
+    data = {
+        "schema": FINDINGS_SCHEMA,
+        "device": "cpu",
+        "torch": "2.14.0",
+        "seeds": [{"seed": seed} for seed in seeds],
+        "findings": [{"case_id": case, "seed": seed} for case, seed in found],
+    }
+    path.write_text(json.dumps(data), encoding="utf-8")
+    path.with_suffix(".md").write_text("# Seed exploration\n", encoding="utf-8")
+    return path
+
+
+def test_an_explore_leg_is_judged_by_its_exploration_never_by_its_findings(
+    tmp_path: Path,
+) -> None:
+    base, new = _nights(tmp_path)
+    findings = tmp_path / "findings"
+    _findings(findings, "finds", [(ADD, 1234), (MUL, 5678)])
+    _findings(findings, "clean", [])
+    (findings / "bad").mkdir()
+    (findings / "bad" / "findings.json").write_text("{}", encoding="utf-8")
+    explore = ["finds", "clean", "errored", "bad"]  # errored: a seed's run exited 3, no file
+    verdict = judge_nightly(["same"], new, base, explore=explore, findings_dir=findings)
+    by = {e.name: e for e in verdict.explorations}
+    assert {name: e.state for name, e in by.items()} == {
+        "finds": "explored",
+        "clean": "explored",
+        "errored": "red",
+        "bad": "red",
+    }
+    assert by["finds"].findings == (f"{ADD} at seed 1234", f"{MUL} at seed 5678")
+    assert by["finds"].seeds == (1234, 5678)
+    assert by["finds"].markdown == str(findings / "finds" / "findings.md")
+    assert by["errored"].reasons[0].startswith("produced no findings")
+    assert "does not read" in by["bad"].reasons[0]
+    assert [leg.name for leg in verdict.legs] == ["same"]  # never compared as a leg
+    data = verdict.to_json_dict()
+    assert data["red"] and [e["state"] for e in data["explorations"]][:2] == ["explored"] * 2
+    # Findings alone: a green night.
+    green = judge_nightly(["same"], new, base, explore=["finds", "clean"], findings_dir=findings)
+    assert not green.red
+    text = nightly_markdown(green)
+    assert text.startswith("## Nightly against the previous nightly: ✅ every leg green")
+    assert "### Seed explorations: 2 finding(s), not failures" in text
+    assert f"| finds | 🔎 explored | 1234, 5678 | 2 | `{findings}/finds/findings.md` |" in text
+    assert f"{ADD} at seed 1234, {MUL} at seed 5678" in text
+    assert "every case agreed with its bound at every seed" in text
+    # An exploration that did not run: red, counted in the title.
+    red = nightly_markdown(verdict)
+    assert red.startswith("## Nightly against the previous nightly: ❌ 2 of 5 legs red")
+    assert "| errored | ❌ red | — | — | — | produced no findings" in red
+    # Without explore legs the summary has no exploration section.
+    assert "Seed explorations" not in nightly_markdown(judge_nightly(["same"], new, base))
+
+
+def test_findings_default_to_the_results_folder(tmp_path: Path) -> None:
+    base, new = _nights(tmp_path)
+    _findings(new, "explore", [])
+    (e,) = judge_nightly(["same"], new, base, explore=["explore"]).explorations
+    assert e.state == "explored" and e.findings_file == str(new / "explore" / "findings.json")
