@@ -99,6 +99,8 @@ def wheel_sdk(wheel: Path, distributions: Sequence[str]) -> WheelSdk | None:
     """What `wheel` needs from its SDK's index, from its build's manifest beside it; None when
     it requires none of `distributions` (the SDK's packages). BadInput, one line, when it does
     and the manifest is missing, is another build's, or names no usable index."""
+    if not distributions:
+        return None  # a backend without a pip SDK (the CPU): the wheel is not opened
     pins = sdk_requirements(runtime_requirements(requires_dist(wheel)), distributions)
     if not pins:
         return None

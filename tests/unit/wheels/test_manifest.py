@@ -166,3 +166,11 @@ def test_a_manifest_listing_another_version_or_not_this_wheel_is_refused(tmp_pat
     assert build_artifacts(wheel) == ()
     _edit(wheel, lambda d: d["artifacts"][0].update(sha256="0" * 64))
     assert "is another build's: its torch-2.14.1" in _artifact_refusal(wheel)
+
+
+def test_a_backend_without_a_pip_sdk_does_not_open_the_wheel(tmp_path: Path) -> None:
+    """The CPU's wheels need nothing from an SDK index: setup plans without reading them
+    (a matrix rehearsal's stand-in torch wheel is a name, not a zip)."""
+    stand_in = tmp_path / "torch-2.13.0+cpu-cp311-cp311-manylinux_2_28_x86_64.whl"
+    stand_in.write_text("not a zip")
+    assert wheel_sdk(stand_in, ()) is None
