@@ -162,6 +162,18 @@ def test_every_job_of_the_night_ran_and_succeeded(nightly: ActRun) -> None:
 
 
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
+def test_the_job_logs_are_plain_lines(nightly: ActRun) -> None:
+    """act's host runner gives each step a pseudo-terminal; accelkit still writes a log there
+    (issue 46, item 4): no spinner frames, no cursor movement, no colour codes."""
+    legs = [job for job in NIGHTLY_JOBS if job.startswith("cpu-")]
+    for job in legs:
+        log = nightly.lines(job, "Test")
+        assert "PASSED" in log, (job, log[-2000:])
+        assert not any("\u2800" <= ch <= "\u28ff" for ch in log), (job, log[-2000:])
+        assert "\x1b[" not in log, (job, log[-2000:])
+
+
+@pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
 def test_the_outputs_each_next_job_reads_were_set(nightly: ActRun) -> None:
     outputs = nightly.outputs("Compute the matrix")
     assert json.loads(outputs["legs"]) == LEGS
