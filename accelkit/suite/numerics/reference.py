@@ -143,11 +143,6 @@ def to_reference(value: Any, device: str | None = None, *, grad: bool = False) -
     return pytree.tree_map(convert, value)
 
 
-#: The old name, while `accelkit.suite.opinfo.running` still imports it (opinfo is being
-#: rewritten; it switches to `to_reference`, and this goes).
-_to_reference = to_reference
-
-
 def reference(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     """`fn` evaluated in float64/complex128 on the CPU, on the same (rounded) inputs."""
     return fn(*to_reference(args), **to_reference(kwargs))

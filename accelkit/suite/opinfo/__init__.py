@@ -3,7 +3,7 @@
 Every OpInfo becomes cases per dtype (`conformance/opinfo/<op>/<dtype>`, plus
 `.../<dtype>/grad` for gradients). A case runs the op's sample inputs on the device and
 compares each output with the same sample evaluated in float64 (complex128) on the CPU, from
-the same rounded inputs (`accelkit.suite.numerics.reference._to_reference`). Tolerances come from
+the same rounded inputs (`accelkit.suite.numerics.reference.to_reference`). Tolerances come from
 `accelkit.suite.numerics.reference` (a few units of the dtype's rounding), widened only by the op's
 own
 `toleranceOverride` metadata in `op_db` where its test class, device type and dtype apply, by

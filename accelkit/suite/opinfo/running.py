@@ -1,7 +1,7 @@
 """Running a case: the op's samples on the device against the float64 reference.
 
 `run_case` runs a planned case (`planning.OpinfoCase`): `run_forward` evaluates each sample
-on the device and the same sample, converted exactly by `reference._to_reference`, in
+on the device and the same sample, converted exactly by `reference.to_reference`, in
 float64 (complex128) on the CPU, and compares the outputs (and the in-place variant's, where
 the op has one); `run_grad` compares the gradients of a random weighted sum of the outputs.
 Each sample gets its bounds from `sample_rules` first (samples with no digits are left out),
@@ -27,7 +27,7 @@ from typing import Any
 import torch
 from torch.utils import _pytree as pytree
 
-from accelkit.suite.numerics.reference import TOLERANCES, _to_reference
+from accelkit.suite.numerics.reference import TOLERANCES, to_reference
 from accelkit.suite.opinfo import peer
 from accelkit.suite.opinfo.comparison import Mismatch, compare
 from accelkit.suite.opinfo.discontinuity import (
@@ -189,7 +189,7 @@ def reference_sample(
     from torch.testing._internal.opinfo.core import SampleInput
 
     def convert(value: Any) -> Any:
-        converted = _to_reference(value, device, grad=grad)
+        converted = to_reference(value, device, grad=grad)
         if not contiguous:
             return converted
         return pytree.tree_map(_contiguous_leaf, converted)
