@@ -12,7 +12,7 @@ the answers are paired by the label the case gave them (`what`, in order); per p
   larger of the two runs'): then the two environments disagree beyond what the case allows
   either of them, even if both passed.
 
-The result is a `Differential` (accelkit.results.differential); `accelkit report` shows it.
+The result is a `Differential` (accelkit.results.differential_file); `accelkit report` shows it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from accelkit.errors import BadInput
-from accelkit.results.differential import (
+from accelkit.results.differential_file import (
     CaseDifference,
     Differential,
     DifferentialSummary,

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from accelkit.errors import BadInput
-from accelkit.results.differential import Differential, load_differential
+from accelkit.results.differential_file import Differential, load_differential
 from accelkit.results.io import write_results
 from accelkit.results.render.html import report_html
 from accelkit.results.render.markdown import report_markdown

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from rich.table import Table
 
     from accelkit.results.compare import Comparison
-    from accelkit.results.differential import Differential
+    from accelkit.results.differential_file import Differential
     from accelkit.results.report.model import Report
 
 PLAIN_WIDTH: Final = 4096

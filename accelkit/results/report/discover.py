@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from accelkit.errors import BadInput
-from accelkit.results.differential import is_differential_document
+from accelkit.results.differential_file import is_differential_document
 from accelkit.results.environment import run_environment
 from accelkit.results.io import load_results
 from accelkit.results.model import SCHEMA_ID, Results

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from accelkit.results.differential import (
+from accelkit.results.differential_file import (
     Differential,
     is_differential_document,
     load_differential,

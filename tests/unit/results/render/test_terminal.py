@@ -7,7 +7,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from accelkit.results.differential import (
+from accelkit.results.differential_file import (
     CaseDifference,
     Differential,
     DifferentialSummary,
