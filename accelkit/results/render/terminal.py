@@ -235,8 +235,8 @@ def print_differential(console: Console, result: Differential, top: int, out: Pa
     case's tolerance in bold red), the counts, and where the differential file went (`out`)."""
     from rich.text import Text
 
-    console.print(f"A: {result.a.label}  (git {str(result.a.git)[:12]})")
-    console.print(f"B: {result.b.label}  (git {str(result.b.git)[:12]})")
+    console.print(f"A: {result.a.label}  (git {str(result.a.git)[:12]})", markup=False)
+    console.print(f"B: {result.b.label}  (git {str(result.b.git)[:12]})", markup=False)
     shown = result.cases[:top]
     if shown:
         cases = table(

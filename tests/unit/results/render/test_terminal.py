@@ -59,3 +59,12 @@ def test_top_cuts_the_table_and_the_file_has_the_rest(tmp_path: Path) -> None:
     assert "; 1 more listed in the file" in text
     assert text.rstrip().endswith(f"differential: {tmp_path / 'd.json'}")
     assert "Cases whose answers differ" not in _printed(0, None)
+
+
+def test_a_label_with_brackets_is_printed_as_written() -> None:
+    differential = _differential()
+    differential.a.label = "torch [bold]nightly[/bold]"
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=PLAIN_WIDTH, no_color=True, highlight=False)
+    print_differential(console, differential, 30, None)
+    assert buffer.getvalue().splitlines()[0] == "A: torch [bold]nightly[/bold]  (git 0123456789ab)"
