@@ -68,20 +68,6 @@ def _largest_sum(parts: torch.Tensor, shape: torch.Size) -> float:
     return float(summed.max()) if summed.numel() else 0.0
 
 
-def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
-    |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
-    output element's terms, including those of Gauss's trick for complex operands, which
-    forms (Re x + Im x)(Re w + Im w) and subtracts the other two products."""
-
-    def absolute(x: Any) -> Any:
-        return _magnitude(x.detach()) if _floating(x) else x
-
-    inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
-    with torch.no_grad():
-        return max_magnitude(op(inp, *args, **kwargs))
-
-
 def digamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """digamma's terms at x > 0, as Cephes' psi (PyTorch's CPU and CUDA kernels) forms them:
     the recurrence psi(x) = psi(x + 1) - 1 / x up to x + K >= 10, then the asymptotic
@@ -340,21 +326,6 @@ def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     return max_magnitude(torch.tanh(_real64(ref.input)))
 
 
-def normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """normalize's gradient w / n - (w . x) / n ** 2 * sgn(x) (|x| / n) ** (p - 1) (n the
-    p-norm, clamped at eps): the larger of its two terms' magnitudes, which exceed every
-    input and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
-    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
-        return 0.0
-    return _normalize_terms(
-        _real64(ref.input),
-        weights[0].detach().to(torch.float64),
-        float(argument(ref, 0, "p", 2.0)),
-        argument(ref, 1, "dim", 1),
-        float(argument(ref, 2, "eps", 1e-12)),
-    )
-
-
 def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """cosine_similarity(x1, x2, dim)'s gradients, per input that needs one: the gradient
     w.r.t. x1 is w * (x2 / (|x1| |x2|) - cos * x1 / |x1| ** 2), two terms that cancel where
@@ -379,8 +350,10 @@ def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[
 
 
 def masked_normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """As `normalize_terms`, for masked.normalize(x, ord, dim, eps=, mask=): the norm over
-    the elements the mask keeps (all without one)."""
+    """masked.normalize(x, ord, dim, eps=, mask=)'s gradient w / n - (w . x) / n ** 2 *
+    sgn(x) (|x| / n) ** (p - 1) (n the p-norm over the elements the mask keeps, all without
+    one, clamped at eps): the larger of its two terms' magnitudes, which exceed every input
+    and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
     if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
         return 0.0
     mask = ref.kwargs.get("mask")

@@ -71,25 +71,10 @@ def test_cov_condition_measures_the_normalisers_cancellation() -> None:
     assert kappa == pytest.approx(2.0 / 0.003994, rel=1e-2)
 
 
-def test_absolute_terms_bound_a_complex_convolution() -> None:
-    torch.manual_seed(1)
-    x = torch.randn(1, 4, 5, 5, dtype=torch.complex128) * 5
-    w = torch.randn(2, 4, 2, 3, dtype=torch.complex128) * 5
-    conv = torch.nn.functional.conv2d
-    terms = measures.absolute_terms(conv, sample(x, args=(w,)), None)
-    # Gauss's trick's product (Re x + Im x)(Re w + Im w) is one of the terms it bounds.
-    gauss = conv(x.real + x.imag, w.real + w.imag)
-    assert terms >= float(gauss.abs().max()) > float(conv(x, w).abs().max()) / 2
-    error = conv(x.to(torch.complex64), w.to(torch.complex64)).to(torch.complex128) - conv(
-        x.to(torch.complex64).to(torch.complex128), w.to(torch.complex64).to(torch.complex128)
-    )
-    assert float(error.abs().max()) <= tolerances.NORMWISE_EPS * EPS32 * terms
-
-
 def test_normalize_terms_over_one_element_grow_as_it_approaches_zero() -> None:
     x = torch.tensor([[0.004, -2.0]], dtype=torch.float64)  # dim 0: each column alone
     w = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
-    terms = measures.normalize_terms(OP, sample(x, kwargs={"p": 0.5, "dim": 0}), [w])
+    terms = measures.masked_normalize_terms(OP, sample(x, args=(0.5, 0)), [w])
     assert terms == pytest.approx(1 / 0.004)  # |w| / |x|: the terms that cancel to 0
 
 
