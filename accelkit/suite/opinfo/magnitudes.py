@@ -282,7 +282,7 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         # loss) keeps its intermediates in the accumulation precision; a composite of aten
         # ops (CompositeExplicitAutograd alone: binary_cross_entropy_with_logits, repeat)
         # rounds each of them to d, as its decomposition's ops do.
-        fused = torch._C._dispatch_has_kernel_for_dispatch_key(func._schema.name, "CPU")
+        fused = torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CPU")
         self.units.append(self.u_acc if fused else self.units[-1])
         try:
             with self:

@@ -681,39 +681,6 @@ def _euclid_mm(ref: Any) -> bool:
     return p == 2.0 and (mode == "use_mm_for_euclid_dist" or necessary)
 
 
-def euclid_mm_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """cdist's gradient terms on its matrix-multiplication path, per input that needs a
-    gradient (x, y); [] elsewhere. The path differentiates sqrt(|x|^2 + |y|^2 - 2 x . y):
-    the gradient of x_i is x_i sum_j a_ij - sum_j a_ij y_j with a = w / d, terms
-    |a| (|x_i| + |y_j|) that cancel to w (x_i - y_j) / d, and d carries the forward's error
-    eps (|x_i|^2 + |y_j|^2) / d^2 relative (the squared distance's cancellation), so each
-    term adds |w| s / d^2 with s = |x_i|^2 + |y_j|^2 (float32 at seed 29: points 0.19 apart
-    with |x|^2 + |y|^2 = 4.6, a gradient of 1.54 off by 1.7e-4). Coincident points (d = 0)
-    contribute nothing: x_i - y_j is exactly 0 there."""
-    if weights is None or not _euclid_mm(ref):
-        return []
-    x, y = _real64(ref.input), _real64(ref.args[0])
-    d = torch.cdist(x, y)  # broadcasts the batch dimensions
-    xb = x.expand(*d.shape[:-2], *x.shape[-2:])
-    yb = y.expand(*d.shape[:-2], *y.shape[-2:])
-    s = xb.square().sum(-1, keepdim=True) + yb.square().sum(-1).unsqueeze(-2)
-    w = _real64(weights[0]).abs().expand_as(d)
-    a = torch.where(d > 0, w / d, 0.0)
-    b = torch.where(d > 0, w * s / d.square(), 0.0)
-    terms_x = xb.abs() * a.sum(-1, keepdim=True) + a @ yb.abs() + b.sum(-1, keepdim=True)
-    terms_y = (
-        yb.abs() * a.sum(-2).unsqueeze(-1)
-        + a.transpose(-1, -2) @ xb.abs()
-        + b.sum(-2).unsqueeze(-1)
-    )
-    found = []
-    for leaf, terms in ((ref.input, terms_x), (ref.args[0], terms_y)):
-        if isinstance(leaf, torch.Tensor) and leaf.requires_grad:
-            summed = terms.sum_to_size(leaf.shape)  # over a broadcast batch
-            found.append(float(summed.max()) if summed.numel() else 0.0)
-    return found
-
-
 def _matrix_conditions(ref: Any) -> list[tuple[int, float]]:
     """(n, kappa_2) of each floating tensor of two or more dimensions in the sample: its
     largest matrix dimension and the largest sigma_max / sigma_min over its batch."""

@@ -40,20 +40,6 @@ _GRID_SAMPLER_OPS = ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_s
 # atol >= factor * NORMWISE_EPS * eps * terms (a list: per input that needs a gradient).
 SAMPLE_TERMS = by_key(
     SampleTerms(
-        op="cdist",
-        grad=True,
-        factor=0.5,  # eps * terms; up to 0.14 of it needed over seeds 0-40 (seed 29)
-        terms=measure.euclid_mm_grad_terms,
-        reason=(
-            "on the matrix-multiplication path the gradient of x_i is x_i sum_j w_ij / d_ij "
-            "- sum_j w_ij / d_ij y_j, terms that cancel to w (x_i - y_j) / d, and d carries "
-            "the squared distance's cancellation, eps (|x|^2 + |y|^2) / d^2 relative "
-            "(float32 at seed 29: a gradient of 1.54 off by 1.7e-4, points 0.19 apart with "
-            "|x|^2 + |y|^2 = 4.6, over the 32-fold normwise scale this replaces; off the "
-            "path the normwise bound alone holds)"
-        ),
-    ),
-    SampleTerms(
         op="sparse.mm.reduce",
         grad=True,
         factor=1.0,

@@ -100,3 +100,26 @@ def test_the_largest_intermediate_says_where_the_dtype_may_overflow() -> None:
     x = torch.tensor([300.0, 2.0], dtype=torch.float64)
     graph = magnitudes.propagate(lambda: (x * x / x,), torch.float16, [x])
     assert graph is not None and graph.largest == 9e4
+
+
+def test_cdists_matrix_multiplication_path_carries_the_squared_distances_cancellation() -> None:
+    # Near points far from the origin: the path's |x|^2 + |y|^2 - 2 x . y cancels, and the
+    # gradient (x - y) / d carries that error far past the normwise bound at its magnitude.
+    torch.manual_seed(0)
+    x = (torch.randn(1, 4, 3) + 20).float()
+    y = (x[:, :3] + 0.01 * torch.randn(1, 3, 3)).float()
+    w = torch.randn(1, 4, 3, dtype=torch.float64)
+
+    def grads(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a, b = a.detach().requires_grad_(True), b.detach().requires_grad_(True)
+        out = torch.cdist(a, b, compute_mode="use_mm_for_euclid_dist")
+        return torch.autograd.grad(out, (a, b), w.to(out.dtype))
+
+    x64, y64 = x.double(), y.double()
+    slacks = _slack(lambda: grads(x64, y64), torch.float32, x64, y64)
+    assert slacks is not None
+    for got, exact, slack in zip(grads(x, y), grads(x64, y64), slacks, strict=True):
+        error = (got.double() - exact).abs()
+        magnitude = max(float(x.abs().max()), float(got.abs().max()))
+        assert float(error.max()) > 4 * U32 * magnitude  # past the plain bound
+        assert bool((error <= 2 * slack + 2 * U32 * exact.abs()).all())  # GRAPH_FACTOR 2
