@@ -206,7 +206,7 @@ def assert_matches_reference(
         largest = float(torch.as_tensor(atol).max()) if _numel(atol) else 0.0
         how += f" + case bound (up to {largest:.3g})"
     widest = float(torch.as_tensor(bound).max()) if _numel(bound) else 0.0
-    outputs.record(what, got, rtol, widest)
+    outputs.record(what, got, rtol, widest, want)
     try:
         described = f"{what} ({dtype}, rtol={rtol:g}, {how})"
         check_close(got, want, rtol=rtol, atol=bound, what=described)

@@ -8,7 +8,8 @@ per case, `DIR/<case id with / as __>.pt` (torch.save of a dict, loadable with
 
     {"case": "conformance/opinfo/exp/float32",
      "outputs": [{"what": "exp sample 0 (...)", "actual": <tensor>, "rtol": 1.3e-06,
-                  "atol": 1e-05, "inputs": "<sha1 of the sample's inputs, or ''>"}, ...]}
+                  "atol": 1e-05, "inputs": "<sha1 of the sample's inputs, or ''>",
+                  "expected": <the float64 reference>, "elementwise": true}, ...]}
 
 Two runs of the same seeded cases (two torch builds, two backends) then differ only by what
 they computed, and `accelkit diff` lines the records up by `what`. `inputs` tells the cases
@@ -70,23 +71,37 @@ def inputs_seen(*values: Any) -> None:
     _inputs_digest = digest.hexdigest()
 
 
-def record(what: str, actual: Any, rtol: float, atol: float) -> None:
-    """Keep one compared answer (a tensor), if the case is being recorded."""
+def record(
+    what: str,
+    actual: Any,
+    rtol: float,
+    atol: float,
+    expected: Any = None,
+    *,
+    elementwise: bool = True,
+) -> None:
+    """Keep one compared answer (a tensor), if the case is being recorded; `expected`, the
+    float64 reference it was compared with, and whether its bound is element by element
+    (`elementwise`) let `accelkit diff` judge one run's answer with the other's as its peer."""
     if _current is None:
         return
     import torch
 
     if not isinstance(actual, torch.Tensor):
         return
-    value = actual.detach().to("cpu")
-    if value.layout != torch.strided:
-        value = value.to_dense()
-    _current.append(
-        {
-            "what": what,
-            "actual": value.clone(),
-            "rtol": float(rtol),
-            "atol": float(atol),
-            "inputs": _inputs_digest,
-        }
-    )
+
+    def dense(x: torch.Tensor) -> torch.Tensor:
+        x = x.detach().to("cpu")
+        return (x.to_dense() if x.layout != torch.strided else x).clone()
+
+    kept: dict[str, Any] = {
+        "what": what,
+        "actual": dense(actual),
+        "rtol": float(rtol),
+        "atol": float(atol),
+        "inputs": _inputs_digest,
+    }
+    if isinstance(expected, torch.Tensor) and tuple(expected.shape) == tuple(actual.shape):
+        kept["expected"] = dense(expected)
+        kept["elementwise"] = bool(elementwise)
+    _current.append(kept)
