@@ -39,7 +39,8 @@ DIFF_OPTIONS = (
 def diff_command(first: Path, second: Path, out: Path | None, top: int, as_json: bool) -> None:
     """Compare what two runs of the same seeded cases computed: per case the largest absolute
     and relative difference, and whether they disagree beyond the case's tolerance (exit 1),
-    even where both passed against the reference."""
+    even where both passed against the reference; a case one run failed is judged by the peer
+    rule with the other run as its peer."""
     from accelkit.errors import BadInput
     from accelkit.results.io import atomic_write_text, check_output_path
     from accelkit.triage.differential import differential

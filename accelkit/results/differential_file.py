@@ -15,9 +15,18 @@ side has no record), are listed; `summary` counts every case. Example:
      "b": {"label": "torch 2.13.0+cpu · cpu", ...},
      "cases": [{"id": "conformance/opinfo/exp/float32", "status_a": "passed",
                 "status_b": "passed", "outputs": 3, "max_abs": 4.8e-07, "max_rel": 1.2e-07,
-                "beyond_tolerance": false, "worst": "exp sample 1 (...)", "note": ""}],
+                "beyond_tolerance": false, "worst": "exp sample 1 (...)", "note": "",
+                "peer_ratio": null}],
      "summary": {"compared": 2412, "identical": 2398, "differ": 14, "beyond_tolerance": 0,
-                 "beyond_tolerance_both_passed": 0, "not_comparable": 3}}
+                 "beyond_tolerance_both_passed": 0, "not_comparable": 3,
+                 "failed_in_one": 0, "within_peer_rule": 0, "peer_factor": 2.0,
+                 "peer_floor_units": 2.0}}
+
+The peer rule (issue 45: for `accelkit diff` the peer is the other build): where a case
+failed in one run and passed in the other, the failing run's answers are judged with the
+passing run's as their peer (`accelkit.suite.opinfo.peer.judge`) against the float64
+reference both recorded: `peer_ratio` <= 1 says the failing build is as near float64 as the
+other, within PEER_FACTOR (2) times its error plus PEER_FLOOR_UNITS (2) units of rounding.
 """
 
 from __future__ import annotations
@@ -61,6 +70,32 @@ class CaseDifference(_Model):
     """The answer with the largest relative difference (the case's own label for it)."""
     note: str = ""
     """Why (part of) the case could not be compared: inputs differ, shapes differ, ..."""
+    peer_ratio: float | None = None
+    """For a case that failed in one run and passed in the other, both with their float64
+    references recorded: the failing run's largest error against the reference over what the
+    peer rule allows with the passing run as its peer (PEER_FACTOR times the passing run's
+    error + PEER_FLOOR_UNITS units of rounding): <= 1 means the failing answer is as near
+    float64 as the other build's, a rounding of its own rather than a regression."""
+
+    @property
+    def failed_side(self) -> str | None:
+        """ "A" or "B" where exactly one run failed the case."""
+        if self.status_a == "passed" and self.status_b == "failed":
+            return "B"
+        if self.status_a == "failed" and self.status_b == "passed":
+            return "A"
+        return None
+
+    @property
+    def peer_verdict(self) -> str:
+        """The peer rule's verdict on the failing run, in the words every view uses: "B
+        within the peer rule of A (0.62)", "B beyond the peer rule of A (3.1)", or ""."""
+        side = self.failed_side
+        if side is None or self.peer_ratio is None:
+            return ""
+        other = "A" if side == "B" else "B"
+        where = "within" if self.peer_ratio <= 1.0 else "beyond"
+        return f"{side} {where} the peer rule of {other} ({self.peer_ratio:.2g})"
 
     @property
     def both_passed(self) -> bool:
@@ -74,6 +109,24 @@ class DifferentialSummary(_Model):
     beyond_tolerance: int = 0
     beyond_tolerance_both_passed: int = 0
     not_comparable: int = 0
+    failed_in_one: int = 0
+    """Cases that failed in one run and passed in the other, their references recorded."""
+    within_peer_rule: int = 0
+    """Of those, the cases whose failing answer is within the peer rule of the other run's."""
+    peer_factor: float | None = None
+    peer_floor_units: float | None = None
+    """The peer rule's C and floor (units of rounding) the cases were judged with."""
+
+    def peer_sentence(self) -> str:
+        """What the peer rule says of the cases that failed in one run only, in the words
+        every view uses ("" when there are none)."""
+        if not self.failed_in_one:
+            return ""
+        return (
+            f"{self.within_peer_rule} of the {self.failed_in_one} cases that failed in one "
+            f"run only are within the peer rule of the other (at most {self.peer_factor:g}x "
+            f"its error against float64 + {self.peer_floor_units:g} units of rounding)"
+        )
 
 
 class Differential(_Model):

@@ -10,7 +10,11 @@ the answers are paired by the label the case gave them (`what`, in order); per p
   of different sign, count as infinitely far), and whether some element differs by more
   than atol + rtol * max(|a|, |b|) with the case's tolerance against the reference (the
   larger of the two runs'): then the two environments disagree beyond what the case allows
-  either of them, even if both passed.
+  either of them, even if both passed;
+- where the case failed in one run and passed in the other, the failing run's answers judged
+  by the peer rule with the passing run's as their peer, against the float64 reference both
+  recorded (`accelkit.suite.opinfo.peer.judge`; issue 45: for a diff the peer is the other
+  build): `peer_ratio` <= 1, the failing build is as near float64 as the other.
 
 The result is a `Differential` (accelkit.results.differential_file); `accelkit report` shows it.
 """
@@ -125,7 +129,43 @@ def _case_difference(
         if max_rel > worst_rel:
             worst_rel, result.worst = max_rel, ra["what"]
     result.note = "; ".join(dict.fromkeys(notes))[:1000]
+    result.peer_ratio = _peer_ratio(result, a, b)
     return result
+
+
+def _peer_ratio(result: CaseDifference, a: dict[str, Any], b: dict[str, Any]) -> float | None:
+    """The failing run's largest error over the peer rule's allowance, the passing run its
+    peer (`CaseDifference.peer_ratio`); None unless exactly one run failed, every answer the
+    failing run checked (it stops at its first failure) pairs with the passing run's, from the
+    same inputs, with its reference recorded, and one of them misses its own recorded
+    tolerance (a failure the records do not show is not the peer rule's to judge)."""
+    from accelkit.suite.opinfo.peer import judge
+
+    side = result.failed_side
+    if side is None:
+        return None
+    failing, passing = (b, a) if side == "B" else (a, b)
+    worst, shown = 0.0, False
+    for rf, rp in _pairs(failing["outputs"], passing["outputs"]):
+        if rf is None:  # checked by the passing run only: after the failing run stopped
+            continue
+        if rp is None or rf.get("inputs") != rp.get("inputs"):
+            return None
+        if "expected" not in rf or "expected" not in rp:
+            return None
+        got, peer, want = rf["actual"], rp["actual"], rf["expected"]
+        if not (tuple(got.shape) == tuple(peer.shape) == tuple(want.shape)):
+            return None
+        if not (got.is_floating_point() or got.is_complex()):
+            exact = bool((got == want.to(got.dtype)).all())
+            shown |= not exact
+            worst = max(worst, 0.0 if exact else math.inf)
+            continue
+        _, _, missed = compare_answers(got, want, rf["rtol"], rf["atol"])
+        shown |= missed
+        elementwise = bool(rf.get("elementwise", True))
+        worst = max(worst, judge(got, peer, want, got.dtype, elementwise=elementwise).ratio)
+    return worst if shown else None
 
 
 def differential(
@@ -143,7 +183,9 @@ def differential(
     ids = [i for i in cases[0] if i in cases[1]]
     if not ids:
         raise BadInput(f"{a_path} and {b_path} have no conformance case in common")
-    summary = DifferentialSummary()
+    from accelkit.suite.opinfo.peer import PEER_FACTOR, PEER_FLOOR_UNITS
+
+    summary = DifferentialSummary(peer_factor=PEER_FACTOR, peer_floor_units=PEER_FLOOR_UNITS)
     listed: list[CaseDifference] = []
     for n, case_id in enumerate(ids):
         if on_case is not None:
@@ -180,6 +222,9 @@ def differential(
         if found.beyond_tolerance:
             summary.beyond_tolerance += 1
             summary.beyond_tolerance_both_passed += found.both_passed
+        if found.peer_ratio is not None:
+            summary.failed_in_one += 1
+            summary.within_peer_rule += found.peer_ratio <= 1.0
         listed.append(found)
     listed.sort(key=lambda c: (not c.beyond_tolerance, -(c.max_rel or 0.0), c.id))
     return Differential(

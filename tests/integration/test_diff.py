@@ -120,6 +120,10 @@ def test_a_differential_lists_cases_that_differ_and_flags_those_beyond_tolerance
         "beyond_tolerance": 1,
         "beyond_tolerance_both_passed": 1,
         "not_comparable": 1,
+        "failed_in_one": 0,
+        "within_peer_rule": 0,
+        "peer_factor": 2.0,
+        "peer_floor_units": 2.0,
     }
     far = by_id["conformance/ops/far/float32"]
     assert far.beyond_tolerance and far.both_passed and far.worst == "far[1]"
@@ -145,6 +149,146 @@ def test_a_differential_lists_cases_that_differ_and_flags_those_beyond_tolerance
     folder_report = load_report([tmp_path])
     assert folder_report.differentials == (found,)
     assert not [s for s in folder_report.skipped_inputs if "differential" in s]
+
+
+def _judged(
+    folder: Path, name: str, records: dict[str, list[dict[str, object]]], statuses: dict[str, str]
+) -> Path:
+    """A run whose records carry their float64 references, as `accelkit test` records them."""
+    outputs = folder / f"{name}-outputs"
+    outputs.mkdir(parents=True)
+    for case_id, kept in records.items():
+        torch.save({"case": case_id, "outputs": kept}, outputs / file_name(case_id))
+    path = folder / f"{name}.json"
+    cases = [case(c, s) for c, s in statuses.items()]
+    write_results(results(cases, outputs=str(outputs), env={"torch": {"version": name}}), path)
+    return path
+
+
+def test_a_case_failed_in_one_run_is_judged_with_the_other_run_as_its_peer(
+    tmp_path: Path,
+) -> None:
+    """The peer rule in accelkit diff (issue 45): where one build failed a case the other
+    passed, its answer passes the rule when its error against float64 is at most 2x the other
+    build's + 2 units of rounding, element by element or normwise as the case's bound is."""
+    exact = torch.linspace(1, 2, 64, dtype=torch.float64)
+    u = torch.finfo(torch.float32).eps / 2
+    wiggle = torch.where(torch.arange(64) % 2 == 0, 1.0, -1.0).double()
+
+    def answer(units: float) -> torch.Tensor:  # off float64 by `units` roundings, alternating
+        return (exact * (1 + units * u * wiggle)).float()
+
+    def kept(what: str, actual: torch.Tensor, elementwise: bool = True) -> dict[str, object]:
+        return {
+            "what": what,
+            "actual": actual,
+            "rtol": 4.5 * u,  # the bound the failing answers miss (the passing ones meet it)
+            "atol": 0.0,
+            "inputs": "x",
+            "expected": exact,
+            "elementwise": elementwise,
+        }
+
+    ids = {
+        "near": "conformance/opinfo/near/float32",  # B 5 units off where A is 4: within
+        "far": "conformance/opinfo/far/float32",  # B 30 units off where A is 4: beyond
+        "a_fails": "conformance/opinfo/a_fails/float32",  # the other way round
+        "integers": "conformance/opinfo/integers/float32",  # an index B gets wrong
+        "both": "conformance/opinfo/both/float32",  # both failed: no peer
+    }
+    ints = torch.arange(4)
+    a = _judged(
+        tmp_path,
+        "a",
+        {
+            ids["near"]: [kept("near", answer(4))],
+            ids["far"]: [kept("far", answer(4))],
+            ids["a_fails"]: [kept("a_fails", answer(5), elementwise=False)],
+            ids["integers"]: [kept("v", answer(0)), {**kept("i", ints), "expected": ints}],
+            ids["both"]: [kept("both", answer(9))],
+        },
+        {**dict.fromkeys(ids.values(), "passed"), ids["a_fails"]: "failed", ids["both"]: "failed"},
+    )
+    b = _judged(
+        tmp_path,
+        "b",
+        {
+            ids["near"]: [kept("near", answer(5))],
+            ids["far"]: [kept("far", answer(30))],
+            ids["a_fails"]: [kept("a_fails", answer(4), elementwise=False)],
+            ids["integers"]: [kept("v", answer(0)), {**kept("i", ints.flip(0)), "expected": ints}],
+            ids["both"]: [kept("both", answer(10))],
+        },
+        {
+            **dict.fromkeys(ids.values(), "failed"),
+            ids["a_fails"]: "passed",
+        },
+    )
+    found = differential(a, b)
+    by_id = {c.id: c for c in found.cases}
+    near, far, other = by_id[ids["near"]], by_id[ids["far"]], by_id[ids["a_fails"]]
+    assert near.peer_ratio is not None and near.peer_ratio <= 1.0
+    assert near.peer_verdict.startswith("B within the peer rule of A (")
+    assert far.peer_ratio is not None and far.peer_ratio > 3.0
+    assert far.peer_verdict.startswith("B beyond the peer rule of A (")
+    assert other.peer_verdict.startswith("A within the peer rule of B (")
+    assert by_id[ids["integers"]].peer_ratio == math.inf  # an integer answer must be exact
+    assert by_id[ids["both"]].peer_ratio is None and by_id[ids["both"]].peer_verdict == ""
+    s = found.summary
+    assert (s.failed_in_one, s.within_peer_rule) == (4, 2)
+    sentence = (
+        "2 of the 4 cases that failed in one run only are within the peer rule of the other "
+        "(at most 2x its error against float64 + 2 units of rounding)"
+    )
+    assert s.peer_sentence() == sentence
+    # One wording in every view: the terminal's (accelkit diff), the Markdown's and the HTML's.
+    proc = run_cli("diff", str(a), str(b), env={"COLUMNS": "200"})
+    assert proc.returncode == 1, proc.stdout + proc.stderr  # the index is beyond tolerance
+    assert sentence in " ".join(proc.stdout.split())
+    assert "B within the peer rule of A" in proc.stdout
+    out = tmp_path / "differential.json"
+    out.write_text(json.dumps(found.to_json_dict()))
+    report = load_report([a, b, out])
+    assert sentence in report_markdown(report)
+    page = report_html(report)
+    assert sentence in page and "B beyond the peer rule of A" in page
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+def test_a_build_with_a_wrong_kernel_is_beyond_the_peer_rule_of_a_right_one(
+    tmp_path: Path,
+) -> None:
+    """Two real runs of one OpInfo case, the second with exp 0.1% off (the fault-injection
+    plugin): accelkit test records each answer with its float64 reference, and accelkit diff
+    judges the failing build with the passing one as its peer: far beyond the rule."""
+    faults = REPO / "tests" / "fixtures" / "faults"
+    args = ["--device", "cpu", "--case", "conformance/opinfo/exp/float32", "--workers", "0"]
+    runs = {}
+    for name, env in (
+        ("right", {}),
+        (
+            "wrong",
+            {
+                "PYTHONPATH": os.pathsep.join((str(faults), str(REPO))),
+                "PYTEST_PLUGINS": "perturb_plugin",
+                "ACCELKIT_FAULT_OP": "aten.exp.default",
+                "ACCELKIT_FAULT_REL": "1e-3",
+            },
+        ),
+    ):
+        out = tmp_path / f"{name}.json"
+        record = ["--json", str(out), "--record-outputs", str(tmp_path / name)]
+        proc = run_cli("test", *args, *record, env=env, timeout=600)
+        assert proc.returncode == (0 if name == "right" else 1), proc.stdout[-3000:]
+        runs[name] = out
+    proc = run_cli("diff", str(runs["right"]), str(runs["wrong"]), env={"COLUMNS": "200"})
+    found = differential(runs["right"], runs["wrong"])
+    (exp,) = [c for c in found.cases if c.id == "conformance/opinfo/exp/float32"]
+    assert exp.status_a == "passed" and exp.status_b == "failed"
+    assert exp.peer_ratio is not None and exp.peer_ratio > 100  # 1e-3 against ~1 ulp
+    assert found.summary.failed_in_one >= 1 and found.summary.within_peer_rule == 0
+    assert "B beyond the peer rule of A" in proc.stdout
 
 
 def test_inputs_that_differ_make_a_case_not_comparable(tmp_path: Path) -> None:

@@ -357,7 +357,9 @@ def _differentials(report: Report) -> list[str]:
             f'<p class="note">{s.compared} cases compared: {s.identical} identical, '
             f"{s.differ} differ, <b>{s.beyond_tolerance} beyond tolerance</b> "
             f"({s.beyond_tolerance_both_passed} of them passed in both runs), "
-            f"{s.not_comparable} not comparable.</p>"
+            f"{s.not_comparable} not comparable"
+            + (f"; {_e(s.peer_sentence())}." if s.failed_in_one else ".")
+            + "</p>"
         )
         rows = diff.disagreeing() + [c for c in diff.cases if not c.beyond_tolerance][:50]
         if not rows:
@@ -379,7 +381,7 @@ def _differentials(report: Report) -> list[str]:
                 f"{c.max_abs:.3g}" if c.max_abs is not None else "—",
                 f"{c.max_rel:.3g}" if c.max_rel is not None else "—",
                 flag,
-                c.note[:300],
+                "; ".join(x for x in (c.peer_verdict, c.note[:300]) if x),
             ]
             out.append(
                 f'<tr class="{css}" title="{_e(c.worst[:500])}">'

@@ -493,13 +493,16 @@ def report_markdown(
         lines.append(
             f"{s.compared} cases compared: {s.identical} identical, {s.differ} differ, "
             f"**{s.beyond_tolerance} beyond tolerance** ({s.beyond_tolerance_both_passed} of "
-            f"them passed in both runs), {s.not_comparable} not comparable."
+            f"them passed in both runs), {s.not_comparable} not comparable"
+            + (f"; {s.peer_sentence()}." if s.failed_in_one else ".")
         )
         lines.append("")
         disagreeing = diff.disagreeing()
         if disagreeing:
+            peer = any(c.peer_verdict for c in disagreeing)
             lines += step_summary.table(
-                ["case", "A", "B", "max abs", "max rel", "both passed"],
+                ["case", "A", "B", "max abs", "max rel", "both passed"]
+                + (["peer rule"] if peer else []),
                 (
                     [
                         _cell(c.id),
@@ -509,6 +512,7 @@ def report_markdown(
                         f"{c.max_rel:.3g}" if c.max_rel is not None else "—",
                         "yes" if c.both_passed else "no",
                     ]
+                    + ([c.peer_verdict or "—"] if peer else [])
                     for c in disagreeing
                 ),
             )

@@ -239,26 +239,30 @@ def print_differential(console: Console, result: Differential, top: int, out: Pa
     console.print(f"B: {result.b.label}  (git {str(result.b.git)[:12]})", markup=False)
     shown = result.cases[:top]
     if shown:
-        cases = table(
-            "Cases whose answers differ", ("case", "A", "B", "max |a-b|", "max rel", "beyond tol")
-        )
+        # The peer rule's column only where a listed case failed in one run only.
+        peer = any(c.peer_verdict for c in shown)
+        columns = ("case", "A", "B", "max |a-b|", "max rel", "beyond tol")
+        cases = table("Cases whose answers differ", columns + (("peer rule",) if peer else ()))
         for c in shown:
             style = "bold red" if c.beyond_tolerance else ""
-            cases.add_row(
+            cells: list[Text | str] = [
                 Text(c.id, style=style),
                 c.status_a or "-",
                 c.status_b or "-",
                 f"{c.max_abs:.3g}" if c.max_abs is not None else "-",
                 f"{c.max_rel:.3g}" if c.max_rel is not None else Text(_reason(c.note)),
                 Text("YES" if c.beyond_tolerance else "", style=style),
-            )
+            ]
+            cases.add_row(*cells, *((Text(c.peer_verdict),) if peer else ()))
         console.print(cases)
     s = result.summary
     console.print(
         f"{s.compared} cases compared: {s.identical} identical, {s.differ} differ, "
         f"{s.beyond_tolerance} beyond tolerance ({s.beyond_tolerance_both_passed} of them "
         f"passed in both runs), {s.not_comparable} not comparable"
-        + (f"; {len(result.cases) - len(shown)} more listed in the file" if out else "")
+        + (f"; {s.peer_sentence()}" if s.failed_in_one else "")
+        + (f"; {len(result.cases) - len(shown)} more listed in the file" if out else ""),
+        markup=False,
     )
     if out is not None:
         console.print(f"differential: {out}")
