@@ -581,3 +581,14 @@ def print_coverage(title: str, rows: Iterable[tuple[str, str, str]]) -> None:
     print(f"\n{title}")
     for name, state, why in rows:
         print(f"  {name:<{width}}  {state:<14}  {why}")
+
+
+def print_jobs(title: str, run: ActRun) -> None:
+    """act's job list with each job's result, and each failed step (pytest -s shows it)."""
+    jobs = run.jobs()
+    width = max((len(job) for job in jobs), default=0)
+    print(f"\n{title} (act exited {run.returncode})")
+    for job, result in jobs.items():
+        failed = [step for step, outcome in run.steps(job).items() if outcome == "failure"]
+        where = f"  failed at: {', '.join(failed)}" if failed else ""
+        print(f"  {job:<{width}}  {result:<8}{where}")

@@ -36,6 +36,7 @@ from tests.act_workflows import (
     make_workspace,
     planted_nightly,
     print_coverage,
+    print_jobs,
     pushes_to,
     rehearsal_matrix,
     require_act,
@@ -144,6 +145,7 @@ def _explain(run: ActRun) -> str:
 
 @pytest.mark.timeout(ACT_TEST_TIMEOUT_S)
 def test_every_job_of_the_night_ran_and_succeeded(nightly: ActRun) -> None:
+    print_jobs("nightly.yml under act, the CPU night: jobs", nightly)
     assert nightly.returncode == 0, _explain(nightly)
     assert nightly.jobs() == dict.fromkeys(NIGHTLY_JOBS, "success"), _explain(nightly)
     assert nightly.job_ids() == NIGHTLY_JOBS
@@ -348,6 +350,7 @@ def _verdicts(run: ActRun, tmp_path: Path) -> dict[str, Any]:
 @pytest.mark.timeout(ACT_TIMEOUT_S + 60)
 def test_planted_faults_turn_the_night_red_at_the_right_steps(faulty_night: ActRun) -> None:
     run = faulty_night
+    print_jobs("nightly.yml under act, the night with the planted faults: jobs", run)
     assert run.returncode != 0, _explain(run)
     jobs = run.jobs()
     assert jobs["Compute the matrix"] == "success"

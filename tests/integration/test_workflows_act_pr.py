@@ -40,6 +40,7 @@ from tests.act_workflows import (
     list_jobs,
     make_tool_cache,
     make_workspace,
+    print_jobs,
     rehearsal_matrix,
     require_act,
     run_act,
@@ -116,6 +117,7 @@ def _explain(run: ActRun) -> str:
 @pytest.mark.timeout(ACT_TIMEOUT_S + 120)
 def test_every_job_of_the_pull_request_ran_and_succeeded(pull_request: ActRun) -> None:
     run = pull_request
+    print_jobs("pr.yml under act, a pull request: jobs", run)
     assert run.returncode == 0, _explain(run)
     assert run.jobs() == dict.fromkeys(PR_JOBS, "success"), _explain(run)
     assert run.job_ids() == PR_JOBS
@@ -202,6 +204,10 @@ def test_act_lists_every_job_of_the_three_workflows(plain_workspace: Path) -> No
         }
         for w in ("ci.yml", "pr.yml", "nightly.yml")
     }
+    for workflow, jobs in listed.items():
+        print(f"\nact --list, {workflow}: job id, stage, job name, events")
+        for job_id, (stage, name, on) in jobs.items():
+            print(f"  {job_id:<14}  {stage}  {name:<28}  {on}")
     events = "push,workflow_call,workflow_dispatch"
     assert listed["ci.yml"] == {"ci-run": ("0", ".ci/run (Debian bookworm)", events)}
     assert listed["pr.yml"] == {
