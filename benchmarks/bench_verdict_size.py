@@ -4,13 +4,15 @@
 
 Prints, for two revisions of the checkout (default: BEFORE, the last commit before the
 computed bounds, and the working tree), the lines of `accelkit/suite/opinfo/` (all of it,
-and the verdict's bounds: tolerances, scales, the sample tables, measures and rules, the
-rounding analyses), the entries of each per-op table and the functions `sample_measures`
-defines, and how many ops carry a rule of their own (an entry in a bound table:
-SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW, SQUARED, DISCONTINUOUS, TOLERANCE_SCALE,
-NORMWISE_SCALE, KERNEL_ULPS, CANCELLING_GRAD_OPS, RECURRENCE_OPS; and with KNOWN_SKIPS). A
-revision is read from git (`git archive`) into a temporary folder and its tables counted by
-importing it there, in a subprocess of its own.
+and the verdict's bounds: tolerances, scales, the listed exceptions, the sample tables,
+measures and rules, the rounding analyses), the listed exceptions (`exceptions.EXCEPTIONS`,
+cap 20; before that module, the entries of the constant widenings it replaced:
+TOLERANCE_SCALE, NORMWISE_SCALE and KERNEL_ULPS in `scales`), the entries of each per-op
+table and the functions `sample_measures` defines, and how many ops carry a rule of their
+own (an entry in a bound table: SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW, SQUARED,
+DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CANCELLING_GRAD_OPS,
+RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git (`git archive`) into a
+temporary folder and its tables counted by importing it there, in a subprocess of its own.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ BEFORE = "2407894"
 BOUND_MODULES = (
     "tolerances.py",
     "scales.py",
+    "exceptions.py",
     "sample_tables.py",
     "sample_measures.py",
     "sample_rules.py",
@@ -42,32 +45,45 @@ BOUND_MODULES = (
 """The modules that decide a bound (the rest of opinfo/ plans, runs and compares)."""
 
 TABLES = (
-    ("sample_tables", "SAMPLE_TERMS"),
-    ("sample_tables", "SAMPLE_CONDITION"),
-    ("sample_tables", "BACKWARD_OVERFLOW"),
-    ("sample_tables", "SQUARED"),
-    ("sample_tables", "DISCONTINUOUS"),
-    ("scales", "TOLERANCE_SCALE"),
-    ("scales", "NORMWISE_SCALE"),
-    ("scales", "KERNEL_ULPS"),
-    ("scales", "CANCELLING_GRAD_OPS"),
-    ("scales", "RECURRENCE_OPS"),
+    (("sample_tables",), "SAMPLE_TERMS"),
+    (("sample_tables",), "SAMPLE_CONDITION"),
+    (("sample_tables",), "BACKWARD_OVERFLOW"),
+    (("sample_tables",), "SQUARED"),
+    (("sample_tables",), "DISCONTINUOUS"),
+    (("exceptions", "scales"), "TOLERANCE_SCALE"),
+    (("exceptions", "scales"), "NORMWISE_SCALE"),
+    (("exceptions", "scales"), "KERNEL_ULPS"),
+    (("scales",), "CANCELLING_GRAD_OPS"),
+    (("scales",), "RECURRENCE_OPS"),
 )
+"""Each table's name and the modules it may live in (the first that has it counts): the
+constant widenings moved from `scales` into `exceptions` as kinds of listed exception."""
+WIDENINGS = ("TOLERANCE_SCALE", "NORMWISE_SCALE", "KERNEL_ULPS")
+"""The tables whose entries are listed exceptions (all of them, before `EXCEPTIONS`)."""
 
 # Run inside a revision's folder: its tables' sizes and the ops they name, as JSON.
 _COUNT = """
 import importlib, json
 tables = %r
 found, ops = {}, set()
-for module, name in tables:
+
+def table_of(module, name):
     try:
-        table = getattr(importlib.import_module("accelkit.suite.opinfo." + module), name)
+        return getattr(importlib.import_module("accelkit.suite.opinfo." + module), name)
     except (ImportError, AttributeError):
+        return None
+
+for modules, name in tables:
+    table = next((t for t in (table_of(m, name) for m in modules) if t is not None), None)
+    if table is None:
         continue
     found[name] = len(table)
     for key, rule in (table.items() if hasattr(table, "items") else ((k, k) for k in table)):
-        op = getattr(rule, "op", None) or str(key).removeprefix("aten::").split("/")[0]
+        op = (getattr(rule, "op", None) or str(key)).removeprefix("aten::").split("/")[0]
         ops.add(op)
+listed = table_of("exceptions", "EXCEPTIONS")
+if listed is not None:
+    found["EXCEPTIONS"] = len(listed)
 skips = importlib.import_module("accelkit.suite.opinfo.skips").KNOWN_SKIPS
 print(json.dumps({"tables": found, "ops": sorted(ops),
                   "skip_ops": sorted({s.op for s in skips.values()})}))
@@ -139,6 +155,9 @@ def measure(rev: str | None) -> dict[str, int]:
         "bound modules' lines": sum(lines.get(name, 0) for name in BOUND_MODULES),
         **{f"  {name}": lines.get(name, 0) for name in BOUND_MODULES},
         "measure functions": _functions(files.get("sample_measures.py", "")),
+        "listed exceptions (cap 20)": counts.get(
+            "EXCEPTIONS", sum(counts.get(name, 0) for name in WIDENINGS)
+        ),
         **{f"  {name} entries": counts.get(name, 0) for _, name in TABLES},
         "ops with a bound rule of their own": len(ops),
         "  ... or a KNOWN_SKIPS entry": len(ops | skip_ops),

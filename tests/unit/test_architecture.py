@@ -9,7 +9,10 @@
 - no module of accelkit/ imports, or reads as an attribute of an imported accelkit module,
   another module's private (underscore) name, and an underscored module is imported only
   inside its own package: what two modules share is public, in the module that owns it
-  (the results views: results/render/); a package's `__init__` re-exports public names only.
+  (the results views: results/render/); a package's `__init__` re-exports public names only;
+- the OpInfo verdict's listed exceptions (`opinfo/exceptions.py`, docs/design.md "Listed
+  exceptions") are at most MAX_LISTED_EXCEPTIONS, each with its measured error, the backend
+  it was measured on and its reason.
 """
 
 from __future__ import annotations
@@ -418,3 +421,18 @@ def test_the_private_name_finder_lets_a_package_use_its_own(tmp_path: Path) -> N
         (1, "accelkit.suite.run.runner._keep"),
         (3, "accelkit.suite.run.runner._x"),
     ]
+
+
+#: The cap on the OpInfo verdict's listed exceptions (issue 45): a widening the model does not
+#: derive is the exception, and a new one replaces an old one rather than growing the list.
+MAX_LISTED_EXCEPTIONS = 20
+
+
+def test_listed_exceptions_are_few_and_each_says_what_was_measured_where_and_why() -> None:
+    from accelkit.suite.opinfo.exceptions import EXCEPTIONS
+
+    assert len(EXCEPTIONS) <= MAX_LISTED_EXCEPTIONS
+    for entry in EXCEPTIONS:
+        assert entry.measured.strip(), entry.key
+        assert entry.backend in BACKEND_WORDS, entry.key
+        assert entry.reason.strip(), entry.key

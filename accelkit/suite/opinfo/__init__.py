@@ -19,8 +19,9 @@ The modules, in the order a case meets them:
 - `sample_rules`: the bounds each sample decides, from the tables in `sample_tables`
   (`SAMPLE_TERMS`, `SAMPLE_CONDITION`, `BACKWARD_OVERFLOW`, `SQUARED`) and the measures in
   `sample_measures`;
-- `tolerances`: the tolerance model (`case_tolerance`, with `scales`' `TOLERANCE_SCALE`,
-  `NORMWISE_SCALE` and linear algebra's per-sample condition);
+- `tolerances`: the tolerance model (`case_tolerance`, with linear algebra's per-sample
+  condition and the listed exceptions of `exceptions`, `EXCEPTIONS`: at most 20 widenings
+  the model does not derive, each with its measured error, backend and reason);
 - `comparison`: an answer against the reference under those tolerances (`Mismatch`);
 - `ties`: index outputs that a tie decides (`TIE_INDEX_OPS`), compared by the values they
   point at;

@@ -8,7 +8,8 @@ where the exact one rounds to inf (beyond max + ulp(max) / 2; with a bracket, wh
 range does, and it may where any of it does), an intermediate that the
 sample overflows (`Rules.may_overflow`) allows inf/NaN, and a step function's answer may be
 anywhere in the reference's range over the inputs' rounding (`Rules.bracket`). A failure
-raises `Mismatch` with the worst element, the dtype and the tolerances.
+raises `Mismatch` with the worst element, the dtype and the tolerances, and names each listed
+exception (`exceptions`) that widened them (`tolerances.widening_exceptions`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from accelkit.suite.opinfo.tolerances import (
     overflow_threshold,
     overrides,
     scalar_tolerance,
+    widening_exceptions,
 )
 from accelkit.suite.session import outputs
 from accelkit.suite.session.failures import add_failure_info
@@ -144,8 +146,9 @@ def _compare_tensors(
         overflow |= ~torch.isfinite(got)
     if bool(overflow.any()):
         got, want = got.masked_fill(overflow, 0), want.masked_fill(overflow, 0)
+    reference = want
     rtol, atol = case_tolerance(
-        op_name, case_dtype, actual.dtype, want, magnitude, rules.inputs_dtype, rules
+        op_name, case_dtype, actual.dtype, reference, magnitude, rules.inputs_dtype, rules
     )
     outputs.record(what, actual, rtol, atol)
     if bracket is not None:
@@ -163,6 +166,14 @@ def _compare_tensors(
             "grad" if op_name.endswith("/grad") else rules.kind,
         )
     )
+
+    def message(m: str) -> str:
+        listed = widening_exceptions(
+            op_name, case_dtype, actual.dtype, reference, magnitude, rules.inputs_dtype, rules
+        )
+        named = "".join(f"; {e.describe()}" for e in listed)
+        return f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}{named}): {m}"
+
     try:
         torch.testing.assert_close(
             got,
@@ -173,7 +184,7 @@ def _compare_tensors(
             check_device=False,
             check_dtype=False,
             check_stride=False,
-            msg=lambda m: f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}): {m}",
+            msg=message,
         )
     except AssertionError as error:
         # For `accelkit repro`: the exact tolerance (the message rounds it) and the worst

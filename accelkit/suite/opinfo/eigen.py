@@ -17,8 +17,7 @@ element by element (`check_eigen`):
   weighted-sum gradient, so each random weight multiplies the same eigenpair on both sides:
   the gradient of sum_j Re(conj(w_j) lambda_j) (+ sum w'_kj |V_kj|), a function of the
   decomposition that depends on neither order nor phase. Its tolerance is the dtype's times
-  100 (scales.TOLERANCE_SCALE; the largest error measured on 200 seeds is 0.14 of it,
-  complex64 eig; 0.13 float32).
+  100, a listed exception (`exceptions.EXCEPTIONS`: the gradient divides by eigenvalue gaps).
 
 The bound on eigenvalue i is condition-aware (`eigen_bounds`): geev is backward stable (its
 eigenpairs are exact for A + E, ||E||_2 <= EIG_BACKWARD_EPS * eps * ||A||_F), and by

@@ -2,8 +2,9 @@
 
 Each rule is a frozen record that names the cases it applies to and carries the reason for
 it (a finding about the op, with what was measured), in the style of
-`accelkit.backends.peaks`. The tables themselves: `skips` (what is not compared), `scales`
-(constant widenings of the tolerance) and `sample_tables` (bounds that each sample decides).
+`accelkit.backends.peaks`. The tables themselves: `skips` (what is not compared),
+`exceptions` (the listed exceptions: widenings the model does not derive) and `sample_tables`
+(bounds that each sample decides).
 
 A `CaseRule` for `op` applies to its forward cases, with `grad=True` to its gradient cases,
 and with `dtype` only to that dtype's; its `key` spells that as "op[/dtype][/grad]". A case
@@ -43,6 +44,7 @@ SamplePredicate = Callable[[Any], bool]
 ConditionKind = Literal["relative", "normwise", "tie"]
 DiscontinuityMode = Literal["relative", "normwise", "coordinates", "exponent", "clamp"]
 CaseKind = Literal["forward", "grad"]
+ExceptionKind = Literal["tolerance", "normwise", "kernel_ulps"]
 
 
 @dataclass(frozen=True)
@@ -96,19 +98,38 @@ class CaseRule:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ToleranceScale(CaseRule):
-    """A factor on the dtype's (rtol, atol), for an op whose answer legitimately carries more
-    rounding error than one correctly rounded result."""
+class ListedException(CaseRule):
+    """A listed exception (`exceptions.EXCEPTIONS`): a widening of the bound that the model
+    does not derive, kept for one op after a review found its cause, with the error measured
+    and the backend it was measured on.
 
+    kind "tolerance": `factor` multiplies the dtype's rtol and atol; "normwise": it
+    multiplies the normwise atol (NORMWISE_EPS * eps * the largest magnitude); "kernel_ulps":
+    `op` is an aten kernel's name ("aten::special_i1e") and `factor` its error in units of
+    `dtype`'s rounding, by which a gradient's graph weighs that kernel's intermediates
+    (`roundings.measure_graph`)."""
+
+    kind: ExceptionKind
     factor: float
+    measured: str
+    """The error measured, as a short phrase ("2.0e-5 relative, complex64")."""
+    backend: str
+    """The backend it was measured on ("cpu")."""
 
+    def __post_init__(self) -> None:
+        if not (self.measured and self.backend and self.reason):
+            raise ValueError(f"listed exception {self.key}: a measured error, backend, reason")
+        if not self.factor > 1:
+            raise ValueError(f"listed exception {self.key}: a factor above 1 (a widening)")
+        if self.kind == "kernel_ulps" and not (self.op.startswith("aten::") and self.dtype):
+            raise ValueError(f"listed exception {self.key}: a kernel's ulps in one dtype")
 
-@dataclass(frozen=True, kw_only=True)
-class NormwiseScale(CaseRule):
-    """A factor on the normwise atol (NORMWISE_EPS * eps * the largest magnitude), for errors
-    relative to magnitudes larger than any input or output."""
-
-    factor: float
+    def describe(self) -> str:
+        """How a case's message names it."""
+        return (
+            f"listed exception: {self.key} {self.kind} x{self.factor:g} "
+            f"(measured {self.measured} on {self.backend})"
+        )
 
 
 @dataclass(frozen=True, kw_only=True)

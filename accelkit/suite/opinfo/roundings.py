@@ -124,6 +124,8 @@ class Roundings:
     the whole graph where it cannot be measured (see the module docstring)."""
     largest: float
     """The largest finite magnitude among the rounding intermediates (`leaves_range`)."""
+    weighted: tuple[str, ...] = ()
+    """The kernels of `measure_graph`'s `ulps` among the intermediates whose terms count."""
 
 
 def measure_graph(
@@ -135,7 +137,8 @@ def measure_graph(
     """The graph that `gradients()` runs (forward and backward on float64 leaves, anew each
     call): its largest intermediate from one run, and with `sensitivity` each gradient's S
     from one more run per intermediate. `ulps`: per aten op, how many roundings its kernel's
-    error is worth (`scales.KERNEL_ULPS`); its intermediates' terms count that many times."""
+    error is worth (`exceptions.kernel_exceptions`); its intermediates' terms count that many
+    times."""
     with _Intermediates() as counting:
         base = gradients()
     names, largest = counting.names, counting.largest
@@ -158,7 +161,8 @@ def measure_graph(
             term = ((m - g) / STEP).abs().nan_to_num(nan=0.0, posinf=torch.inf)
             weight = ulps.get(names[target], 1.0) if ulps else 1.0
             totals[i] = total + weight * term.detach()
-    return Roundings(tuple(totals), largest)
+    weighted = tuple(sorted({n for n in names if ulps and n in ulps}))
+    return Roundings(tuple(totals), largest, weighted)
 
 
 def rounding_sensitivity(

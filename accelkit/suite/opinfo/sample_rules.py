@@ -20,8 +20,9 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
+from accelkit.suite.opinfo.exceptions import kernel_exceptions
 from accelkit.suite.opinfo.magnitudes import propagate
-from accelkit.suite.opinfo.records import SampleCondition, entry_for
+from accelkit.suite.opinfo.records import ListedException, SampleCondition, entry_for
 from accelkit.suite.opinfo.roundings import (
     Roundings,
     leaves_range,
@@ -37,7 +38,6 @@ from accelkit.suite.opinfo.sample_tables import (
 )
 from accelkit.suite.opinfo.scales import (
     CANCELLING_GRAD_OPS,
-    KERNEL_ULPS,
     LINALG_CONDITION_FACTOR,
     LINALG_OPS_PREFIXES,
     RECURRENCE_OPS,
@@ -95,9 +95,13 @@ def sample_rules(
                 rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
             )
         else:
-            brackets, overflows = grad_brackets(op, base, dtype, ref, rules, weights)
-            rules = dataclasses.replace(rules, input_brackets=brackets)
-            if overflows:
+            graph = grad_brackets(op, base, dtype, ref, rules, weights)
+            rules = dataclasses.replace(
+                rules,
+                input_brackets=graph.brackets,
+                exceptions=(*rules.exceptions, *graph.exceptions),
+            )
+            if graph.may_overflow:
                 rules = dataclasses.replace(rules, may_overflow=True)
     overflow = entry_for(BACKWARD_OVERFLOW, op_name, dtype)
     if overflow is not None and weights is not None:
@@ -180,6 +184,8 @@ class GradBrackets(NamedTuple):
     """Per differentiable input, (low, high), or None where it stays normwise; () for all."""
     may_overflow: bool
     """An intermediate leaves the dtype's range: inf or NaN are right (`Rules.may_overflow`)."""
+    exceptions: tuple[ListedException, ...] = ()
+    """The listed exceptions (kernels' ulps) that widened the brackets (`Rules.exceptions`)."""
 
 
 def grad_brackets(
@@ -202,7 +208,9 @@ def grad_brackets(
     a gradient that sums K elements' terms: the sums of their brackets, widened by
     sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more than one node, or one
     that reads both the result and the inputs, widens the range by the roundings of all its
-    intermediates instead (`_graph_brackets`), as does every 16-bit backward
+    intermediates instead (`_graph_brackets`; in float32 each intermediate of a kernel with a
+    listed error in ulps, `exceptions.kernel_exceptions`, counts that many roundings), as does
+    every 16-bit backward
     (CHAINED_ROUNDING_DTYPES) and every backward of `scales.CANCELLING_GRAD_OPS` (a formula
     whose terms cancel). None (normwise) outside GRAD_BRACKET_DTYPES and for an op of
     several outputs whose backward is not one node.
@@ -234,12 +242,14 @@ def grad_brackets(
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
     if not one_node:
-        ulps = KERNEL_ULPS if least == torch.float32 else None
+        kernels = kernel_exceptions(least)
+        ulps = {name: entry.factor for name, entry in kernels.items()} or None
         found = measure_graph(lambda: reference_grads(op, ref, weights), ulps=ulps)
         graph = _graph_brackets(
             op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
         )
-        return GradBrackets(graph, bool(graph) and _overflows(found.largest, least))
+        listed = tuple(kernels[name] for name in found.weighted) if graph else ()
+        return GradBrackets(graph, bool(graph) and _overflows(found.largest, least), listed)
     brackets: list[tuple[Any, Any] | None] = []
     summed: list[tuple[Any, Any, Any] | None] | None = None
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):

@@ -1,138 +1,15 @@
-"""Constant widenings of the tolerance, per op: the rule tables `tolerances.case_tolerance` reads.
+"""What the OpInfo bounds read by op name, beyond the rule tables: the sets that choose a rule.
 
-- `TOLERANCE_SCALE`: a factor on the dtype's (rtol, atol) for an op whose answer carries more
-  rounding error than one correctly rounded result;
-- `NORMWISE_SCALE`: a factor on the normwise atol, for errors relative to magnitudes larger
-  than any input or output;
 - `LINALG_OPS_PREFIXES`, `LINALG_CONDITION_FACTOR`, `WELL_CONDITIONED_LINALG`: linear algebra
   gets no constant: its bound grows with each sample's condition number
-  (`sample_measures.linalg_condition`, applied by `sample_rules`).
+  (`sample_measures.linalg_condition`, applied by `sample_rules`);
+- `RECURRENCE_OPS`: elementwise ops that keep the normwise atol;
+- `CANCELLING_GRAD_OPS`: elementwise ops whose gradients take the graph's roundings.
 
-A constant is right where the error grows with something the samples fix (their range, their
-shapes); where each draw decides it, the bound comes from the sample (`sample_tables`).
-Entries were measured on the CPU (float32 vs float64, several seeds) and leave about 3x
-headroom over the worst error seen.
+The constant widenings that remain are listed exceptions (`exceptions.EXCEPTIONS`).
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping
-from types import MappingProxyType
-
-from accelkit.suite.opinfo.records import NormwiseScale, ToleranceScale, by_key
-
-_ATTENTION_OPS = (
-    "nn.functional.scaled_dot_product_attention",
-    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
-)
-
-# Long recurrences, iterative or series algorithms, condition-number amplification.
-TOLERANCE_SCALE = by_key(
-    *(
-        ToleranceScale(
-            op=op,
-            grad=True,
-            factor=100.0,
-            reason=(
-                "the gradient of an eigendecomposition divides by eigenvalue gaps, not by "
-                "the matrix's condition number: the largest error measured on 200 seeds is "
-                "0.14 of this bound (complex64 eig; 0.13 float32)"
-            ),
-        )
-        for op in ("linalg.eig", "linalg.eigvals")
-    ),
-    ToleranceScale(
-        op="nn.functional.ctc_loss",
-        grad=True,
-        factor=300.0,
-        reason=(
-            "the gradient w (exp(lp) - exp(lcab + nll - lp)) adds log-space values of order "
-            "nll, each rounded with an absolute error of eps * |nll| along the 50-step alpha "
-            "and beta recursions: a relative error of up to 7.5 eps (|nll| + max|lp|) of the "
-            "element's terms measured (seeds 0-1, every sample). The samples fix nll (233 to "
-            "285: 50 steps of log-softmax over 20 classes of values in [-9, 9]), so the bound "
-            "is this constant: 2.6e-4 relative, 200 times float32's rtol (1.0e-4 measured)"
-        ),
-    ),
-    *(
-        ToleranceScale(
-            op=op,
-            dtype="complex64",
-            grad=True,
-            factor=30.0,
-            reason=(
-                "the gradient y * x ** (y - 1) or x ** y * log(x) carries the relative error "
-                "of x ** y, which grows with |y * log(x)| (2.0e-5 relative measured in "
-                "complex64); complex gradients get no elementwise bracket, and real ones "
-                "pass seeds 0-40 on the graph's roundings without a scale (float_power "
-                "computes in float64)"
-            ),
-        )
-        for op in ("pow", "__rpow__")
-    ),
-    ToleranceScale(
-        op="sinc",
-        dtype="complex64",  # real dtypes: CANCELLING_GRAD_OPS (seeds 0-40 pass)
-        grad=True,
-        factor=4.0,
-        reason=(
-            "the derivative (cos(pi z) pi z - sin(pi z)) / (pi z ** 2) for large complex z: "
-            "pi * z rounds in complex64 (1.6e-6 relative measured)"
-        ),
-    ),
-)
-
-# Sums of products of inputs, terms like |x| ** (p - 1) for p < 1.
-NORMWISE_SCALE = by_key(
-    *(
-        NormwiseScale(
-            op=op,
-            grad=True,
-            factor=8.0,
-            reason=(
-                "what the coordinates' rounding leaves out (DISCONTINUOUS brackets the grid "
-                "gradient over each coordinate's rounding, apart): the grid gradient's sum of "
-                "channels x taps terms scaled by (size - 1) / 2, bicubic's 16 taps with "
-                "weights computed in float32, and the input gradient's weights moved by their "
-                "points' coordinate rounding; measured after that bracket in float32 over "
-                "seeds 0-40 as the factor each seed needs, up to "
-                f"{worst} ({where}); the terms' own "
-                "bound is not derived (this was 24 before the coordinates were bracketed apart)"
-            ),
-        )
-        for op, worst, where in (
-            ("grid_sampler_2d", 3.30, "bicubic grid gradients, seed 24"),
-            ("grid_sampler_3d", 3.12, "input gradients, seed 10"),
-            ("nn.functional.grid_sample", 4.09, "a bicubic border grid gradient, seed 21"),
-        )
-    ),
-    NormwiseScale(
-        op="logcumsumexp",
-        dtype="complex64",
-        grad=True,
-        factor=4.0,
-        reason=(
-            "complex log-sum-exp cancels where exp(a) + exp(b) ~ 0 (opposite phases): the "
-            "running sums lose digits relative to their terms (1.06x the normwise bound "
-            "measured)"
-        ),
-    ),
-    *(
-        NormwiseScale(
-            op=op,
-            dtype=dtype,
-            grad=True,
-            factor=4.0,
-            reason=(
-                f"attention backward in {dtype}: softmax over logits of order 100 and its "
-                "product with dO (1.4x the normwise bound measured in bfloat16, 1.13x in "
-                "float16)"
-            ),
-        )
-        for op in _ATTENTION_OPS
-        for dtype in ("float16", "bfloat16")
-    ),
-)
 
 # Linear algebra: the forward error of a factorisation or solve is bounded by the condition
 # number times eps (Higham, Accuracy and Stability of Numerical Algorithms, chapters 7-19):
@@ -223,21 +100,5 @@ CANCELLING_GRAD_OPS = frozenset(
         # i1e(x) - sgn(x) i0e(x): both ~ 1 / sqrt(2 pi |x|), their difference ~ i0e(x) /
         # (2 |x|) (float32 at seed 42, x = -7.7: 1.35e-6 relative under the one-node bracket)
         "special.i0e",
-    }
-)
-
-# float32 kernels further from the exact value than one rounding: their largest relative
-# error over OpInfo's [-9, 9] on the CPU, in units of float32's eps (2e6 points against
-# float64: i1e and i1 9.5 and 9.9 near |x| = 8, i0e and i0 3.1 and 3.3 near 0). A float32
-# gradient's graph (`roundings.measure_graph`) weighs each such intermediate's term by it
-# (a cancelling backward carries the kernel's whole error: special.i0e's i1e(x) - sgn(x)
-# i0e(x) at x = -7.7, seed 42: 105 eps of the gradient, i1e 8.1 eps off). float64 cases
-# compare with the same kernel; 16-bit ones round its float32 result.
-KERNEL_ULPS: Mapping[str, float] = MappingProxyType(
-    {
-        "aten::special_i1e": 10.0,
-        "aten::special_i1": 10.0,
-        "aten::special_i0e": 3.5,
-        "aten::i0": 3.5,
     }
 )

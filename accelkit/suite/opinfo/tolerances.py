@@ -4,8 +4,8 @@
 (`scalar_tolerance` that of a Python number an op returns). rtol is
 `accelkit.suite.numerics.reference`'s per-dtype rtol for the least precise dtype involved (a few
 units
-of the output's rounding), times the op's `scales.TOLERANCE_SCALE` factor where it has one.
-atol depends on what the op is:
+of the output's rounding), times the factor of the op's listed exception of kind "tolerance"
+(`exceptions.TOLERANCE_SCALE`) where it has one. atol depends on what the op is:
 
 - elementwise ops (OpInfo's unary and binary ufuncs, `is_elementwise`) are compared element
   by element: `sample_rules` brackets each element by the reference over the inputs moved by
@@ -17,14 +17,16 @@ atol depends on what the op is:
   result the backward reads, or for a deeper backward by the roundings of every
   intermediate, `roundings.rounding_sensitivity`);
 - every other op gets a normwise atol, NORMWISE_EPS * eps * the largest magnitude of the
-  reference and the sample (times the op's `scales.NORMWISE_SCALE` factor): the rounding of
-  sums whose terms are as large as the largest value involved;
+  reference and the sample (times the factor of the op's listed exception of kind
+  "normwise", `exceptions.NORMWISE_SCALE`): the rounding of sums whose terms are as large as
+  the largest value involved;
 - and the sample's own bounds (`Rules`, from `sample_rules`: term magnitudes and condition
   numbers that each sample decides; linear algebra's condition number, `LINALG_CONDITION`).
 
 The op's own `toleranceOverride` metadata in `op_db` is honoured only where its test class,
 device type, dtype and `active_if` apply to this comparison (`overrides`, `HONOURED_TESTS`);
-each honoured one is named in the case's message.
+each honoured one is named in the case's message, and so is each listed exception that
+widened the bound (`widening_exceptions`).
 
 For example, the float32 forward of `exp` on a sample in [-9, 9] accepts at x = -9 an answer
 within 1.3e-6 * exp(-9) of the reference's range over x (1 +- 2 * 1.19e-7): 0.1% off fails,
@@ -46,9 +48,9 @@ import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.numerics.reference import TOLERANCES, tolerance
+from accelkit.suite.opinfo.exceptions import exception_for
 from accelkit.suite.opinfo.op_db import op_db_by_name
-from accelkit.suite.opinfo.records import entry_for
-from accelkit.suite.opinfo.scales import NORMWISE_SCALE, TOLERANCE_SCALE
+from accelkit.suite.opinfo.records import ListedException
 
 # Rounding error of a sum (matmul, conv, reductions, intermediate products) is relative
 # to the magnitude of the summands, not of the result: an element where terms cancel
@@ -90,6 +92,8 @@ class Rules:
     own_units: the answer is in units of its own (SampleTerms.own_units): the sample's
     input and output magnitudes do not bound its error; only the reference answer's
     magnitude and `terms` do.
+    exceptions: listed exceptions that widened this sample's own bounds (a kernel's ulps in
+    its gradient's graph, `sample_rules.grad_brackets`), named in its failure message.
     """
 
     inputs_dtype: torch.dtype | None = None
@@ -104,6 +108,7 @@ class Rules:
     device_type: str = "cpu"
     kind: str = "forward"
     own_units: bool = False
+    exceptions: tuple[ListedException, ...] = ()
 
 
 NO_RULES = Rules()
@@ -119,7 +124,8 @@ def case_tolerance(
     rules: Rules | None = None,
 ) -> tuple[float, float]:
     """(rtol, atol) for one output: the reference module's per-dtype rtol for the least
-    precise dtype involved (the case's, the output's or an input's), times TOLERANCE_SCALE;
+    precise dtype involved (the case's, the output's or an input's), times a "tolerance"
+    listed exception's factor (`exceptions.TOLERANCE_SCALE`);
     atol: for an elementwise op (`rules.elementwise`) the output dtype's smallest normal
     number, otherwise normwise (NORMWISE_EPS); at least the op's honoured toleranceOverrides
     in op_db (`overrides`), and at least the sample's own bounds (`rules`: SAMPLE_TERMS,
@@ -128,14 +134,75 @@ def case_tolerance(
     `op_name` is the case's ("op" or "op/grad"), `reference` the reference's value of the
     output, `magnitude` the largest magnitude among the sample's inputs (and, for a gradient,
     the outputs; not used where `rules.own_units`)."""
+    scale, normwise = _listed(op_name, case_dtype)
+    return _case_tolerance(
+        op_name,
+        case_dtype,
+        (out_dtype, inputs_dtype),
+        reference,
+        magnitude,
+        rules if rules is not None else NO_RULES,
+        (scale.factor if scale else 1.0, normwise.factor if normwise else 1.0),
+    )
+
+
+def widening_exceptions(
+    op_name: str,
+    case_dtype: torch.dtype,
+    out_dtype: torch.dtype,
+    reference: torch.Tensor,
+    magnitude: float = 0.0,
+    inputs_dtype: torch.dtype | None = None,
+    rules: Rules | None = None,
+) -> tuple[ListedException, ...]:
+    """The listed exceptions that widened an output's (rtol, atol) (`case_tolerance`, same
+    arguments): those without whose factor it would be tighter, then the sample's own where
+    its bracket judged (`rules.exceptions`)."""
     rules = rules if rules is not None else NO_RULES
+    own = rules.exceptions if rules.bracket is not None else ()
+    scale, normwise = _listed(op_name, case_dtype)
+    if scale is None and normwise is None:
+        return own
+    factors = (scale.factor if scale else 1.0, normwise.factor if normwise else 1.0)
+    dtypes = (out_dtype, inputs_dtype)
+    full = _case_tolerance(op_name, case_dtype, dtypes, reference, magnitude, rules, factors)
+    found = []
+    for i, entry in enumerate((scale, normwise)):
+        if entry is not None:
+            without = (1.0, factors[1]) if i == 0 else (factors[0], 1.0)
+            plain = _case_tolerance(
+                op_name, case_dtype, dtypes, reference, magnitude, rules, without
+            )
+            if plain != full:
+                found.append(entry)
+    return (*found, *own)
+
+
+def _listed(
+    op_name: str, case_dtype: torch.dtype
+) -> tuple[ListedException | None, ListedException | None]:
+    """A case's listed exceptions of kinds "tolerance" and "normwise" (or None)."""
+    return (
+        exception_for("tolerance", op_name, case_dtype),
+        exception_for("normwise", op_name, case_dtype),
+    )
+
+
+def _case_tolerance(
+    op_name: str,
+    case_dtype: torch.dtype,
+    dtypes: tuple[torch.dtype, torch.dtype | None],
+    reference: torch.Tensor,
+    magnitude: float,
+    rules: Rules,
+    factors: tuple[float, float],
+) -> tuple[float, float]:
+    """`case_tolerance` with the factors (on rtol and atol, on the normwise atol) given."""
+    out_dtype, inputs_dtype = dtypes
+    scale, normwise = factors
     if rules.own_units:
         magnitude = 0.0
     bound = least_precise(case_dtype, out_dtype, *([inputs_dtype] if inputs_dtype else []))
-    scale_entry = entry_for(TOLERANCE_SCALE, op_name, case_dtype)
-    scale = scale_entry.factor if scale_entry is not None else 1.0
-    normwise_entry = entry_for(NORMWISE_SCALE, op_name, case_dtype)
-    normwise = normwise_entry.factor if normwise_entry is not None else 1.0
     rtol, atol = tolerance(bound)
     rtol *= scale
     eps = torch.finfo(bound).eps

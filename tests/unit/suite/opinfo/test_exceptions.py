@@ -1,0 +1,153 @@
+"""`accelkit.suite.opinfo.exceptions`: which case a listed exception widens (its op, dtype,
+forward or gradient), by how much, and that a failing case names the one that widened its
+bound."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.testing._internal.opinfo.core import SampleInput
+
+from accelkit.suite.numerics.reference import tolerance
+from accelkit.suite.opinfo.comparison import compare
+from accelkit.suite.opinfo.exceptions import (
+    EXCEPTIONS,
+    KERNEL_ULPS,
+    NORMWISE_SCALE,
+    TOLERANCE_SCALE,
+    exception_for,
+    kernel_exceptions,
+)
+from accelkit.suite.opinfo.op_db import op_db_by_name
+from accelkit.suite.opinfo.records import ListedException
+from accelkit.suite.opinfo.sample_rules import sample_rules
+from accelkit.suite.opinfo.tolerances import NORMWISE_EPS, Rules, case_tolerance
+
+F32, C64 = torch.float32, torch.complex64
+ATTENTION = "nn.functional.scaled_dot_product_attention"
+
+
+def test_each_kind_reads_its_own_entries_and_every_entry_is_read() -> None:
+    views = (TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS)
+    assert sum(len(v) for v in views) == len(EXCEPTIONS)
+    for kind, view in zip(("tolerance", "normwise", "kernel_ulps"), views, strict=True):
+        assert {e.kind for e in view.values()} == {kind}
+
+
+@pytest.mark.parametrize(
+    ("kind", "op_name", "dtype", "key"),
+    [
+        # forward or gradient
+        ("tolerance", "nn.functional.ctc_loss/grad", F32, "nn.functional.ctc_loss/grad"),
+        ("tolerance", "nn.functional.ctc_loss", F32, None),
+        ("tolerance", "linalg.eig/grad", C64, "linalg.eig/grad"),
+        ("tolerance", "linalg.eig", C64, None),
+        # one dtype only
+        ("tolerance", "pow/grad", C64, "pow/complex64/grad"),
+        ("tolerance", "pow/grad", F32, None),
+        ("tolerance", "pow", C64, None),
+        ("tolerance", "__rpow__/grad", C64, "__rpow__/complex64/grad"),
+        ("tolerance", "sinc/grad", torch.float16, None),
+        ("normwise", f"{ATTENTION}/grad", torch.float16, f"{ATTENTION}/float16/grad"),
+        ("normwise", f"{ATTENTION}/grad", torch.bfloat16, f"{ATTENTION}/bfloat16/grad"),
+        ("normwise", f"{ATTENTION}/grad", F32, None),
+        ("normwise", "logcumsumexp/grad", C64, "logcumsumexp/complex64/grad"),
+        ("normwise", "logcumsumexp/grad", F32, None),
+        # every dtype's gradient
+        ("normwise", "grid_sampler_2d/grad", torch.float64, "grid_sampler_2d/grad"),
+        ("normwise", "grid_sampler_2d", torch.float64, None),
+        # one kind only
+        ("normwise", "nn.functional.ctc_loss/grad", F32, None),
+        ("tolerance", "grid_sampler_2d/grad", F32, None),
+    ],
+)
+def test_a_case_finds_the_entry_for_its_op_dtype_and_kind(
+    kind: str, op_name: str, dtype: torch.dtype, key: str | None
+) -> None:
+    found = exception_for(kind, op_name, dtype)  # type: ignore[arg-type]
+    assert (found.key if found else None) == key
+
+
+def test_kernel_ulps_are_float32s_only() -> None:
+    kernels = kernel_exceptions(F32)
+    assert {name: e.factor for name, e in kernels.items()} == {
+        "aten::special_i1e": 10.0,
+        "aten::special_i1": 10.0,
+        "aten::special_i0e": 3.5,
+        "aten::i0": 3.5,
+    }
+    assert not kernel_exceptions(torch.float64) and not kernel_exceptions(torch.float16)
+
+
+def test_a_tolerance_exception_scales_rtol_and_atol() -> None:
+    reference = torch.zeros(3, dtype=torch.float64)
+    rtol, atol = tolerance(F32)
+    plain = case_tolerance("nn.functional.ctc_loss", F32, F32, reference)
+    scaled = case_tolerance("nn.functional.ctc_loss/grad", F32, F32, reference)
+    assert plain == (rtol, atol)
+    assert scaled == (300 * rtol, 300 * atol)
+
+
+def test_a_normwise_exception_scales_the_normwise_atol() -> None:
+    reference = torch.full((3,), 100.0, dtype=torch.float64)
+    eps = torch.finfo(F32).eps
+    _, atol = case_tolerance("grid_sampler_2d/grad", F32, F32, reference)
+    assert atol == 8 * NORMWISE_EPS * eps * 100.0
+
+
+def test_a_listed_exception_needs_a_measurement_a_backend_and_a_reason() -> None:
+    entry = dict(op="x", grad=True, kind="tolerance", factor=2.0, reason="r", backend="cpu")
+    ListedException(**entry, measured="1e-5 relative")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="measured"):
+        ListedException(**entry, measured="")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="above 1"):
+        ListedException(**{**entry, "factor": 1.0}, measured="m")  # type: ignore[arg-type]
+
+
+def _fails(op_name: str, got: float, want: float, rules: Rules | None = None) -> str:
+    actual = torch.tensor([got, 1.0], dtype=F32)
+    expected = torch.tensor([want, 1.0], dtype=torch.float64)
+    with pytest.raises(AssertionError) as failure:
+        compare(actual, expected, F32, op_name, "grad", 1.0, rules or Rules())
+    return str(failure.value)
+
+
+def test_a_failing_case_names_the_exception_that_widened_its_bound() -> None:
+    message = _fails("nn.functional.ctc_loss/grad", 1.01, 1.0)
+    assert "listed exception: nn.functional.ctc_loss/grad tolerance x300" in message
+    assert "measured 1.0e-4 relative, float32 on cpu" in message
+    assert "listed exception" not in _fails("nn.functional.ctc_loss", 1.01, 1.0)
+    # grid_sampler_2d's normwise atol at magnitude 100 decides: its factor is named
+    message = _fails("grid_sampler_2d/grad", 100.1, 100.0)
+    assert "listed exception: grid_sampler_2d/grad normwise x8" in message
+
+
+def test_an_exception_that_did_not_widen_the_bound_is_not_named() -> None:
+    # an elementwise comparison has no normwise atol: the normwise factor changed nothing
+    bracket = (torch.tensor([1.0, 1.0], dtype=torch.float64),) * 2
+    rules = Rules(elementwise=True, bracket=bracket)
+    assert "listed exception" not in _fails("grid_sampler_2d/grad", 1.01, 1.0, rules)
+
+
+def test_a_kernels_listed_error_is_named_by_the_gradients_it_widened() -> None:
+    # i0e's gradient i1e(x) - sgn(x) i0e(x) at -7.7: its graph weighs the float32 kernels'
+    # intermediates by their listed errors; float64's graph has none
+    op = op_db_by_name()["special.i0e"]
+    x = torch.tensor([-7.7, 0.5], dtype=torch.float64, requires_grad=True)
+    found = {}
+    for dtype in (F32, torch.float64):
+        weights = [torch.ones(2, dtype=dtype)]
+        rules = sample_rules(op, "special.i0e/grad", dtype, SampleInput(x), Rules(), weights)
+        found[dtype] = sorted(e.key for e in rules.exceptions)
+    assert found == {
+        F32: ["aten::special_i0e/float32/grad", "aten::special_i1e/float32/grad"],
+        torch.float64: [],
+    }
+    (i1e,) = (e for e in EXCEPTIONS if e.op == "aten::special_i1e")
+    bracket = (torch.tensor([1.0, 1.0], dtype=torch.float64),) * 2
+    rules = Rules(elementwise=True, bracket=bracket, exceptions=(i1e,))
+    message = _fails("special.i0e/grad", 1.01, 1.0, rules)
+    assert "listed exception: aten::special_i1e/float32/grad kernel_ulps x10" in message
+    # compared normwise (no bracket), the graph's weights widened nothing
+    unbracketed = Rules(exceptions=(i1e,))
+    assert "listed exception" not in _fails("special.i0e/grad", 1.01, 1.0, unbracketed)
