@@ -150,7 +150,7 @@ def _compare_tensors(
     rtol, atol = case_tolerance(
         op_name, case_dtype, actual.dtype, reference, magnitude, rules.inputs_dtype, rules
     )
-    outputs.record(what, actual, rtol, atol)
+    outputs.record(what, actual, rtol, atol, expected, elementwise=rules.elementwise)
     if bracket is not None:
         # Where the reference jumps within the inputs' rounding (or, for an elementwise op,
         # moves with it), the answer is compared with the nearest value that the reference
