@@ -10,7 +10,10 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
 - every other pointwise op (torch's `pointwise` tag: exp, log, tanh, sqrt, pow, addcdiv,
   ...): sum_i |df/dx_i| e_i, the slope by a central difference in float64;
 - what only moves or selects values (views, copies, cat, where, indexing, padding, flip,
-  repeat; max and sort take the largest e of their input): the same op on e;
+  repeat; max and sort take the largest e of their input, clamp and maximum each element's
+  own): the same op on e, a fill value (a Scalar, integer or not) exact; random draws are
+  exact too (the answer's are the same, `draws`), and so is what an op makes of integers or
+  a mask alone (a masked reduction's count, converted);
 - sums of terms with positive weights (sum, mean, cumsum, pooling by average, their
   backwards): the same op on e, plus the sum's own rounding sqrt(K) * u(acc) * the same op
   on |x| (K terms an element, acc the precision kernels accumulate in,
@@ -77,10 +80,14 @@ _SELECTS = frozenset(
         "max", "min", "amax", "amin", "median", "nanmedian", "kthvalue", "mode", "sort",
         "topk", "cummax", "cummin", "msort", "max_pool2d_with_indices",
         "max_pool3d_with_indices", "adaptive_max_pool2d", "adaptive_max_pool3d",
-        "fractional_max_pool2d", "fractional_max_pool3d", "maximum", "minimum", "fmax",
-        "fmin", "clamp", "clamp_min", "clamp_max", "hardtanh",
+        "fractional_max_pool2d", "fractional_max_pool3d",
     }
 )  # fmt: skip
+# Elementwise selections: each element is its operands' element there (or a bound), which
+# their largest e there bounds.
+_ELEMENT_SELECTS = frozenset(
+    {"maximum", "minimum", "fmax", "fmin", "clamp", "clamp_min", "clamp_max", "hardtanh"}
+)
 # Sums of terms with positive weights (the same op on e; the sum's rounding on |x|).
 _SUMS = frozenset(
     {
@@ -132,6 +139,13 @@ _PRODUCTS: dict[str, tuple[tuple[int, ...], int | None]] = {
 # Step functions and comparisons: exact where they do not jump (the jumps are
 # `discontinuity`'s); their own results round nothing.
 _STEPS = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "signbit", "frac"})
+# Random draws (dropout's mask): the same draws as the answer's (`draws`), exact values.
+_DRAWS = frozenset(
+    {
+        "bernoulli", "uniform", "normal", "exponential", "geometric", "cauchy",
+        "log_normal", "random", "rand_like", "randn_like", "randint_like",
+    }
+)  # fmt: skip
 
 
 # Ops that return views of their operands (lists of them, which the schema's first return
@@ -167,6 +181,10 @@ def _pack(func: Any) -> str:
 
 def _floating(x: Any) -> bool:
     return isinstance(x, torch.Tensor) and x.is_floating_point()
+
+
+def _complex(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and x.is_complex()
 
 
 class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
@@ -240,9 +258,17 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         name = _pack(func)
         rule = _rule(func, name)
         if rule is _VIEW:  # shares its base's e
-            return func(*args, **kwargs)
+            return self._view_or_copy(func, args, kwargs)
         if rule is None:
             return self._decompose(func, name, args, kwargs)
+        leaves = pytree.tree_leaves((args, kwargs))
+        if not any(_floating(x) or _complex(x) for x in leaves):
+            # integers or a mask made floating (a masked reduction's count): exact
+            out = func(*args, **kwargs)
+            for y in _results(out):
+                if y is not None:
+                    self.set(y, torch.zeros_like(y), torch.zeros_like(y))
+            return out
         # the rule reads the operands as they were (an in-place op overwrites them), and
         # copies of e (the rule may run the op on them in place)
         operands = (args, kwargs)
@@ -267,6 +293,25 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self._seen(y)
             # (else moved values: their e and own rounding, both carried along)
             self.set(y, e.abs().nan_to_num(0.0, posinf=math.inf), own)
+        return out
+
+    def _view_or_copy(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """A view shares its base's e; an op that may alias its operand but copied it
+        (contiguous of a permuted tensor, reshape of one that cannot be viewed, to) moves
+        it: the op on e."""
+        out = func(*args, **kwargs)
+        leaves = pytree.tree_leaves((args, kwargs))
+        bases = {x.untyped_storage().data_ptr() for x in leaves if _floating(x)}
+        results = _results(out)
+        if all(y is None or y.untyped_storage().data_ptr() in bases for y in results):
+            return out
+        operands = (args, kwargs)
+        errors = pytree.tree_map(lambda x: self.error(x) if _floating(x) else x, operands)
+        owns = pytree.tree_map(lambda x: self.own(x) if _floating(x) else x, operands)
+        found = _moves(self, func, operands, errors, owns, out)
+        for y, (e, own) in zip(results, found, strict=True):
+            if y is not None and y.untyped_storage().data_ptr() not in bases:
+                self.set(y, e, own)
         return out
 
     def _decompose(self, func: Any, name: str, args: Any, kwargs: Any) -> Any:
@@ -334,12 +379,14 @@ def _rule(func: Any, name: str) -> Rule | None:
         return _mul
     if base == "div" and not any(a.name == "rounding_mode" for a in func._schema.arguments):
         return _div
-    if base in _STEPS:
+    if base in _STEPS or base in _DRAWS:
         return _exact
     if base in _MOVES or base == "copy":
         return _moves
     if base in _SELECTS:
         return _selects
+    if base in _ELEMENT_SELECTS:
+        return _element_selects
     if base in _SUMS:
         return _sums
     if base in _PRODUCTS:
@@ -369,17 +416,30 @@ def _as_list(x: Any) -> list[Any]:
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-def _zero_scalars(value: Any) -> Any:
-    """Python floats (fill values, paddings) as 0: they carry no error."""
-    return pytree.tree_map(lambda v: 0.0 if isinstance(v, float) else v, value)
+def _zero_scalars(func: Any, values: Operands) -> Operands:
+    """The operands with their Python numbers that are values (fill values, paddings: the
+    schema's Scalars, and every float) as 0: they carry no error. An integer fill value
+    (binary_cross_entropy's decomposition clamps its logs at new_full(x, (), -100)) is a
+    value too, where an integer size or dimension is not."""
+    args, kwargs = values
+    numbers = {a.name for a in func._schema.arguments if str(a.type) in ("number", "float")}
+    names = [a.name for a in func._schema.arguments]
+
+    def zero(v: Any, name: str | None) -> Any:
+        if isinstance(v, float) or (name in numbers and isinstance(v, (int, float))):
+            return 0.0 if not isinstance(v, bool) else v
+        return v
+
+    zeroed = [zero(v, names[i] if i < len(names) else None) for i, v in enumerate(args)]
+    return tuple(zeroed), {k: zero(v, k) for k, v in kwargs.items()}
 
 
 def _moves(
     p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
 ) -> Found:
     """The op on e (and on the own roundings, which the moved values carry along)."""
-    e_args, e_kwargs = _zero_scalars(errors)
-    o_args, o_kwargs = _zero_scalars(owns)
+    e_args, e_kwargs = _zero_scalars(func, errors)
+    o_args, o_kwargs = _zero_scalars(func, owns)
     e, own = func(*e_args, **e_kwargs), func(*o_args, **o_kwargs)
     found: Found = []
     for y, a, b in zip(_results(out), _as_list(e), _as_list(own), strict=True):
@@ -403,6 +463,21 @@ def _selects(
     ]
 
 
+def _element_selects(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """Each element is one of its operands' elements there: their largest e there."""
+
+    def largest(values: Any) -> torch.Tensor:
+        found = torch.zeros(out.shape, dtype=torch.float64)
+        for e in pytree.tree_leaves(values):
+            if _floating(e):
+                found = torch.maximum(found, e.abs().to(torch.float64).expand(out.shape))
+        return found
+
+    return [(largest(errors), largest(owns))]
+
+
 def _operand(values: Operands, i: int, name: str) -> Any:
     args, kwargs = values
     return args[i] if len(args) > i else kwargs.get(name, 0.0)
@@ -424,7 +499,9 @@ def _add(
 
 
 def _abs(x: Any) -> Any:
-    return x.abs() if isinstance(x, torch.Tensor) else abs(x)
+    if isinstance(x, torch.Tensor):
+        return x if x.dtype == torch.bool else x.abs()  # a mask: 0 and 1 already
+    return abs(x)
 
 
 def _mul(

@@ -123,3 +123,55 @@ def test_cdists_matrix_multiplication_path_carries_the_squared_distances_cancell
         magnitude = max(float(x.abs().max()), float(got.abs().max()))
         assert float(error.max()) > 4 * U32 * magnitude  # past the plain bound
         assert bool((error <= 2 * slack + 2 * U32 * exact.abs()).all())  # GRAPH_FACTOR 2
+
+
+def test_an_integer_fill_value_carries_no_error() -> None:
+    # binary_cross_entropy's decomposition clamps its logs at new_full(x, (), -100): the
+    # fill value is exact, not an error of 100.
+    x = torch.tensor([0.3, 0.9], dtype=torch.float64)
+    (slack,) = _slack(
+        lambda: (torch.maximum(torch.log(x), x.new_full((), -100)).sum(),), torch.float16, x
+    )
+    assert 0 < float(slack) < 1e-2
+
+
+def test_an_elementwise_selection_keeps_each_elements_error() -> None:
+    # clamp_min picks each element (or the bound) on its own: the mean averages the errors
+    # (the triplet losses' hinge), where the largest e everywhere would reach the largest.
+    x = torch.tensor([1.0, 1.0, 1.0, 1000.0], dtype=torch.float64)
+    (slack,) = _slack(lambda: ((x * 1.5).clamp_min(0.0).mean(),), torch.float32, x)
+    assert float(slack) < U32 * 1500  # the largest everywhere: 1500 u, and the mean's
+
+
+def test_a_copy_by_an_op_that_may_alias_keeps_the_error_it_moves() -> None:
+    # The CPU flash attention's decomposition ends in permute(...).contiguous(), a copy by
+    # an op whose schema may alias: the copy keeps the attention's error (it was lost: 0).
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 2, 3, 4, dtype=torch.float64) for _ in range(3))
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+    slack = _slack(lambda: flash(q, k, v), torch.float32, q, k, v)
+    assert slack is not None and float(slack[0].min()) > 0
+
+
+def test_masks_and_random_draws_are_exact_operands() -> None:
+    # a boolean mask times a tensor (masked.normalize), dropout's Bernoulli draws
+    # (multi_head_attention_forward in training): measured, exact.
+    x = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64)
+    mask = torch.tensor([True, False, True])
+    (masked,) = _slack(lambda: ((x * mask).sum(),), torch.float32, x)
+    assert 0 < float(masked) <= 4 * U32 * 4  # the products' roundings and the sum's
+    torch.manual_seed(0)
+    graph = magnitudes.propagate(
+        lambda: (torch.nn.functional.dropout(x, 0.5, training=True).sum(),), torch.float32, [x]
+    )
+    assert graph is not None
+
+
+def test_a_count_made_floating_is_exact() -> None:
+    # a masked reduction divides by the mask's count, converted to the dtype: the count is
+    # exact, not an error as large as itself (seed 7001's review: masked.std's slack 0.13
+    # on gradients of 0.003).
+    x = torch.tensor([1.0, 2.0, 4.0, 8.0], dtype=torch.float64)
+    mask = torch.tensor([True, True, False, True])
+    (slack,) = _slack(lambda: (x.sum() / mask.sum().to(x.dtype),), torch.float32, x)
+    assert float(slack) <= 4 * U32 * float(x.abs().sum()) / 3
