@@ -637,30 +637,6 @@ def sdpa_condition(op: Any, ref: Any) -> float:
     return max(1.0, scale * _rows_norm(q) * _rows_norm(k) + extra)
 
 
-def mha_condition(op: Any, ref: Any) -> float:
-    """sdpa_condition of multi_head_attention_forward's projected queries and keys (per head,
-    queries scaled by 1 / sqrt(head_dim); bias_k is a key of its own)."""
-    query, key = _real64(ref.input), _real64(ref.args[0])
-    embed, heads = int(ref.args[2]), int(ref.args[3])
-    in_weight, in_bias, bias_k = ref.args[4], ref.args[5], ref.args[6]
-    if ref.kwargs.get("use_separate_proj_weight"):
-        w_q, w_k = _real64(ref.kwargs["q_proj_weight"]), _real64(ref.kwargs["k_proj_weight"])
-    else:
-        w_q, w_k = _real64(in_weight[:embed]), _real64(in_weight[embed : 2 * embed])
-    q, k = query @ w_q.mT, key @ w_k.mT
-    if isinstance(in_bias, torch.Tensor):
-        q, k = q + _real64(in_bias[:embed]), k + _real64(in_bias[embed : 2 * embed])
-    head_dim = embed // heads
-    q = q.reshape(*q.shape[:-1], heads, head_dim) / math.sqrt(head_dim)
-    k = k.reshape(*k.shape[:-1], heads, head_dim)
-    largest_k = _rows_norm(k)
-    if isinstance(bias_k, torch.Tensor):
-        largest_k = max(largest_k, _rows_norm(_real64(bias_k).reshape(heads, head_dim)))
-    mask = ref.kwargs.get("attn_mask")
-    extra = max_magnitude(mask) if isinstance(mask, torch.Tensor) else 0.0
-    return max(1.0, _rows_norm(q) * largest_k + extra)
-
-
 def euclid_mm_terms(ref: Any) -> float | None:
     """max||x_i|| ** 2 + max||y_j|| ** 2 where cdist takes its matrix-multiplication path
     (p = 2 with compute_mode use_mm_for_euclid_dist, or by default beyond 25 rows), else
@@ -886,49 +862,6 @@ def matrix_norm_tie(op: Any, ref: Any) -> float:
     extreme = ordered[..., 0].abs()
     gap = (ordered[..., 0] - ordered[..., 1]).abs()
     return float(torch.where(gap > 0, extreme / gap, math.inf).max())
-
-
-def instance_norm_condition(op: Any, ref: Any) -> float:
-    """variance_condition of each (sample, channel) over the spatial dimensions, with the
-    op's eps, where instance_norm uses the input's statistics (its default)."""
-    x = ref.input
-    if not isinstance(x, torch.Tensor) or x.dim() < 3:
-        return 1.0
-    if not ref.kwargs.get("use_input_stats", True):
-        return 1.0
-    eps = float(ref.kwargs.get("eps", 1e-5))
-    return variance_condition(x, tuple(range(2, x.dim())), eps)
-
-
-def _group_norm_arguments(op: Any, ref: Any) -> tuple[int, float, Any]:
-    """(groups, eps, weight) of native_group_norm(input, weight, bias, N, C, HxW, group,
-    eps) or nn.functional.group_norm(input, num_groups, weight, bias, eps)."""
-    if getattr(op, "name", "") == "native_group_norm":
-        groups, eps = int(argument(ref, 5, "group", 1)), float(argument(ref, 6, "eps", 1e-5))
-        return groups, eps, argument(ref, 0, "weight", None)
-    groups, eps = int(argument(ref, 0, "num_groups", 1)), float(argument(ref, 3, "eps", 1e-5))
-    return groups, eps, argument(ref, 1, "weight", None)
-
-
-def group_norm_condition(op: Any, ref: Any) -> float:
-    """variance_condition of each (sample, group) group_norm normalises: the input as (N,
-    groups, rest), with the op's eps."""
-    x = ref.input
-    if not isinstance(x, torch.Tensor) or x.dim() < 2 or x.numel() == 0:
-        return 1.0
-    groups, eps, _ = _group_norm_arguments(op, ref)
-    return variance_condition(x.reshape(x.shape[0], groups, -1), (-1,), eps)
-
-
-def layer_norm_condition(op: Any, ref: Any) -> float:
-    """variance_condition of each group layer_norm normalises (its last
-    len(normalized_shape) dimensions), with the op's eps."""
-    x = ref.input
-    shape = tuple(argument(ref, 0, "normalized_shape", ()))
-    if not isinstance(x, torch.Tensor) or not shape or x.dim() < len(shape):
-        return 1.0
-    eps = float(argument(ref, 3, "eps", 1e-5))
-    return variance_condition(x, tuple(range(x.dim() - len(shape), x.dim())), eps)
 
 
 def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:

@@ -107,14 +107,6 @@ def test_masked_index_grad_terms_sum_the_weights_of_gathered_copies() -> None:
     assert terms == [2.0]  # x[0]: |1| + |-1| (x[1]'s copy is masked out, x[2]'s is 2)
 
 
-def test_layer_norm_condition_of_nearly_equal_elements() -> None:
-    close = torch.tensor([[8.1915, 7.9204]], dtype=torch.float64)
-    kappa = measures.layer_norm_condition(None, sample(close, ((2,), None, None, 1e-5)))
-    assert 3000 < kappa < 4000  # mean(x ** 2) / (var + eps): 65.0 / 0.0184
-    spread = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
-    assert measures.layer_norm_condition(None, sample(spread, ((2,),))) < 1.001
-
-
 def test_the_variance_condition_of_complex_values_is_over_their_magnitudes() -> None:
     x = torch.tensor([[1 + 1j, 1 + 1.1j, 1 + 0.9j]], dtype=torch.complex128)
     mean = x.mean(-1, keepdim=True)
@@ -424,23 +416,6 @@ def test_cov_weights_terms_are_magnitudes_not_a_signed_sum() -> None:
     assert terms[1] == pytest.approx(2.0)
     # The signed sum of those terms is the gradient, d(num / norm)/da_0 = 1/3 - 2/9 = 1/9.
     assert terms[1] > 8 * 2 * (1 / 9)
-
-
-def test_group_norm_condition_is_over_each_group() -> None:
-    """Seed 8's bfloat16 sample: one group of two nearly equal elements has kappa 1.4e5."""
-    x = torch.tensor([[5.875, 5.84375]], dtype=torch.float64)
-    native = _Op(None, "native_group_norm")
-    kappa = measures.group_norm_condition(native, sample(x, args=(None, None, 1, 2, 1, 1, 1e-5)))
-    assert kappa == pytest.approx(1.35e5, rel=0.01)
-    # Two groups of one element each: the variance is 0, and eps decides (mean(x^2) / eps).
-    split = measures.group_norm_condition(native, sample(x, args=(None, None, 1, 2, 1, 2, 1e-5)))
-    assert split == pytest.approx(5.875**2 / 1e-5)
-    functional = _Op(None, "nn.functional.group_norm")
-    spread = torch.tensor([[[1.0, -1.0], [3.0, 5.0]]], dtype=torch.float64)  # (N, C, L)
-    # num_groups = 2: groups [1, -1] (mean(x^2) / var = 1) and [3, 5] (17 / 1).
-    assert measures.group_norm_condition(functional, sample(spread, args=(2,))) == (
-        pytest.approx(17.0, rel=1e-4)
-    )
 
 
 def test_householder_terms_exceed_the_product_for_reflectors_far_from_unitary() -> None:
