@@ -397,6 +397,8 @@ def _rule(func: Any, name: str) -> Rule | None:
         return _reduces
     if base == "var":
         return _var
+    if base == "logcumsumexp":
+        return _logcumsumexp
     if torch.Tag.pointwise in func.tags or base in _ELEMENTWISE:
         return _pointwise
     return None
@@ -643,6 +645,30 @@ def _var(
     e = 2 * (deviation * (e_x + p.u_acc * (x.abs() + mean.abs()))).sum(dim=dims).reshape(y.shape)
     e = scale * e + math.sqrt(count) * p.u_acc * y.abs()
     return [(e, None)]
+
+
+def _logcumsumexp(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """y_i = log sum_{j <= i} exp(x_j): sum_j p_ij e_j with p_ij = exp(x_j - y_i) (the
+    weights of a softmax: at most 1, summing to 1), by the scan itself on x + log e; plus
+    its steps' roundings in acc, sqrt(K) u(acc) (sum_j p_ij |x_j| + |y_i| + 1) (each step
+    rounds x_j - y, exp, log1p and the sum, and carries the earlier steps' at most 1)."""
+    (args, kwargs), e_x = before, errors[0][0]
+    x = args[0]
+    dim = args[1] if len(args) > 1 else kwargs["dim"]
+    if not _floating(e_x):
+        e_x = torch.zeros_like(x)
+
+    def weighted(v: torch.Tensor) -> torch.Tensor:  # sum_j p_ij v_j, v >= 0
+        found = torch.exp(torch.logcumsumexp(x + torch.log(v), dim) - out)
+        return found.nan_to_num(0.0, posinf=math.inf)
+
+    count = x.shape[dim] if x.dim() else 1
+    size = weighted(torch.where(torch.isfinite(x), x.abs(), 0.0))
+    finite = torch.where(torch.isfinite(out), out.abs(), 0.0)
+    rounding = math.sqrt(count) * p.u_acc * (size + finite + 1)
+    return [(weighted(e_x.abs()) + rounding, None)]
 
 
 def _convolution_backward(

@@ -175,3 +175,22 @@ def test_a_count_made_floating_is_exact() -> None:
     mask = torch.tensor([True, True, False, True])
     (slack,) = _slack(lambda: (x.sum() / mask.sum().to(x.dtype),), torch.float32, x)
     assert float(slack) <= 4 * U32 * float(x.abs().sum()) / 3
+
+
+def test_logcumsumexps_scan_carries_its_softmax_weighted_errors() -> None:
+    # The 16-bit backward exp(x + reverse logcumsumexp(log w - y)) of positive and negative
+    # weights cancels, each half off by its exponents' rounding: the graph bounds it.
+    torch.manual_seed(3)
+    x = (torch.rand(5, 6, dtype=torch.float64) * 18 - 9).bfloat16()
+    w = torch.randn(5, 6, dtype=torch.float64).bfloat16().double()  # exact in both
+
+    def grad(a: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        a = a.detach().requires_grad_(True)
+        return torch.autograd.grad(torch.logcumsumexp(a, 1), a, w.to(a.dtype))
+
+    x64 = x.double()
+    (slack,) = _slack(lambda: grad(x64), torch.bfloat16, x64)
+    ((got,), (exact,)) = grad(x), grad(x64)
+    error = (got.double() - exact).abs()
+    assert float(error.max()) > 0
+    assert bool((error <= 2 * slack + 2 * U16 * exact.abs()).all())  # GRAPH_FACTOR 2

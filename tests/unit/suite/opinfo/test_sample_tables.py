@@ -387,6 +387,7 @@ CASES = (
     ("mvlgamma.mvlgamma_p_3/float32/grad", 1, 1e-4),  # the same, without an 8-fold rtol
     # the backward's exponents of ~20 carry 4% in bfloat16: 10% is caught, 5% no longer
     ("logcumsumexp/bfloat16/grad", 30, 0.1),
+    ("logcumsumexp/float16/grad", 30, 0.02),  # the graph's roundings (was the same terms)
     ("linalg.svdvals/float32/grad", 31, 1e-4),  # U diag(w) V^H moves with sigma_max / gap
     ("nn.functional.multilabel_soft_margin_loss/float16", 31, 0.02),  # signed weights
     ("sparse.mm.reduce/bfloat16/grad", 33, 0.05),  # w * B over 11 columns: terms 61 by -3
