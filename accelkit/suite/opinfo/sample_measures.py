@@ -864,6 +864,20 @@ def matrix_norm_tie(op: Any, ref: Any) -> float:
     return float(torch.where(gap > 0, extreme / gap, math.inf).max())
 
 
+def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
+    |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
+    output element's terms, including those of Gauss's trick for complex operands, which
+    forms (Re x + Im x)(Re w + Im w) and subtracts the other two products."""
+
+    def absolute(x: Any) -> Any:
+        return _magnitude(x.detach()) if _floating(x) else x
+
+    inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
+    with torch.no_grad():
+        return max_magnitude(op(inp, *args, **kwargs))
+
+
 def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """Per input that needs a gradient, the largest sum of term magnitudes in its gradient
     for a multilinear op (a convolution): the reference gradient with every floating input

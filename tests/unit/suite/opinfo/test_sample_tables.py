@@ -281,6 +281,8 @@ CASES = (
     ("norm/float16/grad", 1, 0.15),  # op_db's toleranceOverride: atol 0.2 on gradients <~ 1
     ("linalg.householder_product/complex64/grad", 1, 3e-3),  # op_db's rtol is 1e-3
     ("nn.functional.conv2d/complex64", 1, 1e-3),
+    ("nn.functional.conv2d/complex64", 0, 1e-3),  # Gauss's trick: failed at seed 0 unbounded
+    ("nn.functional.conv3d/complex64/grad", 3, 1e-3),  # a weight gradient 1.6x the normwise
     # the graph's roundings judge it (was softmax's condition)
     ("nn.functional.multi_head_attention_forward/float32", 1, 1e-3),
     ("nn.functional.normalize/float32/grad", 1, 1e-3),
