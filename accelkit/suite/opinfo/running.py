@@ -139,7 +139,7 @@ def run_layouts(
         if max_elements is not None and elements(sample) > max_elements:
             continue
         made_any = False
-        for layout, made in variants(op, sample):
+        for layout, made in variants(op, sample, grad):
             made_any = True
             try:
                 count += check_layout_sample(op, op_name, device, dtype, index, made, layout, grad)

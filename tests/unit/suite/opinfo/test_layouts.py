@@ -60,6 +60,17 @@ def test_only_elementwise_ops_and_reductions_take_an_expanded_input() -> None:
     assert layouts.applies(db["linalg.cholesky"], "transposed")
 
 
+def test_std_gradients_skip_the_layout_that_makes_every_reduced_element_equal() -> None:
+    # Expanded, the sample is constant: var 0, where std has no derivative. The forward and
+    # the other layouts stay; var's gradient 2 (x - mean) / n exists there and stays too.
+    std, var = op_db_by_name()["std.unbiased"], op_db_by_name()["var"]
+    sample = SampleInput(torch.arange(10.0).reshape(5, 2).requires_grad_())
+    assert "expanded" not in [layout for layout, _ in layouts.variants(std, sample, grad=True)]
+    assert "expanded" in [layout for layout, _ in layouts.variants(std, sample)]
+    assert "strided" in [layout for layout, _ in layouts.variants(std, sample, grad=True)]
+    assert "expanded" in [layout for layout, _ in layouts.variants(var, sample, grad=True)]
+
+
 def test_a_selection_is_an_answer_of_input_values_only() -> None:
     x = torch.tensor([[1.0, -0.0, math.nan], [2.5, 3.0, 4.0]])
     assert layouts.is_selection((x,), x.flip(0))
