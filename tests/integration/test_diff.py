@@ -55,23 +55,14 @@ Answers = dict[str, list[tuple[str, torch.Tensor]]]
 def _run(
     folder: Path, name: str, answers: Answers, statuses: dict[str, str], inputs: str = ""
 ) -> Path:
-    outputs = folder / f"{name}-outputs"
-    outputs.mkdir(parents=True)
-    for case_id, records in answers.items():
-        torch.save(
-            {
-                "case": case_id,
-                "outputs": [
-                    {"what": w, "actual": t, "rtol": 1.3e-6, "atol": 1e-5, "inputs": inputs}
-                    for w, t in records
-                ],
-            },
-            outputs / file_name(case_id),
-        )
-    path = folder / f"{name}.json"
-    cases = [case(c, s) for c, s in statuses.items()]
-    write_results(results(cases, outputs=str(outputs), env={"torch": {"version": name}}), path)
-    return path
+    records = {
+        case_id: [
+            {"what": w, "actual": x, "rtol": 1.3e-6, "atol": 1e-5, "inputs": inputs}
+            for w, x in kept
+        ]
+        for case_id, kept in answers.items()
+    }
+    return _judged(folder, name, records, statuses)
 
 
 def test_a_differential_lists_cases_that_differ_and_flags_those_beyond_tolerance(
@@ -154,7 +145,8 @@ def test_a_differential_lists_cases_that_differ_and_flags_those_beyond_tolerance
 def _judged(
     folder: Path, name: str, records: dict[str, list[dict[str, object]]], statuses: dict[str, str]
 ) -> Path:
-    """A run whose records carry their float64 references, as `accelkit test` records them."""
+    """A run of `records` per case (with or without their float64 references, as
+    `accelkit test --record-outputs` writes them) and the cases' statuses."""
     outputs = folder / f"{name}-outputs"
     outputs.mkdir(parents=True)
     for case_id, kept in records.items():
