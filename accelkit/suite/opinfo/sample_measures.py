@@ -192,39 +192,6 @@ def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> floa
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
-def gaussian_nll_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """gaussian_nll_loss's gradients, per input that needs one: the magnitudes of the terms
-    each element's gradient is formed from, summed over the elements a broadcast input
-    stands for. With v = max(var, eps) and s = |w| (over the count for a mean): x and target
-    s (|x| + |t|) / v (x - t cancels); var s (1 / v + (|x| + |t|) ** 2 / v ** 2) / 2, where
-    var > eps (the two terms cancel: (x - t) ** 2 / v ** 2 reaches 3e4 with inputs up to 9
-    and var down to 0.1)."""
-    if not weights:
-        return []
-    originals = (ref.input, ref.args[0], argument(ref, 1, "var", None))
-    x, t, var = (_real64(y) for y in originals)
-    if var.shape != x.shape and x.shape[:-1] == var.shape:
-        var = var.unsqueeze(-1)
-    eps = float(ref.kwargs.get("eps", 1e-6))
-    v = var.clamp_min(eps)
-    size = (x.abs() + t.abs()) + torch.zeros_like(v)  # the broadcast shape
-    scale = _magnitude(_real64(weights[0])).expand(size.shape)
-    if ref.kwargs.get("reduction", "mean") == "mean" and size.numel():
-        scale = scale / size.numel()
-    difference = scale * size / v
-    quotients = torch.where(var > eps, scale * (1 / v + size**2 / v**2) / 2, 0.0)
-    return [
-        _largest_sum(parts, shape)
-        for original, shape, parts in zip(
-            originals,
-            (x.shape, t.shape, var.shape),
-            (difference, difference, quotients),
-            strict=True,
-        )
-        if original.requires_grad
-    ]
-
-
 def logaddexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """logaddexp's gradients w / (1 + exp(b - a)) and w / (1 + exp(a - b)), per input that
     needs one: z = exp(b - a) carries b - a's rounding, eps (|a| + |b|), and exp's own,
@@ -349,52 +316,6 @@ def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[
     return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
 
-def masked_normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """masked.normalize(x, ord, dim, eps=, mask=)'s gradient w / n - (w . x) / n ** 2 *
-    sgn(x) (|x| / n) ** (p - 1) (n the p-norm over the elements the mask keeps, all without
-    one, clamped at eps): the larger of its two terms' magnitudes, which exceed every input
-    and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
-    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
-        return 0.0
-    mask = ref.kwargs.get("mask")
-    keep = mask.to("cpu") if isinstance(mask, torch.Tensor) else None
-    return _normalize_terms(
-        _real64(ref.input),
-        weights[0].detach().to(torch.float64),
-        float(argument(ref, 0, "ord", 2.0)),
-        argument(ref, 1, "dim", None),
-        float(ref.kwargs.get("eps", 1e-12)),
-        keep,
-    )
-
-
-def _normalize_terms(
-    x: torch.Tensor,
-    w: torch.Tensor,
-    p: float,
-    dim: Any,
-    eps: float,
-    keep: torch.Tensor | None = None,
-) -> float:
-    if x.dim() == 0:
-        x, w, dim = x.reshape(1), w.reshape(1), 0
-        keep = None if keep is None else keep.reshape(1)
-    if keep is not None:  # masked-out elements: left out of the norm and of the terms
-        keep = keep.expand(x.shape)
-        w = torch.where(keep, w.expand(x.shape), 0.0)
-        n = torch.linalg.vector_norm(
-            torch.where(keep, x, math.inf if p < 0 else 0.0), p, dim=dim, keepdim=True
-        )
-        x = torch.where(keep, x, 0.0)
-    else:
-        n = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True)
-    n = n.clamp_min(eps)
-    first = w.abs() / n
-    ratio = torch.where(x == 0, 0.0, (x.abs() / n).pow(p - 1))
-    second = (w * x).abs().sum(dim, keepdim=True) / n**2 * ratio
-    return max_magnitude((first, second))
-
-
 def _reflectors(ref: Any) -> list[torch.Tensor]:
     """The reflectors H_i = I - tau_i v_i v_i^H (complex128, batched) that
     householder_product(A, tau) multiplies, v_i the i-th column of A's strict lower triangle
@@ -419,20 +340,6 @@ def householder_condition(op: Any, ref: Any) -> float:
         return 1.0
     kappa = functools.reduce(torch.mul, (torch.linalg.cond(h) for h in reflectors))
     return float(kappa.max())
-
-
-def householder_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """The largest entry of |H_1| |H_2| ... |H_k| (its first n columns, the largest over the
-    batch), the reflectors H_i = I - tau_i v_i v_i^H that householder_product multiplies:
-    the terms of the product's entries, each rounded once per reflector applied. The
-    samples' taus are not LAPACK's, so the reflectors are far from unitary and these terms
-    exceed the product's own entries (seed 39, float32: 3.1e-5 off on an entry of 5.9, where
-    the normwise bound at the largest entry, 76, allowed 1.8e-5)."""
-    reflectors = _reflectors(ref)
-    if not reflectors:
-        return 0.0
-    product = functools.reduce(torch.matmul, (h.abs() for h in reflectors))
-    return float(product[..., : ref.input.shape[-1]].max())
 
 
 def hermitian_condition(op: Any, ref: Any) -> float:
@@ -710,24 +617,6 @@ def tensor_equation_condition(op: Any, ref: Any, power: int = 1) -> float:
     return max((n * kappa**power for n, kappa in _matrix_conditions(system)), default=1.0)
 
 
-def quotient_intermediates(
-    op: Any, ref: Any, weights: list[torch.Tensor], divisor_is_input: bool = False
-) -> Intermediates:
-    """(a / b) / b, which div's backward forms before scaling by the incoming gradient."""
-    a, b = (ref.args[0], ref.input) if divisor_is_input else (ref.input, ref.args[0])
-    a = _real64(a) if isinstance(a, torch.Tensor) else torch.tensor(a, dtype=torch.float64)
-    b = _real64(b) if isinstance(b, torch.Tensor) else torch.tensor(b, dtype=torch.float64)
-    return [a / b / b], []
-
-
-def addcdiv_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """value / t2 and value * t1 / (t2 * t2), which addcdiv's backward forms for t1's and
-    t2's gradients before scaling by the incoming gradient."""
-    t1, t2 = _real64(ref.args[0]), _real64(ref.args[1])
-    value = float(argument(ref, 2, "value", 1))
-    return [value / t2, value * t1 / (t2 * t2)], []
-
-
 def _pnorm_powers(x: torch.Tensor, p: Any, dim: Any) -> Intermediates:
     """The powers norm_backward forms in the case dtype for a p-norm (p not 0, 1, 2, inf):
     factors |x| ** (p - 1) and norm ** (1 - p) for p < 1; above, the factor |x| ** (p - 1)
@@ -741,11 +630,6 @@ def _pnorm_powers(x: torch.Tensor, p: Any, dim: Any) -> Intermediates:
     return [x.abs().pow(p - 1 if p < 2 else p - 2)], [norm.pow(p - 1)]
 
 
-def norm_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """_pnorm_powers of torch.norm(input, p, dim)."""
-    return _pnorm_powers(ref.input, argument(ref, 0, "p", "fro"), argument(ref, 1, "dim", None))
-
-
 def dist_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
     """_pnorm_powers of dist(input, other, p): the p-norm of input - other."""
     difference = _real64(ref.input) - _real64(ref.args[0])
@@ -757,43 +641,6 @@ def pairwise_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> In
     the last dimension."""
     difference = _real64(ref.input) - _real64(ref.args[0]) + float(argument(ref, 2, "eps", 1e-6))
     return _pnorm_powers(difference, argument(ref, 1, "p", 2.0), -1)
-
-
-def rpow_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """The sum of |w * x * b ** (x - 1)| over the elements, for __rpow__'s b ** x with a
-    tensor base b broadcast over the exponent x: the gradient of b reduces those terms in
-    the case dtype, and its partial sums can pass the dtype's range though the total (with
-    signs) does not."""
-    base = ref.args[0] if ref.args else None
-    if not isinstance(base, torch.Tensor) or not weights:
-        return [], []
-    x, b = _real64(ref.input), _real64(base)
-    terms = _real64(weights[0]) * x * b ** (x - 1)
-    return [terms.abs().sum()], []
-
-
-def tan_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """tan(x) ** 2, which tan's backward w * (1 + tan(x) ** 2) forms in the case dtype."""
-    return [torch.tan(_real64(ref.input)) ** 2], []
-
-
-def masked_normalize_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """x / n / n and its weighted sum over the normalised dimension, sum |w x| / n ** 2: the
-    backward of x / n with respect to the norm n (masked-out elements left out of n)."""
-    x = _real64(ref.input)
-    order, dim = float(argument(ref, 0, "ord", 2.0)), argument(ref, 1, "dim", None)
-    mask = ref.kwargs.get("mask")
-    if isinstance(mask, torch.Tensor):
-        x = torch.where(mask, x, math.inf if order < 0 else 0.0)
-    if x.dim() == 0:
-        x = x.reshape(1)
-        dim = 0
-    norm = torch.linalg.vector_norm(x, order, dim=dim, keepdim=True).clamp_min(
-        float(ref.kwargs.get("eps", 1e-12))
-    )
-    quotient = torch.where(torch.isfinite(x), x / norm / norm, 0.0)
-    w = weights[0].detach().to(torch.float64).reshape(quotient.shape)
-    return [quotient, (w * quotient).abs().sum(dim)], []
 
 
 def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
@@ -826,17 +673,6 @@ def prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Interm
 
     largest = measure_graph(weighted, sensitivity=False).largest
     return [torch.tensor(largest, dtype=torch.float64)], []
-
-
-def bce_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """w * (x - y) / max((1 - x) x, 1e-12), which binary_cross_entropy's backward kernel
-    forms in the case dtype before multiplying by the weight and dividing by the count of
-    a mean (w: the incoming gradient, the output's weight): for x near 0 or 1 it overflows
-    float16 where the mean's gradient is in range (seed 7: x = 1.0e-6 gives 5.7e5, inf,
-    where the exact gradient is 3.9e4)."""
-    x, y = _real64(ref.input), _real64(ref.args[0])
-    w = weights[0].detach().to(torch.float64) if weights else torch.tensor(1.0)
-    return [w * (x - y) / ((1 - x) * x).clamp_min(1e-12)], []
 
 
 def matrix_norm_tie(op: Any, ref: Any) -> float:
@@ -1069,32 +905,6 @@ def interpolation_condition(op: Any, ref: Any, slope: float) -> float:
     if not sizes:
         return 1.0
     return len(sizes) * slope * max(sizes)
-
-
-def logcumsumexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """logcumsumexp's gradient as torch's backward forms it for real input: P - N with
-    P = exp(x_i + reverse_logcumsumexp(log w_j+ - lse_j)) over j >= i (N likewise for the
-    negative weights). The two cancel, and each carries the rounding of its exponent's
-    parts (x_i, lse_j, log|w_j| and their sums, each of magnitude up to max|x| + max|lse| +
-    max|log|w||) as a relative error: per element sum_{j>=i} |w_j| exp(x_i - lse_j) times
-    (1 + that magnitude) (bfloat16 at seed 30: 0.156 off a gradient of 0.84, where the
-    normwise bound allowed 0.144). None for complex input (another backward)."""
-    if not weights or ref.input.is_complex() or not ref.input.numel():
-        return 0.0
-    dim = int(argument(ref, 0, "dim", 0))
-    x = _real64(ref.input)
-    w = _real64(weights[0]).abs()
-    if x.ndim == 0:
-        x, w = x.reshape(1), w.reshape(1)
-    x, w = x.movedim(dim, -1), w.movedim(dim, -1)
-    lse = torch.logcumsumexp(x, -1)
-    n = x.shape[-1]
-    later = torch.ones(n, n, dtype=torch.bool).triu()  # [i, j]: j >= i
-    spread = torch.where(later, torch.exp(x.unsqueeze(-1) - lse.unsqueeze(-2)), 0.0)
-    sums = (spread * w.unsqueeze(-2)).sum(-1)
-    logs = torch.where(w > 0, w.clamp_min(1e-300).log(), 0.0)
-    parts = (x.abs().amax(-1) + lse.abs().amax(-1) + logs.abs().amax(-1)).unsqueeze(-1)
-    return float((sums * (1 + parts)).max())
 
 
 def exp_sum_condition(op: Any, ref: Any) -> float:

@@ -481,11 +481,14 @@ def graph_rules(
     weights: list[torch.Tensor] | None = None,
     index: int | None = None,
 ) -> Rules | None:
-    """`rules` whose bracket also holds, around `expected`, GRAPH_FACTOR times what the
-    roundings of the op's graph can leave in each element (`magnitudes.propagate`: the
-    forward, or with `weights` the forward and backward, whose gradient `index` `expected`
-    is). The re-check of an answer the plain bound failed: the bracket only widens the
-    bound, so a sample the plain bound passes needs no graph. None where the graph cannot be
+    """`rules` that judge each element by its bracket alone: `expected` plus or minus
+    GRAPH_FACTOR times what the roundings of the op's graph can leave there
+    (`magnitudes.propagate`: the forward, or with `weights` the forward and backward, whose
+    gradient `index` `expected` is), no normwise atol. The re-check of an answer the plain
+    bound failed, which it replaces: a sample the plain bound passes needs no graph, and one
+    it fails is held to its own graph, not to the graph widened by the normwise atol (under
+    which a cancelling loss's gradient passed 5% errors). An output the decomposition does
+    not give keeps the plain bound (its bracket None). None where the graph cannot be
     measured, and for elementwise ops, whose brackets are their own: an elementwise kernel
     owes the function's own condition, however its decomposition rounds (special.ndtr's
     0.5 * (1 + erf(x / sqrt(2))) cancels, a known CPU failure the graph would pass)."""
@@ -519,30 +522,33 @@ def graph_rules(
     slacks = pytree.tree_leaves(found)
     if len(slacks) != len(values):
         return None
-    lows, highs = [], []
+    lows: list[torch.Tensor | None] = []
+    highs: list[torch.Tensor | None] = []
     for value, slack in zip(values, slacks, strict=True):
         # An output the decomposition does not give (the CPU flash attention's logsumexp,
-        # where its decomposition returns the weights) keeps the plain bound.
+        # where its decomposition returns the weights) keeps the plain bound (no bracket).
         if (
             not isinstance(value, torch.Tensor)
             or not isinstance(slack, torch.Tensor)
             or slack.shape != value.shape
         ):
-            lows.append(value)
-            highs.append(value)
+            lows.append(None)
+            highs.append(None)
             continue
         if value.is_complex():
             return None
         width = GRAPH_FACTOR * slack.to(value.dtype)
         lows.append((value - width).detach())
         highs.append((value + width).detach())
+    if all(x is None for x in lows):
+        return None
     low, high = pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
     if rules.bracket is not None and isinstance(low, torch.Tensor):
         if not isinstance(rules.bracket[0], torch.Tensor) or rules.bracket[0].shape != low.shape:
             return None
         low = torch.fmin(low, rules.bracket[0].to(low.dtype))
         high = torch.fmax(high, rules.bracket[1].to(high.dtype))
-    return dataclasses.replace(rules, bracket=(low, high))
+    return dataclasses.replace(rules, bracket=(low, high), elementwise=True)
 
 
 def squared_rules(op_name: str, ref: Any, rules: Rules) -> Rules | None:

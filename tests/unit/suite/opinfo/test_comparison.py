@@ -39,3 +39,28 @@ def test_a_range_wholly_beyond_the_threshold_must_overflow() -> None:
         _check(65504.0, 67000.0, (66500.0, 67500.0))
     with pytest.raises(Mismatch, match="finite values where the reference overflows"):
         _check(-65504.0, -67000.0, (-67500.0, -66500.0))
+
+
+def test_a_bracket_judges_its_elements_alone_and_an_output_without_one_normwise() -> None:
+    """The graph's re-check (`sample_rules.graph_rules`): each element within its range, no
+    normwise atol; an output its decomposition does not give (bracket None) keeps the plain
+    normwise bound, at the largest magnitude."""
+    want = torch.tensor([100.0, 1.0], dtype=torch.float64)
+    got = torch.tensor([100.0, 1.0 + 1e-5], dtype=torch.float32)  # 1e-5 off the small one
+    graph = Rules(elementwise=True, bracket=(want - 1e-6, want + 1e-6))
+    compare(got, want, torch.float32, "sum", "out", 100.0, Rules())  # normwise: 2 eps 100 allowed
+    with pytest.raises(AssertionError, match="up to"):
+        compare(got, want, torch.float32, "sum", "out", 100.0, graph)
+    compare(
+        got,
+        want,
+        torch.float32,
+        "sum",
+        "out",
+        100.0,
+        Rules(elementwise=True, bracket=(want - 2e-5, want + 2e-5)),
+    )
+    both = Rules(elementwise=True, bracket=((want - 1e-6, None), (want + 1e-6, None)))
+    with pytest.raises(AssertionError, match=r"out\[0\]"):
+        compare((got, got), (want, want), torch.float32, "sum", "out", 100.0, both)
+    compare((want.float(), got), (want, want), torch.float32, "sum", "out", 100.0, both)

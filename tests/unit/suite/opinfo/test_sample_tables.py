@@ -71,13 +71,6 @@ def test_cov_condition_measures_the_normalisers_cancellation() -> None:
     assert kappa == pytest.approx(2.0 / 0.003994, rel=1e-2)
 
 
-def test_normalize_terms_over_one_element_grow_as_it_approaches_zero() -> None:
-    x = torch.tensor([[0.004, -2.0]], dtype=torch.float64)  # dim 0: each column alone
-    w = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
-    terms = measures.masked_normalize_terms(OP, sample(x, args=(0.5, 0)), [w])
-    assert terms == pytest.approx(1 / 0.004)  # |w| / |x|: the terms that cancel to 0
-
-
 def test_euclid_mm_terms_only_on_the_matrix_multiplication_path() -> None:
     x, y = torch.ones(3, 2), 2 * torch.ones(4, 2)
     terms = 2.0 + 8.0  # max||x||^2 + max||y||^2
@@ -92,39 +85,12 @@ def test_euclid_mm_terms_only_on_the_matrix_multiplication_path() -> None:
     )
 
 
-def test_backward_intermediates_of_div_and_norm() -> None:
-    a = torch.tensor([0.19], dtype=torch.float16)
-    b = torch.tensor([-0.00145], dtype=torch.float16)
-    (quotient,), _ = measures.quotient_intermediates(OP, sample(a, args=(b,)), [])
-    assert float(quotient) > tolerances.overflow_threshold(torch.float16)  # (a / b) / b
-    assert float(a.double() / b.double() ** 2 * 0.7) < tolerances.overflow_threshold(torch.float16)
-    (rdiv,), _ = measures.quotient_intermediates(
-        OP, sample(b, args=(a,)), [], divisor_is_input=True
-    )
-    assert float(rdiv) == float(quotient)
-    x = torch.tensor([[0.003, 1.0], [2.0, 3.0]], dtype=torch.float16)
-    powers, divisors = measures.norm_intermediates(OP, sample(x, args=(-1, -1)), [])
-    assert float(powers[0].max()) > tolerances.overflow_threshold(torch.float16)  # 1 / x^2
-    assert divisors == []
-    assert measures.norm_intermediates(OP, sample(x, args=(2, -1)), []) == ([], [])
-    assert measures.norm_intermediates(OP, sample(x, args=("fro",)), []) == ([], [])
-
-
 def test_a_divisor_of_the_backward_and_other_intermediates() -> None:
     x = torch.full((125,), 9.0, dtype=torch.float16)
     factors, divisors = measures.dist_intermediates(OP, sample(x, args=(torch.tensor(-9.0), 4)), [])
     # norm ** 3 of 125 differences of 18: the backward divides by inf, the gradient is 0.
     assert float(divisors[0].max()) > tolerances.overflow_threshold(torch.float16)
     assert float(factors[0].max()) == pytest.approx(18.0**2)
-    (squares,), _ = measures.tan_intermediates(OP, sample(torch.tensor([1.5732])), [])
-    assert float(squares) > tolerances.overflow_threshold(torch.float16)
-    values = torch.tensor([[0.0112, 3.47, 6.24, 8.18]], dtype=torch.float64)
-    weights = [torch.ones(1, 4)]
-    (quotient, summed), _ = measures.masked_normalize_intermediates(
-        OP, sample(values, args=(-math.inf, 1)), weights
-    )
-    assert float(quotient.max()) == pytest.approx(8.18 / 0.0112**2)  # x / n / n: in range
-    assert float(summed.max()) > tolerances.overflow_threshold(torch.float16)  # 17.9 / 0.0112^2
     segment = SimpleNamespace(name="_segment_reduce")
     assert measures.segment_prod_intermediates(segment, sample(x, args=("sum",)), []) == ([], [])
 
@@ -333,15 +299,15 @@ CASES = (
     ("linalg.vecdot/bfloat16", 1, 0.05),  # products rounded before the sum: 2% goes unseen
     ("mvlgamma.mvlgamma_p_5/bfloat16", 1, 0.03),  # lgamma terms rounded before the sum
     ("nn.functional.binary_cross_entropy_with_logits/float16", 1, 0.02),  # signed weights
-    ("nn.functional.interpolate.bicubic/float32", 1, 1e-3),  # the coordinate's rounding
+    ("nn.functional.interpolate.bicubic/float32", 1, 1e-4),  # the coordinate: the graph judges it
     ("special.airy_ai/float32", 1, 1e-3),  # the Maclaurin series cancels towards 2.09
     ("svd_lowrank/complex64", 1, 1e-3),  # the reference drew another R (opinfo.draws)
     ("pca_lowrank/float32", 3, 1e-3),  # sigma_1 / sigma_2 696 of the centred product
     ("addcdiv/float32/grad", 4, 1e-3),  # a broadcast divisor of -0.117: terms of 8e3
     ("linalg.tensorsolve/float32", 4, 1e-3),  # kappa 663 of the 6 x 6 system solved
     ("nn.functional.poisson_nll_loss/float16", 4, 0.02),  # a sum that cancels
-    # bfloat16: the terms of a one-element norm leave ~4 units of rounding; 3% goes unseen
-    ("masked.normalize/bfloat16/grad", 5, 0.1),
+    # over one element the gradient's terms cancel to 0: the graph alone judges it
+    ("masked.normalize/bfloat16/grad", 5, 0.05),
     ("nn.functional.hinge_embedding_loss/float16/grad", 5, 0.02),  # margin - x rounds to 0
     ("cov/complex64/grad", 6, 1e-3),  # aweights 0.0017 and 0.85: kappa 600 (was 3000x)
     ("cov/float32/grad", 6, 1e-3),
@@ -387,16 +353,16 @@ CASES = (
     ("nn.functional.hinge_embedding_loss/bfloat16", 30, 0.05),  # signed terms cancel
     ("mvlgamma.mvlgamma_p_1/float32/grad", 30, 1e-4),  # digamma's terms near its root
     ("mvlgamma.mvlgamma_p_3/float32/grad", 1, 1e-4),  # the same, without an 8-fold rtol
-    # the backward's exponents of ~20 carry 4% in bfloat16: 10% is caught, 5% no longer
-    ("logcumsumexp/bfloat16/grad", 30, 0.1),
+    # the backward's exponents of ~20 carry 4% in bfloat16: the graph alone catches 5%
+    ("logcumsumexp/bfloat16/grad", 30, 0.05),
     ("logcumsumexp/float16/grad", 30, 0.02),  # the graph's roundings (was the same terms)
     ("linalg.svdvals/float32/grad", 31, 1e-4),  # U diag(w) V^H moves with sigma_max / gap
     ("nn.functional.multilabel_soft_margin_loss/float16", 31, 0.02),  # signed weights
     ("sparse.mm.reduce/bfloat16/grad", 33, 0.05),  # w * B over 11 columns: terms 61 by -3
-    ("polar/float16/grad", 34, 0.02),  # abs = 1.07e-6: the result's parts are subnormal
+    ("polar/float16/grad", 34, 0.02),  # abs = 1.07e-6, subnormal parts: the graph judges it
     ("nn.functional.triplet_margin_loss/float16", 11, 0.02),  # terms, not a 6-fold scale
     ("nn.functional.triplet_margin_with_distance_loss/float16", 25, 0.02),
-    ("nn.functional.gaussian_nll_loss/float16/grad", 23, 0.02),  # terms, not a 12x scale
+    ("nn.functional.gaussian_nll_loss/float16/grad", 23, 0.02),  # the graph's, not a 12x scale
     ("nn.functional.gaussian_nll_loss/bfloat16/grad", 11, 0.05),
     ("logaddexp/complex64/grad", 36, 1e-3),  # terms near the singularity, not a 60x rtol
     ("sinc/float32/grad", 16, 1e-3),  # the graph's roundings (was the normwise atol)
@@ -417,7 +383,7 @@ CASES = (
     ("nn.functional.group_norm/bfloat16/grad", 38, 0.05),  # rstd 10: the graph's
     ("cov/complex64/grad", 38, 1e-3),  # the weights' terms as magnitudes, not a signed sum
     ("masked.prod/float16/grad", 38, 0.02),  # a partial product's gradient overflows
-    ("linalg.householder_product/float32", 39, 1e-4),  # |H_1| |H_2| |H_3|: 18x max|Q|
+    ("linalg.householder_product/float32", 39, 1e-4),  # the graph's |H_1| |H_2| |H_3|
     ("linalg.householder_product/float32/grad", 42, 1e-3),  # prod cond(H_i) at factor 1
     ("special.i0e/float32/grad", 42, 1e-4),  # i1e's 8 eps in a cancelling backward
     ("repeat/bfloat16/grad", 43, 0.05),  # six signed weights summed a dimension at a time
