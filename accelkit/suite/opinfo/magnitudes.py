@@ -20,17 +20,23 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
   `reference.ACCUMULATION_DTYPE`); a scatter (index_put, index_add, scatter_add) keeps its
   partial sums in the destination, in d: u(d) * the op on |x|;
 - products summed (mm, bmm, addmm, baddbmm, mv, dot, convolution and its backward):
-  op(e_a, |b|) + op(|a|, e_b) + sqrt(K) * u(acc) * op(|a|, |b|);
+  op(e_a, |b|) + op(|a|, e_b) + sqrt(K) * u(acc) * op(|a|, |b|), with complex operands
+  |Re| + |Im| for |.| and twice the roundings (a complex product is three or four real
+  ones: Gauss's trick cancels (Re a + Im a)(Re b + Im b));
 - any other op runs its decomposition (`torch._decomp`, else its CompositeImplicitAutograd
   kernel) under the mode: a backend kernel (one with a CPU kernel: softmax, layer_norm,
   nll_loss) keeps its intermediates in acc and rounds its results to d; a composite of aten
-  ops (binary_cross_entropy_with_logits, repeat) rounds each intermediate to d.
+  ops (binary_cross_entropy_with_logits, repeat) rounds each intermediate to d. The backend
+  kernels a graph ran that way are named (`Graph.kernels`): their own algorithm may round
+  otherwise (the CPU flash attention's online softmax), so the verdict keeps the normwise
+  atol beside such a graph's bound.
 
-An op with none of these, or a complex intermediate, leaves the sample unmeasured (None:
-the sample keeps the normwise bound). The output's bound is `slack`: the propagated e of
-each element, without its own last rounding, which rtol(d) already covers. Terms that cancel
-count at their own size, so the bound needs no formula per op: a loss whose signed weights
-cancel, a norm's backward, a repeat's partial sums, addcdiv's broadcast divisor.
+A complex tensor's e bounds the modulus of its error. An op with none of these leaves the
+sample unmeasured (None: the sample keeps the normwise bound). The output's bound is
+`slack`: the propagated e of each element, without its own last rounding, which rtol(d)
+already covers. Terms that cancel count at their own size, so the bound needs no formula
+per op: a loss whose signed weights cancel, a norm's backward, a repeat's partial sums,
+addcdiv's broadcast divisor.
 
 Longer than 600 lines because it is the one table of the primitives' rules, a small
 function each, which read best side by side.
@@ -172,7 +178,7 @@ _ELEMENTWISE = frozenset(
 
 
 class Unmeasured(Exception):
-    """The graph has an op without a rule (its name) or a complex intermediate."""
+    """The graph has an op without a rule (its name)."""
 
 
 def _pack(func: Any) -> str:
@@ -180,7 +186,7 @@ def _pack(func: Any) -> str:
 
 
 def _floating(x: Any) -> bool:
-    return isinstance(x, torch.Tensor) and x.is_floating_point()
+    return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
 
 
 def _complex(x: Any) -> bool:
@@ -203,6 +209,8 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         inside a backend kernel's decomposition."""
         self.largest = 0.0
         """The largest finite magnitude among the rounded results (`reaches`)."""
+        self.kernels: set[str] = set()
+        """The backend kernels whose decomposition the graph ran in their place."""
         # storage -> (a tensor keeping it alive, e, own rounding), the last two flat
         self.known: dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]] = {}
 
@@ -242,6 +250,7 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         assert bases is not None
         for base, value in zip(bases, (e, own), strict=True):
             view = base.as_strided(x.shape, x.stride(), x.storage_offset())
+            value = value.abs() if value.is_complex() else value  # a modulus
             try:
                 view.copy_(value.detach().to(torch.float64).expand(x.shape))
             except RuntimeError:  # a result whose elements overlap: the largest e there
@@ -262,7 +271,7 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         if rule is None:
             return self._decompose(func, name, args, kwargs)
         leaves = pytree.tree_leaves((args, kwargs))
-        if not any(_floating(x) or _complex(x) for x in leaves):
+        if not any(_floating(x) for x in leaves):
             # integers or a mask made floating (a masked reduction's count): exact
             out = func(*args, **kwargs)
             for y in _results(out):
@@ -277,8 +286,6 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         owns = pytree.tree_map(lambda x: self.own(x).clone() if _floating(x) else x, operands)
         out = func(*args, **kwargs)
         results = _results(out)
-        if any(isinstance(y, torch.Tensor) and y.is_complex() for y in pytree.tree_leaves(out)):
-            raise Unmeasured(f"{name} (complex)")
         if all(y is None for y in results):
             return out
         with torch.no_grad():
@@ -328,6 +335,8 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         # ops (CompositeExplicitAutograd alone: binary_cross_entropy_with_logits, repeat)
         # rounds each of them to d, as its decomposition's ops do.
         fused = torch._C._dispatch_has_kernel_for_dispatch_key(func.name(), "CPU")
+        if fused:
+            self.kernels.add(name)
         self.units.append(self.u_acc if fused else self.units[-1])
         try:
             with self:
@@ -600,18 +609,36 @@ def _products(
 
     add = additive if additive is not None and len(args) > additive else -1
     has_add = add >= 0 and _floating(args[add])
-    plain: dict[int, Any] = {add: torch.zeros_like(args[add])} if has_add else {}
-    absolute = {**plain, **{i: args[i].abs() for i in factors}}
+    plain: dict[int, Any] = {add: _real_zeros(args[add])} if has_add else {}
+    absolute = {**plain, **{i: _parts(args[i]) for i in factors}}
     terms = run(absolute)
-    count = run({**plain, **{i: torch.ones_like(args[i]) for i in factors}})
-    e = math.sqrt(max(float(count.max()), 1.0)) * p.u_acc * terms
+    count = run({**plain, **{i: torch.ones_like(_parts(args[i])) for i in factors}})
+    e = _complex_factor(args) * math.sqrt(max(float(count.max()), 1.0)) * p.u_acc * terms
     for i in factors:
         if _floating(e_args[i]) and bool((e_args[i] != 0).any()):
             e = e + run({**absolute, i: e_args[i]})
     if has_add and bool((e_args[add] != 0).any()):
-        zeros: dict[int, Any] = {i: torch.zeros_like(args[i]) for i in factors}
+        zeros: dict[int, Any] = {i: _real_zeros(args[i]) for i in factors}
         e = e + run({**zeros, add: e_args[add]})
     return [(e, None)]
+
+
+def _parts(x: torch.Tensor) -> torch.Tensor:
+    """|x|, or for a complex x |Re x| + |Im x|: the size of the real products a complex product
+    is computed from (four, or three by Gauss's trick, whose (Re a + Im a)(Re b + Im b) is
+    the largest)."""
+    return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
+
+
+def _real_zeros(x: torch.Tensor) -> torch.Tensor:
+    return torch.zeros(x.shape, dtype=x.real.dtype if x.is_complex() else x.dtype)
+
+
+def _complex_factor(operands: Any) -> float:
+    """2 for a product of complex operands (a complex part sums up to three real products'
+    roundings, Gauss's trick's imaginary part (Re a + Im a)(Re b + Im b) - Re a Re b -
+    Im a Im b), else 1."""
+    return 2.0 if any(_complex(x) for x in pytree.tree_leaves(operands)) else 1.0
 
 
 def _reduces(
@@ -678,7 +705,7 @@ def _convolution_backward(
     args, kwargs = before
     dy, x, w = args[0], args[1], args[2]
     e_dy, e_x, e_w = (
-        e if _floating(e) else torch.zeros_like(v)
+        e if _floating(e) else _real_zeros(v)
         for e, v in zip(errors[0][:3], (dy, x, w), strict=True)
     )
     rest = list(args[3:])
@@ -686,10 +713,10 @@ def _convolution_backward(
     def run(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[Any, ...]:
         return tuple(func(a, b, c, *rest, **kwargs))
 
-    terms = run(dy.abs(), x.abs(), w.abs())
-    count = run(torch.ones_like(dy), torch.ones_like(x), torch.ones_like(w))
-    by_dy = run(e_dy, x.abs(), w.abs())
-    others = (run(dy.abs(), x.abs(), e_w)[0], run(dy.abs(), e_x, w.abs())[1])
+    terms = run(_parts(dy), _parts(x), _parts(w))
+    count = run(*(torch.ones_like(_parts(v)) for v in (dy, x, w)))
+    by_dy = run(e_dy, _parts(x), _parts(w))
+    others = (run(_parts(dy), _parts(x), e_w)[0], run(_parts(dy), e_x, _parts(w))[1])
     found: Found = []
     for k, y in enumerate(_results(out)):
         if y is None:
@@ -697,6 +724,7 @@ def _convolution_backward(
             continue
         e = by_dy[k].abs() + (others[k].abs() if k < 2 else 0.0)
         rounding = math.sqrt(max(float(count[k].max()), 1.0)) * p.u_acc * terms[k].abs()
+        rounding = _complex_factor(args[:3]) * rounding
         found.append((e + rounding, None))
     return found
 
@@ -709,6 +737,9 @@ class Graph(NamedTuple):
     largest: float
     """The largest finite magnitude among the graph's rounded results: where it reaches the
     dtype's range, the dtype's graph may overflow where the answer does not."""
+    kernels: frozenset[str]
+    """The backend kernels (softmax, layer_norm, a loss, the CPU flash attention) whose
+    decomposition stood in for an algorithm the graph does not know."""
 
 
 def propagate(
@@ -717,7 +748,7 @@ def propagate(
     """`run()`'s result with each floating tensor replaced by its slack: the first-order
     bound on what dtype's roundings leave in it, less its own last rounding (which rtol
     covers), and the graph's largest intermediate; None where the graph cannot be measured
-    (an op without a rule, a complex intermediate) or its inputs are too large."""
+    (an op without a rule) or its inputs are too large."""
     if sum(x.numel() for x in inputs) > MAX_ELEMENTS:
         return None
     mode = _Propagate(dtype)
@@ -735,4 +766,4 @@ def propagate(
         e = mode.error(y) - mode.own(y)
         return e.detach().clamp_min(0.0).nan_to_num(0.0, posinf=math.inf)
 
-    return Graph(pytree.tree_map(slack, result), mode.largest)
+    return Graph(pytree.tree_map(slack, result), mode.largest, frozenset(mode.kernels))

@@ -316,6 +316,52 @@ def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[
     return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
 
+def masked_normalize_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
+    """masked.normalize(x, ord, dim, eps=, mask=)'s gradient w / n - (w . x) / n ** 2 *
+    sgn(x) (|x| / n) ** (p - 1) (n the p-norm over the elements the mask keeps, all without
+    one, clamped at eps): the larger of its two terms' magnitudes, which exceed every input
+    and output for p < 1 and elements near 0 (and cancel to 0 over one element)."""
+    if weights is None or not isinstance(ref.input, torch.Tensor) or ref.input.numel() == 0:
+        return 0.0
+    mask = ref.kwargs.get("mask")
+    keep = mask.to("cpu") if isinstance(mask, torch.Tensor) else None
+    return _normalize_terms(
+        _real64(ref.input),
+        weights[0].detach().to(torch.float64),
+        float(argument(ref, 0, "ord", 2.0)),
+        argument(ref, 1, "dim", None),
+        float(ref.kwargs.get("eps", 1e-12)),
+        keep,
+    )
+
+
+def _normalize_terms(
+    x: torch.Tensor,
+    w: torch.Tensor,
+    p: float,
+    dim: Any,
+    eps: float,
+    keep: torch.Tensor | None = None,
+) -> float:
+    if x.dim() == 0:
+        x, w, dim = x.reshape(1), w.reshape(1), 0
+        keep = None if keep is None else keep.reshape(1)
+    if keep is not None:  # masked-out elements: left out of the norm and of the terms
+        keep = keep.expand(x.shape)
+        w = torch.where(keep, w.expand(x.shape), 0.0)
+        n = torch.linalg.vector_norm(
+            torch.where(keep, x, math.inf if p < 0 else 0.0), p, dim=dim, keepdim=True
+        )
+        x = torch.where(keep, x, 0.0)
+    else:
+        n = torch.linalg.vector_norm(x, p, dim=dim, keepdim=True)
+    n = n.clamp_min(eps)
+    first = w.abs() / n
+    ratio = torch.where(x == 0, 0.0, (x.abs() / n).pow(p - 1))
+    second = (w * x).abs().sum(dim, keepdim=True) / n**2 * ratio
+    return max_magnitude((first, second))
+
+
 def _reflectors(ref: Any) -> list[torch.Tensor]:
     """The reflectors H_i = I - tau_i v_i v_i^H (complex128, batched) that
     householder_product(A, tau) multiplies, v_i the i-th column of A's strict lower triangle
@@ -698,20 +744,6 @@ def matrix_norm_tie(op: Any, ref: Any) -> float:
     extreme = ordered[..., 0].abs()
     gap = (ordered[..., 0] - ordered[..., 1]).abs()
     return float(torch.where(gap > 0, extreme / gap, math.inf).max())
-
-
-def absolute_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """The op evaluated on the magnitudes of its floating inputs, a complex x taken as
-    |Re x| + |Im x|: for a multilinear op (a convolution) the sum of the magnitudes of each
-    output element's terms, including those of Gauss's trick for complex operands, which
-    forms (Re x + Im x)(Re w + Im w) and subtracts the other two products."""
-
-    def absolute(x: Any) -> Any:
-        return _magnitude(x.detach()) if _floating(x) else x
-
-    inp, args, kwargs = pytree.tree_map(absolute, (ref.input, ref.args, ref.kwargs))
-    with torch.no_grad():
-        return max_magnitude(op(inp, *args, **kwargs))
 
 
 def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:

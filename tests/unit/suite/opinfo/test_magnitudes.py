@@ -91,8 +91,28 @@ def test_a_fused_kernel_rounds_inside_in_the_accumulation_precision() -> None:
 def test_a_graph_with_an_op_without_a_rule_is_not_measured() -> None:
     a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
     assert _slack(lambda: (torch.linalg.inv(a),), torch.float32, a) is None
+
+
+def test_a_complex_graph_bounds_the_modulus_of_its_error() -> None:
+    # (z * z) * z: the square rounds by u |z|^2, which the product carries times |z|.
     z = torch.tensor([1.0 + 1.0j], dtype=torch.complex128)
-    assert _slack(lambda: (z * z,), torch.complex64, z) is None
+    (slack,) = _slack(lambda: ((z * z) * z,), torch.complex64, z)
+    assert slack.dtype == torch.float64
+    assert math.isclose(float(slack), math.sqrt(2) * U32 * 2, rel_tol=1e-6)
+    # A complex product sums real ones: |Re| + |Im| of each factor, and twice the roundings
+    # (Gauss's trick cancels (Re a + Im a)(Re b + Im b)): here 2 sqrt(2) u (2 * 1 + 2 * 1).
+    a = torch.tensor([[1.0 + 1.0j, 1.0 - 1.0j]], dtype=torch.complex128)
+    b = torch.tensor([[1.0j], [1.0]], dtype=torch.complex128)
+    (slack,) = _slack(lambda: (a @ b,), torch.complex64, a, b)
+    assert math.isclose(float(slack), 2 * math.sqrt(2) * U32 * 4, rel_tol=1e-6)
+
+
+def test_a_graph_names_the_backend_kernels_it_stood_in_for() -> None:
+    x = torch.randn(3, 4, dtype=torch.float64)
+    graph = magnitudes.propagate(lambda: (torch.softmax(x, -1),), torch.float32, [x])
+    assert graph is not None and graph.kernels == {"_softmax"}
+    graph = magnitudes.propagate(lambda: ((x * x).sum(-1),), torch.float32, [x])
+    assert graph is not None and graph.kernels == frozenset()
 
 
 def test_the_largest_intermediate_says_where_the_dtype_may_overflow() -> None:

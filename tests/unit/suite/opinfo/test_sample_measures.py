@@ -284,6 +284,26 @@ class _Op:
         self.name = name
 
 
+def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> None:
+    w = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    x = torch.tensor([0.01, 5.0], dtype=torch.float64)
+    plain = measures.masked_normalize_terms(None, sample(x, args=(2.0, 0)), [w])
+    # (w . x) / n ** 2 * |x| / n at x = 5, the larger term: 5.01 / 5 ** 2 (n = 5.00001)
+    assert plain == pytest.approx(5.01 / 25.0, rel=1e-4)
+    keep = torch.tensor([True, False])
+    masked = measures.masked_normalize_terms(
+        None, sample(x, args=(2.0, 0), kwargs={"mask": keep}), [w]
+    )
+    # Over the element 0.01 alone: w / |x| = 100, far above the unmasked norm's 1 / 5.
+    assert masked == pytest.approx(100.0)
+    assert plain < 1.0
+    # A 0-d input (seed 5's bfloat16 sample): one element, both terms w / |x|.
+    one = measures.masked_normalize_terms(
+        None, sample(torch.tensor(0.25, dtype=torch.float64), args=(1.0, 0)), [torch.tensor(0.5)]
+    )
+    assert one == pytest.approx(2.0)
+
+
 def test_prod_intermediates_reach_the_products_of_the_other_elements() -> None:
     """Seed 6's float16 sample: a product of 5.7e4 over an element of -0.07 is 8.2e5."""
     x = torch.tensor([[-0.07, 100.0], [90.0, 91.0]], dtype=torch.float64)

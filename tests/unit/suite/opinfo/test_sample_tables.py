@@ -71,6 +71,13 @@ def test_cov_condition_measures_the_normalisers_cancellation() -> None:
     assert kappa == pytest.approx(2.0 / 0.003994, rel=1e-2)
 
 
+def test_normalize_terms_over_one_element_grow_as_it_approaches_zero() -> None:
+    x = torch.tensor([[0.004, -2.0]], dtype=torch.float64)  # dim 0: each column alone
+    w = torch.tensor([[1.0, 1.0]], dtype=torch.float64)
+    terms = measures.masked_normalize_terms(OP, sample(x, args=(0.5, 0)), [w])
+    assert terms == pytest.approx(1 / 0.004)  # |w| / |x|: the terms that cancel to 0
+
+
 def test_euclid_mm_terms_only_on_the_matrix_multiplication_path() -> None:
     x, y = torch.ones(3, 2), 2 * torch.ones(4, 2)
     terms = 2.0 + 8.0  # max||x||^2 + max||y||^2
@@ -247,7 +254,7 @@ CASES = (
     ("norm/float16/grad", 1, 0.15),  # op_db's toleranceOverride: atol 0.2 on gradients <~ 1
     ("linalg.householder_product/complex64/grad", 1, 3e-3),  # op_db's rtol is 1e-3
     ("nn.functional.conv2d/complex64", 1, 1e-3),
-    ("nn.functional.conv2d/complex64", 0, 1e-3),  # Gauss's trick: failed at seed 0 unbounded
+    ("nn.functional.conv2d/complex64", 0, 1e-3),  # Gauss's trick: the graph's complex products
     ("nn.functional.conv3d/complex64/grad", 3, 1e-3),  # a weight gradient 1.6x the normwise
     # the graph's roundings judge it (was softmax's condition)
     ("nn.functional.multi_head_attention_forward/float32", 1, 1e-3),
@@ -306,8 +313,8 @@ CASES = (
     ("addcdiv/float32/grad", 4, 1e-3),  # a broadcast divisor of -0.117: terms of 8e3
     ("linalg.tensorsolve/float32", 4, 1e-3),  # kappa 663 of the 6 x 6 system solved
     ("nn.functional.poisson_nll_loss/float16", 4, 0.02),  # a sum that cancels
-    # over one element the gradient's terms cancel to 0: the graph alone judges it
-    ("masked.normalize/bfloat16/grad", 5, 0.05),
+    # bfloat16: the terms of a one-element norm leave ~4 units of rounding; 3% goes unseen
+    ("masked.normalize/bfloat16/grad", 5, 0.1),
     ("nn.functional.hinge_embedding_loss/float16/grad", 5, 0.02),  # margin - x rounds to 0
     ("cov/complex64/grad", 6, 1e-3),  # aweights 0.0017 and 0.85: kappa 600 (was 3000x)
     ("cov/float32/grad", 6, 1e-3),
@@ -393,6 +400,10 @@ CASES = (
     ("native_layer_norm/float32/grad", 57, 1e-3),  # b x + c uncentred: the graph's
     ("linalg.eigvalsh/complex64/grad", 27, 1e-3),  # eigenvectors of a close pair turn
     ("linalg.eigvalsh/float32/grad", 133, 1e-3),
+    # the online softmax rounds otherwise than the kernel's decomposition: the normwise atol
+    # stays beside the graph's bound (an exploration's seed)
+    ("torch.ops.aten._scaled_dot_product_flash_attention_for_cpu/float32", 1928553301, 1e-4),
+    ("logsumexp/complex64/grad", 13, 1e-3),  # the graph's complex terms (was kappa's rule)
 )
 
 CASE_RUN = """
