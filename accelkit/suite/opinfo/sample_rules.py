@@ -70,7 +70,6 @@ def sample_rules(
         least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     ).eps
     terms = entry_for(SAMPLE_TERMS, op_name, dtype)
-
     if terms is not None:
         found = terms.terms(op, ref, weights)
         if isinstance(found, list):
@@ -488,7 +487,9 @@ def graph_rules(
     gradient `index` `expected` is), no normwise atol. The re-check of an answer the plain
     bound failed, which it replaces: a sample the plain bound passes needs no graph, and one
     it fails is held to its own graph, not to the graph widened by the normwise atol (under
-    which a cancelling loss's gradient passed 5% errors). An output the decomposition does
+    which a cancelling loss's gradient passed 5% errors); but where the graph ran a backend
+    kernel's decomposition in its place (`Graph.kernels`), whose own algorithm may round
+    otherwise, the normwise atol stays beside the bracket. An output the decomposition does
     not give keeps the plain bound (its bracket None). None where the graph cannot be
     measured, and for elementwise ops, whose brackets are their own: an elementwise kernel
     owes the function's own condition, however its decomposition rounds (special.ndtr's
