@@ -205,6 +205,17 @@ def is_selection(inputs: Any, answer: Any) -> bool:
     return all(bool(torch.isin(y, present).all()) for y in answers)
 
 
+def unchanged(before: Any, after: Any) -> bool:
+    """Whether the floating tensors of `after` hold `before`'s values bit for bit: the op
+    did not write its inputs (embedding's max_norm renormalises the weight's rows it reads,
+    in place: what it computed there is no selection)."""
+    old, new = _floating(before), _floating(after)
+    return len(old) == len(new) and all(
+        a.shape == b.shape and torch.equal(_bits(a), _bits(b))
+        for a, b in zip(old, new, strict=True)
+    )
+
+
 def assert_selection_exact(actual: Any, contiguous: Any, what: str) -> None:
     """A variant's answer is the contiguous sample's, bit for bit (NaNs equal)."""
     got, want = _floating(actual), _floating(contiguous)

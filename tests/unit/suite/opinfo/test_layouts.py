@@ -136,3 +136,15 @@ def test_a_failing_variant_records_its_sample_and_layout() -> None:
     info = failure_info(raised.value)
     assert info["layout"] in layouts.LAYOUTS and isinstance(info["sample"], int)
     assert f"in layout {info['layout']}" in str(raised.value)
+
+
+def test_an_op_that_writes_its_inputs_changed_them() -> None:
+    """embedding's max_norm renormalises the weight's rows in place: its answer then reads
+    as a selection of the written inputs, which the layout check must not take it for."""
+    weight = torch.tensor([[3.0, 4.0], [0.1, 0.2]])
+    before = (weight.clone(), torch.tensor([0, 1]))
+    after = (weight, torch.tensor([0, 1]))
+    assert layouts.unchanged(before, after)
+    torch.nn.functional.embedding(torch.tensor([0]), weight, max_norm=1.0)
+    assert not layouts.unchanged(before, after)
+    assert layouts.unchanged((torch.tensor([math.nan]),), (torch.tensor([math.nan]),))
