@@ -176,10 +176,10 @@ def check_layout_sample(
     # An op that writes its inputs (embedding's max_norm renormalises rows in place)
     # computed what it wrote: no selection, however its answer reads.
     inputs = pytree.tree_map(_copy, dense)
-    laid_out = pytree.tree_map(_copy, (made.input, made.args, made.kwargs))
     with same_draws(op_name, dtype, device), torch.no_grad():
         contiguous = process(op(dense[0], *dense[1], **dense[2]))
         if is_selection(inputs, contiguous) and unchanged(inputs, dense):
+            laid_out = pytree.tree_map(_copy, (made.input, made.args, made.kwargs))
             actual = process(_call(op, made))
             label = _sample_label(index, made, layout)
             if unchanged(laid_out, (made.input, made.args, made.kwargs)):
