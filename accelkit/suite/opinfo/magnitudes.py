@@ -12,13 +12,15 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
 - what only moves or selects values (views, copies, cat, where, indexing, padding, flip,
   repeat; max and sort take the largest e of their input, clamp and maximum each element's
   own): the same op on e, a fill value (a Scalar, integer or not) exact; random draws are
-  exact too (the answer's are the same, `draws`), and so is what an op makes of integers or
-  a mask alone (a masked reduction's count, converted);
+  exact too (the answer's are the same, `draws`), and so are factories (ones_like) and
+  what an op makes of integers or a mask alone (a masked reduction's count, converted);
 - sums of terms with positive weights (sum, mean, cumsum, pooling by average, their
   backwards): the same op on e, plus the sum's own rounding sqrt(K) * u(acc) * the same op
   on |x| (K terms an element, acc the precision kernels accumulate in,
   `reference.ACCUMULATION_DTYPE`); a scatter (index_put, index_add, scatter_add) keeps its
   partial sums in the destination, in d: u(d) * the op on |x|;
+- products of K factors (prod, cumprod): sum_i |prod_{j != i} x_j| e_i, plus (K - 1) u(d)
+  |y|: each multiply rounds the running product, kept in d (the CPU's 16-bit prod does);
 - products summed (mm, bmm, addmm, baddbmm, mv, dot, convolution and its backward):
   op(e_a, |b|) + op(|a|, e_b) + sqrt(K) * u(acc) * op(|a|, |b|), with complex operands
   |Re| + |Im| for |.| and twice the roundings (a complex product is three or four real
@@ -71,13 +73,11 @@ _MOVES = frozenset(
         "constant_pad_nd", "flip", "roll", "repeat", "abs", "neg", "conj_physical",
         "reflection_pad1d", "reflection_pad2d", "reflection_pad3d", "replication_pad1d",
         "replication_pad2d", "replication_pad3d", "tril", "triu", "_unsafe_view",
-        "zeros_like", "ones_like", "full_like", "empty_like", "fill", "zero",
-        "masked_select", "masked_scatter", "scatter", "index_copy", "narrow_copy",
-        "view_copy", "expand_copy", "permute_copy", "slice_copy", "select_copy",
-        "diag_embed", "diagonal_backward", "select_backward", "slice_backward",
-        "expand_backward", "unfold_copy", "rot90", "contiguous", "_reshape_copy",
-        "new_zeros", "new_empty", "new_full", "new_ones", "empty_strided", "relu",
-        "max_unpool2d", "max_unpool3d", "polar",
+        "fill", "zero", "masked_select", "masked_scatter", "scatter", "index_copy",
+        "narrow_copy", "view_copy", "expand_copy", "permute_copy", "slice_copy",
+        "select_copy", "diag_embed", "diagonal_backward", "select_backward",
+        "slice_backward", "expand_backward", "unfold_copy", "rot90", "contiguous",
+        "_reshape_copy", "relu", "max_unpool2d", "max_unpool3d", "polar",
     }
 )  # fmt: skip
 # Selections: each result is one of the input's values, which the largest e bounds.
@@ -145,11 +145,14 @@ _PRODUCTS: dict[str, tuple[tuple[int, ...], int | None]] = {
 # Step functions and comparisons: exact where they do not jump (the jumps are
 # `discontinuity`'s); their own results round nothing.
 _STEPS = frozenset({"floor", "ceil", "round", "trunc", "sign", "sgn", "signbit", "frac"})
-# Random draws (dropout's mask): the same draws as the answer's (`draws`), exact values.
+# Random draws (dropout's mask): the same draws as the answer's (`draws`), exact values;
+# and factories that read a tensor for its shape alone (ones_like: a constant, exact).
 _DRAWS = frozenset(
     {
         "bernoulli", "uniform", "normal", "exponential", "geometric", "cauchy",
-        "log_normal", "random", "rand_like", "randn_like", "randint_like",
+        "log_normal", "random", "rand_like", "randn_like", "randint_like", "zeros_like",
+        "ones_like", "full_like", "empty_like", "new_zeros", "new_empty", "new_full",
+        "new_ones", "empty_strided",
     }
 )  # fmt: skip
 
@@ -404,6 +407,8 @@ def _rule(func: Any, name: str) -> Rule | None:
         return _convolution_backward
     if base in ("scatter_reduce", "index_reduce"):
         return _reduces
+    if base in ("prod", "cumprod"):
+        return _prods
     if base == "var":
         return _var
     if base == "logcumsumexp":
@@ -639,6 +644,44 @@ def _complex_factor(operands: Any) -> float:
     roundings, Gauss's trick's imaginary part (Re a + Im a)(Re b + Im b) - Re a Re b -
     Im a Im b), else 1."""
     return 2.0 if any(_complex(x) for x in pytree.tree_leaves(operands)) else 1.0
+
+
+def _prods(
+    p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
+) -> Found:
+    """Products of K factors (prod, cumprod): a factor's error reaches the product times the
+    other factors, sum_i |prod_{j != i} x_j| e_i (|y| sum_i e_i / |x_i| without a zero
+    factor; with one, the others' product times its e; with two, 0); and each of the K - 1
+    multiplies rounds the running product by u of itself, in the precision the product runs
+    in: d (a product names no accumulation type, and the CPU's 16-bit prod and cumprod keep
+    it in the dtype), so (K - 1) u |y|."""
+    (args, kwargs), e_x = before, errors[0][0]
+    x, rest = args[0], args[1:]
+    y = out if isinstance(out, torch.Tensor) else _as_list(out)[0]
+    scan = _pack(func).startswith("cumprod")
+    chosen = rest[0] if rest else kwargs.get("dim", kwargs.get("dims"))
+    dims = range(x.dim()) if chosen is None else [chosen] if isinstance(chosen, int) else chosen
+    dims = [d % x.dim() for d in dims] if x.dim() else []
+
+    def total(v: torch.Tensor) -> torch.Tensor:  # over each output's factors
+        if scan:
+            return torch.cumsum(v, dims[0]) if dims else v
+        return (v.sum(dim=dims) if dims else v).reshape(y.shape)
+
+    size = x.abs()
+    zero = size == 0
+    e = _complex_factor(x) * (total(torch.ones_like(size)) - 1).clamp_min(0) * p.units[-1]
+    e = e * y.abs()
+    if _floating(e_x) and bool((e_x != 0).any()):
+        e_x = e_x.abs().to(size.dtype)
+        options = {k: v for k, v in kwargs.items() if k not in ("dtype", "output_dtype")}
+        others = func(torch.where(zero, 1.0, size), *rest, **options).reshape(y.shape)
+        zeros = total(zero.to(size.dtype))
+        by_factor = total(torch.where(zero, 0.0, e_x / torch.where(zero, 1.0, size)))
+        by_zero = total(torch.where(zero, e_x, 0.0))
+        spread = torch.where(zeros == 0, by_factor, torch.where(zeros == 1, by_zero, 0.0))
+        e = e + others * spread
+    return [(e, None)]
 
 
 def _reduces(

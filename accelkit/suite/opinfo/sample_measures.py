@@ -31,7 +31,6 @@ import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.opinfo.records import Intermediates
-from accelkit.suite.opinfo.roundings import measure_graph
 from accelkit.suite.opinfo.tolerances import max_magnitude
 
 
@@ -716,28 +715,6 @@ def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -
     with torch.no_grad():
         output = op(ref.input, *ref.args, **ref.kwargs)
     return [weights[0].detach().to(torch.float64) * _real64(output)], []
-
-
-def prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """The largest intermediate of the weighted backward's graph (`roundings.measure_graph`),
-    which prod's backward forms in the case dtype: grad * (result / x), where result / x, the
-    product of the other elements, overflows float16 while the gradient is in range (seed 6:
-    a product of 5.7e4 over an element of -0.07 gives 8.2e5, inf, where w * result / x is
-    -1.3e4); masked.prod reduces a tuple of dims one at a time, so the gradient of each
-    partial product, w * result / partial, is formed too (seed 38: 6.6e4 over a partial
-    product of 0.185, inf, where every element's gradient is under 3.9e4)."""
-    x = _real64(ref.input).requires_grad_(True)
-
-    def weighted() -> tuple[Any, ...]:
-        with torch.enable_grad():
-            output = op.op(x, *ref.args, **ref.kwargs)
-            if not isinstance(output, torch.Tensor) or not output.requires_grad:
-                return ()
-            grad = _real64(weights[0]).reshape(output.shape)
-            return torch.autograd.grad(output, x, grad, allow_unused=True)
-
-    largest = measure_graph(weighted, sensitivity=False).largest
-    return [torch.tensor(largest, dtype=torch.float64)], []
 
 
 def matrix_norm_tie(op: Any, ref: Any) -> float:

@@ -696,18 +696,6 @@ BACKWARD_OVERFLOW = by_key(
         ),
     ),
     BackwardOverflow(
-        op="masked.prod",
-        grad=True,
-        intermediates=measure.prod_intermediates,
-        reason=(
-            "the backward is w * (result / x): result / x, the product of the other "
-            "elements, overflows float16 where the gradient is in range (a product of "
-            "5.7e4 over an element of -0.07 at seed 6: 8.2e5, and -inf came out where "
-            "float64 has -1.3e4); prod passes without this, its graph allowing the "
-            "overflow, where masked.prod failed float16 at 8 of seeds 0-40"
-        ),
-    ),
-    BackwardOverflow(
         op="_segment_reduce",
         grad=True,
         intermediates=measure.segment_prod_intermediates,

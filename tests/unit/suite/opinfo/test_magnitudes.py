@@ -214,3 +214,48 @@ def test_logcumsumexps_scan_carries_its_softmax_weighted_errors() -> None:
     error = (got.double() - exact).abs()
     assert float(error.max()) > 0
     assert bool((error <= 2 * slack + 2 * U16 * exact.abs()).all())  # GRAPH_FACTOR 2
+
+
+def test_a_product_rounds_once_a_factor_and_carries_each_factors_error() -> None:
+    # prod over a row of three: two multiplies, each u(d) of the running product (the CPU
+    # keeps a 16-bit product in the dtype; seed 606060's masked.prod came out 5.1 u off).
+    x = torch.tensor([[2.0, -3.0, 0.5], [0.0, 2.0, 3.0]], dtype=torch.float64)
+    (slack,) = _slack(lambda: (x.prod(1),), torch.bfloat16, x)
+    assert torch.allclose(slack, 2 * U16 * x.prod(1).abs())
+    # a scan rounds j times by its j-th element
+    (scan,) = _slack(lambda: (x.cumprod(1),), torch.bfloat16, x)
+    assert torch.allclose(scan, torch.tensor([0.0, 1.0, 2.0]) * U16 * x.cumprod(1).abs())
+    # a factor's error reaches the product times the others; past a zero factor, only that
+    # factor's does (the others' product, 6, times its error u(d) * 0 ... from 2 * x: 0),
+    # and the exact factors of x * 1.5 carry 1.5's rounding: none (exact in bfloat16).
+    y = torch.tensor([[1.1, 2.0, 4.0]], dtype=torch.float64)
+    (carried,) = _slack(lambda: ((y * 1.1).prod(1),), torch.bfloat16, y)
+    product = float((y * 1.1).prod())
+    assert math.isclose(float(carried), 2 * U16 * product + 3 * U16 * product, rel_tol=1e-9)
+
+
+def test_a_products_backward_reaches_where_the_dtype_overflows() -> None:
+    # masked.prod's gradient w * result / partial, seed 38's float16 sample: 6.6e4 over a
+    # partial product of 0.185 is past float16's range, though no element's gradient is.
+    x = torch.tensor(
+        [
+            [[[-2.9336, -1.7871]], [[-7.1094, 0.79883]]],
+            [[[-5.082, 6.5195]], [[-1.6768, 4.3477]]],
+            [[[0.31299, 0.59033]], [[-1.6992, 4.1875]]],
+        ],
+        dtype=torch.float64,
+    ).requires_grad_(True)
+    w = torch.tensor(1.289, dtype=torch.float64)
+
+    def backward() -> Any:
+        return torch.autograd.grad(torch.masked.prod(x, dim=(0, 1, 2, 3)), x, w)
+
+    graph = magnitudes.propagate(backward, torch.float16, [x])
+    assert graph is not None and graph.largest > torch.finfo(torch.float16).max
+
+
+def test_a_factory_that_reads_a_tensors_shape_is_exact() -> None:
+    # ones_like(x) is 1, whatever x's error: the implicit gradient of a sum.
+    x = torch.tensor([1.5, -2.0], dtype=torch.float64).requires_grad_(True)
+    (slack,) = _slack(lambda: torch.autograd.grad((x * 1.1).sum(), x), torch.bfloat16, x)
+    assert torch.equal(slack, torch.zeros_like(slack))

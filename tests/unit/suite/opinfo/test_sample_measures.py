@@ -304,49 +304,6 @@ def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> N
     assert one == pytest.approx(2.0)
 
 
-def test_prod_intermediates_reach_the_products_of_the_other_elements() -> None:
-    """Seed 6's float16 sample: a product of 5.7e4 over an element of -0.07 is 8.2e5."""
-    x = torch.tensor([[-0.07, 100.0], [90.0, 91.0]], dtype=torch.float64)
-    one = [torch.tensor(1.0, dtype=torch.float64)]
-    (largest,), divisors = measures.prod_intermediates(_Op(torch.prod), sample(x), one)
-    assert divisors == []
-    assert float(largest) >= float((x.prod() / x).abs().max())
-    assert float(largest) > torch.finfo(torch.float16).max
-    # Along a dim the other elements are a row's: 100 at most, the rows' products 7.0e3.
-    rows = [torch.ones(2, dtype=torch.float64)]
-    (along,), _ = measures.prod_intermediates(_Op(torch.prod), sample(x, args=(1,)), rows)
-    assert float(along) == pytest.approx(90.0 * 91.0)
-
-
-def test_prod_intermediates_see_masked_prods_partial_products() -> None:
-    """masked.prod over a tuple of dims reduces one dim at a time: the gradient of each
-    partial product, w * result / partial, is formed (seed 38's float16 sample: 6.6e4 over
-    a partial product of 0.185), though no element's gradient is that large."""
-    x = torch.tensor(
-        [
-            [[[-2.9336, -1.7871]], [[-7.1094, 0.79883]]],
-            [[[-5.082, 6.5195]], [[-1.6768, 4.3477]]],
-            [[[0.31299, 0.59033]], [[-1.6992, 4.1875]]],
-        ],
-        dtype=torch.float64,
-    )
-    w = torch.tensor(1.289, dtype=torch.float64)
-    op = _Op(torch.masked.prod)
-    smp = sample(x, kwargs={"dim": (0, 1, 2, 3), "mask": None, "keepdim": False})
-    (largest,), _ = measures.prod_intermediates(op, smp, [w])
-    result = float(x.prod())
-    partial = 0.31299 * 0.59033  # the last dim's product, reduced first
-    assert float(largest) >= abs(float(w) * result / partial) * (1 - 1e-9)
-    assert abs(float(w) * result / partial) > torch.finfo(torch.float16).max
-    assert float((w * result / x).abs().max()) < torch.finfo(torch.float16).max
-    # A complex product's backward is weighted in complex128 (a RuntimeError once); its
-    # complex intermediates are not counted (roundings: complex64 reaches no range here).
-    z = x.to(torch.complex128)
-    zw = torch.tensor(1.0 - 0.5j, dtype=torch.complex128)
-    (complex_largest,), _ = measures.prod_intermediates(op, sample(z, kwargs=smp.kwargs), [zw])
-    assert float(complex_largest) < torch.finfo(torch.float32).max
-
-
 def test_cov_terms_grow_as_the_normaliser_cancels() -> None:
     """Two observations: the weighted covariance does not depend on the weights, and the
     weights' gradient cancels terms that grow as one weight dominates."""
