@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import functools
 import math
-from types import SimpleNamespace
 from typing import Any
 
 import torch
@@ -387,15 +386,6 @@ def householder_condition(op: Any, ref: Any) -> float:
     return float(kappa.max())
 
 
-def hermitian_condition(op: Any, ref: Any) -> float:
-    """cond_2 of the Hermitian matrix A + A^H that OpInfo's gradcheck wrapper passes."""
-    a = _real64(ref.input)
-    if a.numel() == 0:
-        return 1.0
-    values = torch.linalg.eigvalsh(a + a.mH).abs()
-    return float((values.amax(-1) / values.amin(-1)).max())
-
-
 def exp_square_condition(op: Any, ref: Any) -> float:
     """1 + max(x ** 2) / 2: the relative condition of exp(-x ** 2 / 2) (and of ndtr's tail,
     which the same x ** 2 decides), whose argument rounds relative to x ** 2 / 2."""
@@ -625,41 +615,10 @@ def _matrix_conditions(ref: Any) -> list[tuple[int, float]]:
     return found
 
 
-def linalg_condition(op: Any, ref: Any) -> float:
-    """n * kappa_2 of the sample's matrices (the largest; 1 without a matrix): the forward
-    error of a solve or a factorisation is of order n * kappa * eps."""
-    return max((n * kappa for n, kappa in _matrix_conditions(ref)), default=1.0)
-
-
 def linalg_condition_squared(op: Any, ref: Any) -> float:
     """n * kappa_2 ** 2 of the sample's matrices: a gradient of a solve or a factorisation
     applies the inverse twice."""
     return max((n * kappa**2 for n, kappa in _matrix_conditions(ref)), default=1.0)
-
-
-def _tensor_equation_matrix(op: Any, ref: Any) -> torch.Tensor:
-    """The square matrix that linalg.tensorsolve(A, B, dims) and linalg.tensorinv(A, ind)
-    solve with or invert: A (with `dims` moved to the end) flattened to B.numel() rows, or
-    to prod(A.shape[:ind]) rows. The linear algebra rule reads A's last two dimensions as a
-    batch of matrices, which they are not."""
-    a = _real64(ref.input)
-    if getattr(op, "name", "") == "linalg.tensorinv":
-        rows = math.prod(a.shape[: int(argument(ref, 0, "ind", 2))])
-    else:
-        dims = argument(ref, 1, "dims", None)
-        if dims:
-            dims = [dims] if isinstance(dims, int) else list(dims)
-            a = a.movedim(dims, list(range(a.dim() - len(dims), a.dim())))
-        rows = ref.args[0].numel()
-    return a.reshape(rows, -1)
-
-
-def tensor_equation_condition(op: Any, ref: Any, power: int = 1) -> float:
-    """n * kappa_2 ** power of `_tensor_equation_matrix` (power 2 for a gradient), as the
-    linear algebra rule would of the matrix that is actually solved (tensorsolve at seed 4:
-    kappa 663 of the 6 x 6 system, 7.6 of A's 3 x 6 slices)."""
-    system = SimpleNamespace(input=_tensor_equation_matrix(op, ref), args=(), kwargs={})
-    return max((n * kappa**power for n, kappa in _matrix_conditions(system)), default=1.0)
 
 
 def _pnorm_powers(x: torch.Tensor, p: Any, dim: Any) -> Intermediates:
@@ -717,6 +676,15 @@ def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -
     return [weights[0].detach().to(torch.float64) * _real64(output)], []
 
 
+def hermitian_condition(op: Any, ref: Any) -> float:
+    """cond_2 of the Hermitian matrix A + A^H that OpInfo's gradcheck wrapper passes."""
+    a = _real64(ref.input)
+    if a.numel() == 0:
+        return 1.0
+    values = torch.linalg.eigvalsh(a + a.mH).abs()
+    return float((values.amax(-1) / values.amin(-1)).max())
+
+
 def matrix_norm_tie(op: Any, ref: Any) -> float:
     """max / gap between the largest two (smallest two for negative ord) column sums (ord +-1)
     or row sums (ord +-inf) of |A|, the largest over the batch: the matrix norm's gradient is
@@ -771,22 +739,6 @@ def absolute_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -
     return [0.0 if g is None else max_magnitude(g) for g in grads]
 
 
-def lower_hermitian_condition(op: Any, ref: Any) -> float:
-    """n * cond_2 of the Hermitian matrix that linalg.pinv(hermitian=True) inverts (the
-    largest over the batch): it reads only the lower triangle (eigh), and OpInfo's forward
-    samples are not Hermitian, so the input's own condition says nothing of it (2.25 for a
-    sample whose lower triangle has 470, measured)."""
-    a = _real64(ref.input)
-    if a.numel() == 0:
-        return 1.0
-    low = a.tril(-1)
-    hermitian = low + low.mH + torch.diag_embed(a.diagonal(0, -2, -1).real.to(a.dtype))
-    values = torch.linalg.eigvalsh(hermitian).abs()
-    low_value, high = values.amin(-1), values.amax(-1)
-    kappa = torch.where(low_value > 0, high / low_value, torch.where(high > 0, math.inf, 1.0))
-    return a.shape[-1] * float(kappa.max())
-
-
 def _smallest_gaps(values: torch.Tensor) -> torch.Tensor:
     """The smallest distance between two of the values along the last dimension (per batch
     element; inf where there are fewer than two)."""
@@ -812,44 +764,6 @@ def svd_gradient_condition(op: Any, ref: Any) -> float:
     spread = torch.where(gap > 0, high / gap, math.inf)
     condition = max(a.shape[-2:]) * float(torch.maximum(kappa**2, spread).max())
     return condition * _phase_condition(a, ref.output_process_fn_grad)
-
-
-def svdvals_gradient_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """n * max(1, sigma_max / gap) * max|w| over the batch, in the gradient's own units: the
-    singular values' gradient U diag(w) V^H divides by nothing, but U and V move by
-    eps * ||A|| / gap under a backward-stable SVD (float32 at seed 31: 1.7e-5 absolute on
-    gradients of 0.44). A well-conditioned forward (WELL_CONDITIONED_LINALG) does not make a
-    well-conditioned gradient; the inputs' magnitudes (entries up to ~250) say nothing of
-    it."""
-    a = _real64(ref.input)
-    if not weights or a.dim() < 2 or a.numel() == 0:
-        return 0.0
-    values = torch.linalg.svdvals(a)
-    gap = _smallest_gaps(values)  # inf for one singular value: no spread
-    spread = torch.where(gap > 0, values.amax(-1) / gap, math.inf).clamp_min(1.0)
-    w = _real64(weights[0]).abs()
-    w = w.amax(-1) if w.shape[:-1] == spread.shape else w.max()
-    return max(a.shape[-2:]) * float((spread * w).max())
-
-
-def eigh_gradient_condition(op: Any, ref: Any) -> float:
-    """n * max(1, max|lambda| / gap) of the Hermitian matrix A + A^H that OpInfo's
-    gradcheck_wrapper hands the op (the largest over the batch), gap the smallest distance
-    between two of its eigenvalues. The eigenvalues' gradients v_i v_i^H are perfectly
-    conditioned, but the eigenvectors move by eps * ||A|| / gap under a backward-stable
-    eigensolver, and the backward divides by lambda_j - lambda_i, whose rounding is relative
-    to ||A||: the kappa of the linear algebra rule (of A, not of what the op decomposes)
-    measures neither."""
-    a = _real64(ref.input)
-    if a.dim() < 2 or a.numel() == 0:
-        return 1.0
-    values = torch.linalg.eigvalsh(a + a.mH)
-    high = values.abs().amax(-1)
-    if values.shape[-1] < 2:
-        return 1.0
-    gap = _smallest_gaps(values)
-    spread = torch.where(gap > 0, high / gap, math.inf)
-    return int(values.shape[-1]) * max(1.0, float(spread.max()))
 
 
 def _lowrank_spectrum(op: Any, ref: Any) -> tuple[int, int, torch.Tensor]:
@@ -953,17 +867,6 @@ def exp_sum_condition(op: Any, ref: Any) -> float:
     return max(1.0, float(ratio.max())) if ratio.numel() else 1.0
 
 
-def exp_norm_condition(op: Any, ref: Any) -> float:
-    """max(1, ||A||_2) of the input (the largest over the batch): scaling and squaring
-    carries rounding errors of eps * ||A|| into exp(A) (Higham, Functions of Matrices, 10.2:
-    ||A|| is the exponential's condition for a normal A). The backward's exponential of a
-    2n x 2n block needs its actual condition (`exp_gradient_terms`)."""
-    a = _real64(ref.input)
-    if a.numel() == 0:
-        return 1.0
-    return max(1.0, float(torch.linalg.matrix_norm(a, 2).max()))
-
-
 def _exp_condition(m: torch.Tensor) -> torch.Tensor:
     """The relative condition number of the matrix exponential at each matrix of the batch
     `m` (..., k, k), in the Frobenius norm: ||L(M)|| ||M||_F / ||exp(M)||_F, ||L(M)|| the
@@ -987,27 +890,3 @@ def _exp_condition(m: torch.Tensor) -> torch.Tensor:
     size = torch.linalg.matrix_norm(m) / torch.linalg.matrix_norm(torch.linalg.matrix_exp(m))
     condition: torch.Tensor = frechet * size
     return condition
-
-
-def exp_gradient_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """matrix_exp's gradient is the Frechet derivative L(A^H, W), which the backward reads off
-    exp(B) for B = [[A^H, W], [0, A^H]] (W the outputs' weights): an exponential of a 2n x 2n
-    matrix, whose relative error under scaling and squaring is eps times its condition
-    number (`_exp_condition`), at the magnitude of exp(B)'s entries (exp(A^H) and the
-    gradient); the largest over the batch. The condition of B, not ||A||, decides it: it
-    grows with W and with how far A is from normal (complex64 at seed 50: kappa(B) = 10
-    ||A||_2, where seeds 0-9 have 2-3.4). [] without weights."""
-    if not weights or ref.input.dim() < 2 or ref.input.numel() == 0:
-        return []
-    a = _real64(ref.input).to(torch.complex128).mH
-    w = _real64(weights[0]).to(torch.complex128)
-    b = torch.cat([torch.cat([a, w], -1), torch.cat([torch.zeros_like(a), a], -1)], -2)
-    largest = _magnitude(torch.linalg.matrix_exp(b)).amax((-2, -1))
-    return [float((_exp_condition(b) * largest).max())]
-
-
-def exp_product_condition(op: Any, ref: Any) -> float:
-    """n * `exp_norm_condition`: the squaring phase's n x n products each round an entry's
-    n terms (|fl(AB) - AB| <= n eps |A| |B|), on top of the eps * ||A|| the scaling carries."""
-    n = int(ref.input.shape[-1]) if ref.input.ndim else 1
-    return n * exp_norm_condition(op, ref)

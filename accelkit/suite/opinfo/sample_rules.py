@@ -10,19 +10,20 @@ rules see the random weights of the outputs (`weights`); a forward's get None.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
-import functools
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import torch
 from torch.utils import _pytree as pytree
 
 from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
-from accelkit.suite.opinfo import sample_measures as measure
+from accelkit.suite.opinfo import stability
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
 from accelkit.suite.opinfo.exceptions import kernel_exceptions
 from accelkit.suite.opinfo.magnitudes import propagate
-from accelkit.suite.opinfo.records import ListedException, SampleCondition, entry_for
+from accelkit.suite.opinfo.records import ListedException, entry_for
 from accelkit.suite.opinfo.roundings import (
     Roundings,
     leaves_range,
@@ -38,10 +39,7 @@ from accelkit.suite.opinfo.sample_tables import (
 )
 from accelkit.suite.opinfo.scales import (
     CANCELLING_GRAD_OPS,
-    LINALG_CONDITION_FACTOR,
-    LINALG_OPS_PREFIXES,
     RECURRENCE_OPS,
-    WELL_CONDITIONED_LINALG,
 )
 from accelkit.suite.opinfo.tolerances import (
     CONDITION_EPS,
@@ -78,7 +76,7 @@ def sample_rules(
             rules = dataclasses.replace(rules, terms=terms.factor * found)
         if terms.own_units:
             rules = dataclasses.replace(rules, own_units=True)
-    condition = entry_for(SAMPLE_CONDITION, op_name, dtype) or linalg_condition(op_name)
+    condition = entry_for(SAMPLE_CONDITION, op_name, dtype)
     if condition is not None:
         kind, factor = condition.kind, condition.factor
         bound = factor * condition.kappa(op, ref)
@@ -114,24 +112,6 @@ def sample_rules(
         if any(reaches(x, threshold) for x in factors):
             rules = dataclasses.replace(rules, may_overflow=True)
     return rules
-
-
-@functools.cache
-def linalg_condition(op_name: str) -> SampleCondition | None:
-    """The rule of a linear algebra op (LINALG_OPS_PREFIXES, not WELL_CONDITIONED_LINALG)
-    without a SAMPLE_CONDITION entry of its own: a normwise bound of
-    LINALG_CONDITION_FACTOR * n * kappa (kappa squared for a gradient)."""
-    base, _, kind = op_name.partition("/")
-    if not base.startswith(LINALG_OPS_PREFIXES) or base in WELL_CONDITIONED_LINALG:
-        return None
-    return SampleCondition(
-        op=base,
-        grad=bool(kind),
-        kind="normwise",
-        factor=LINALG_CONDITION_FACTOR,
-        kappa=measure.linalg_condition_squared if kind else measure.linalg_condition,
-        reason="linear algebra: errors of n * kappa * eps (scales.LINALG_CONDITION_FACTOR)",
-    )
 
 
 def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tuple[Any, Any]:
@@ -516,12 +496,83 @@ def graph_rules(
     else:
         graph = propagate(lambda: reference_grads(op, ref, weights), least, inputs)
         found = graph.slack[index] if graph is not None and index is not None else None
-    if graph is None or found is None:
+    if graph is None:  # a kernel the graph cannot see into: judged as backward stable
+        found = stable_slack(op, ref, least, weights, index)
+        if found is None:
+            return None
+        return _bracketed(rules, expected, _as_leaves(found), normwise_too=False)
+    if found is None:
         return None
     if _overflows(graph.largest, least):  # the dtype's graph may overflow on its way
         rules = dataclasses.replace(rules, may_overflow=True)
+    # A graph of primitives and composites judges alone; through a backend kernel's
+    # decomposition (an algorithm it stands in for: the CPU flash attention's online softmax
+    # rounds otherwise) the normwise atol still adds to it.
+    return _bracketed(rules, expected, pytree.tree_leaves(found), normwise_too=bool(graph.kernels))
+
+
+def stable_slack(
+    op: Any,
+    ref: Any,
+    dtype: torch.dtype,
+    weights: list[torch.Tensor] | None = None,
+    index: int | None = None,
+) -> Any:
+    """What a backward-stable kernel may leave in the sample's outputs (`stability.slack`),
+    or with `weights` in its gradient `index`: the map from the sample's floating tensors
+    (and the weights) to them, differentiated by autograd in float64."""
+    leaves, spec = pytree.tree_flatten((ref.input, ref.args, ref.kwargs))
+    where = [
+        i
+        for i, x in enumerate(leaves)
+        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+    ]
+    wanted = [i for i in where if leaves[i].requires_grad]
+    sample = copy.copy(ref)
+
+    def rebuilt(values: Sequence[torch.Tensor]) -> Any:
+        moved = list(leaves)
+        for i, v in zip(where, values, strict=True):
+            moved[i] = v
+        sample.input, sample.args, sample.kwargs = pytree.tree_unflatten(moved, spec)
+        return sample, [moved[i] for i in wanted]
+
+    def forward(*values: torch.Tensor) -> list[Any]:
+        sample, _ = rebuilt(values)
+        out = sample.output_process_fn_grad(op(sample.input, *sample.args, **sample.kwargs))
+        return [y if _floating(y) else None for y in pytree.tree_leaves(out)]
+
+    def backward(*values: torch.Tensor) -> list[Any]:
+        sample, inputs = rebuilt(values[: len(where)])
+        outputs = reference_outputs(op, sample)
+        grads = torch.autograd.grad(
+            outputs, inputs, list(values[len(where) :]), create_graph=True, allow_unused=True
+        )
+        return [grads[index]]
+
+    tensors = [leaves[i].detach() for i in where]
+    if weights is None:
+        return stability.slack(forward, tensors, dtype)
+    if index is None:
+        return None
+    found = stability.slack(backward, [*tensors, *(w.detach() for w in weights)], dtype)
+    return None if found is None else found[0]
+
+
+def _as_leaves(found: Any) -> list[Any]:
+    return list(found) if isinstance(found, (list, tuple)) else [found]
+
+
+def _floating(x: Any) -> bool:
+    return isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
+
+
+def _bracketed(
+    rules: Rules, expected: Any, slacks: list[Any], *, normwise_too: bool
+) -> Rules | None:
+    """`rules` with the bracket `expected` +- GRAPH_FACTOR times the slack of each of its
+    leaves (None keeps the plain bound there), judged alone unless `normwise_too`."""
     values, spec = pytree.tree_flatten(expected)
-    slacks = pytree.tree_leaves(found)
     if len(slacks) != len(values):
         return None
     lows: list[torch.Tensor | None] = []
@@ -550,10 +601,7 @@ def graph_rules(
             return None
         low = torch.fmin(low, rules.bracket[0].to(low.dtype))
         high = torch.fmax(high, rules.bracket[1].to(high.dtype))
-    # A graph of primitives and composites judges alone; through a backend kernel's
-    # decomposition (an algorithm it stands in for: the CPU flash attention's online softmax
-    # rounds otherwise) the normwise atol still adds to it.
-    return dataclasses.replace(rules, bracket=(low, high), elementwise=not graph.kernels)
+    return dataclasses.replace(rules, bracket=(low, high), elementwise=not normwise_too)
 
 
 def squared_rules(op_name: str, ref: Any, rules: Rules) -> Rules | None:

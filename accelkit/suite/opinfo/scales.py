@@ -1,8 +1,5 @@
 """What the OpInfo bounds read by op name, beyond the rule tables: the sets that choose a rule.
 
-- `LINALG_OPS_PREFIXES`, `LINALG_CONDITION_FACTOR`, `WELL_CONDITIONED_LINALG`: linear algebra
-  gets no constant: its bound grows with each sample's condition number
-  (`sample_measures.linalg_condition`, applied by `sample_rules`);
 - `RECURRENCE_OPS`: elementwise ops that keep the normwise atol;
 - `CANCELLING_GRAD_OPS`: elementwise ops whose gradients take the graph's roundings.
 
@@ -10,55 +7,6 @@ The constant widenings that remain are listed exceptions (`exceptions.EXCEPTIONS
 """
 
 from __future__ import annotations
-
-# Linear algebra: the forward error of a factorisation or solve is bounded by the condition
-# number times eps (Higham, Accuracy and Stability of Numerical Algorithms, chapters 7-19):
-# ||error|| <= c * n * kappa(A) * eps * ||answer|| for a backward-stable algorithm. Each
-# sample's kappa (the 2-norm condition of its matrices, `sample_measures.linalg_condition`)
-# decides its bound: atol >= LINALG_CONDITION_FACTOR * n * kappa * eps * magnitude (kappa
-# squared for gradients, which apply A^-1 twice), and a sample whose bound reaches the answer's
-# own size carries no digits and is not compared. Ops of every name starting with one of
-# LINALG_OPS_PREFIXES get it, except WELL_CONDITIONED_LINALG, whose error does not grow with
-# kappa (norms, singular values, eigenvalues of Hermitian matrices, products).
-LINALG_CONDITION_FACTOR = 1.0
-LINALG_OPS_PREFIXES = (
-    "linalg.",
-    "cholesky",
-    "lu",
-    "qr",
-    "svd",
-    "triangular_solve",
-    "ormqr",
-    "geqrf",
-    "pinverse",
-    "inverse",
-    "det",
-    "logdet",
-    "slogdet",
-    "lstsq",
-    "matrix_exp",
-    "pca_lowrank",
-    "cholesky_solve",
-    "cholesky_inverse",
-)
-WELL_CONDITIONED_LINALG = frozenset(
-    {
-        "linalg.cross",
-        "linalg.diagonal",
-        "linalg.vecdot",
-        "linalg.vector_norm",
-        "linalg.norm",
-        "linalg.norm.subgradients_at_zero",
-        "linalg.matrix_norm",
-        "linalg.multi_dot",
-        "linalg.vander",
-        "linalg.svdvals",
-        "linalg.eigvalsh",
-        "linalg.householder_product",
-        "linalg.cond",
-        "matrix_exp",
-    }
-)
 
 # Elementwise ops whose kernels evaluate a recurrence in x (orthogonal polynomials of degree
 # n by their three-term recurrence): the rounding error grows with the degree and with the
