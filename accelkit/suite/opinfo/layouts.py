@@ -177,6 +177,10 @@ def _bits(values: torch.Tensor) -> torch.Tensor:
     return values.view(torch.int64)
 
 
+_ZERO = int(torch.tensor(0.0, dtype=torch.float64).view(torch.int64))
+_NEGATIVE_ZERO = int(torch.tensor(-0.0, dtype=torch.float64).view(torch.int64))
+
+
 def _floating(value: Any) -> list[torch.Tensor]:
     """The strided floating tensors of `value` (a sparse tensor's values are not compared)."""
     return [
@@ -189,14 +193,20 @@ def _floating(value: Any) -> list[torch.Tensor]:
 
 
 def is_selection(inputs: Any, answer: Any) -> bool:
-    """Whether every floating value of `answer` is bit for bit one of the floating values of
-    `inputs` (NaNs as one value): the op only moved, copied or selected values."""
+    """Whether every nonzero floating value of `answer` is bit for bit one of the floating
+    values of `inputs` (NaNs as one value), and it has one: the op only moved, copied or
+    selected values. Zeros are no evidence: a computed answer is often one (a product with a
+    zero factor, in whichever sign its order of multiplications gives)."""
     outputs = _floating(answer)
     inputs = _floating(inputs)
     if not outputs or not inputs:
         return False
     present = torch.cat([_bits(x) for x in inputs])
     answers = [_bits(y) for y in outputs if y.numel()]
+    answers = [y[(y != _ZERO) & (y != _NEGATIVE_ZERO)] for y in answers]
+    answers = [y for y in answers if y.numel()]
+    if not answers:
+        return False
     # A few values first: most ops compute new values, and a handful against every input
     # is a linear scan, where the whole answer sorts the inputs.
     probes = [y[:: max(1, y.numel() // 8)][:8] for y in answers]
@@ -224,7 +234,9 @@ def assert_selection_exact(actual: Any, contiguous: Any, what: str) -> None:
     for i, (g, w) in enumerate(zip(got, want, strict=True)):
         if g.shape != w.shape:
             raise Mismatch(f"{what}: output {i} has shape {tuple(g.shape)}, contiguous {w.shape}")
-        differ = (_bits(g.cpu()) != _bits(w.cpu())).nonzero()
+        # an element differs where any of its parts does (a complex one has two)
+        parts = (_bits(g.cpu()) != _bits(w.cpu())).reshape(g.numel(), -1)
+        differ = parts.any(dim=1).nonzero().reshape(-1)
         if differ.numel():
             at = int(differ[0])
             flat_g, flat_w = g.detach().reshape(-1), w.detach().reshape(-1)

@@ -76,7 +76,12 @@ def test_a_selection_is_an_answer_of_input_values_only() -> None:
     assert layouts.is_selection((x,), x.flip(0))
     assert layouts.is_selection((x,), (x.amax(1), x[:, :2]))
     assert not layouts.is_selection((x,), x * 2)
-    assert not layouts.is_selection((x,), x.abs())  # -0.0 -> +0.0: a new bit pattern
+    assert not layouts.is_selection((x,), -x)  # -1.0, -2.5: new bit patterns
+    # Zeros are no evidence: a product with a zero factor is +-0 by its order of products
+    # (prod/complex64/noncontiguous at seed 707070: -0j transposed, 0j contiguous).
+    assert not layouts.is_selection((x,), torch.zeros(2) * -1)
+    z = torch.tensor([[0.0j, 2.0 + 1.0j], [1.0, 3.0]], dtype=torch.complex64)
+    assert not layouts.is_selection((z,), z.prod())
 
 
 def test_a_selection_must_match_the_contiguous_answer_bit_for_bit() -> None:
@@ -84,6 +89,10 @@ def test_a_selection_must_match_the_contiguous_answer_bit_for_bit() -> None:
     layouts.assert_selection_exact(answer.clone(), answer, "flip")
     with pytest.raises(Mismatch, match="differs in 1 of 3 elements, first at flat index 1"):
         layouts.assert_selection_exact(torch.tensor([1.0, 0.0, math.nan]), answer, "flip")
+    # a complex element differs where either part does, and is named by its own index
+    z = torch.tensor([1.0 + 2.0j, 3.0 - 1.0j])
+    with pytest.raises(Mismatch, match="differs in 1 of 2 elements, first at flat index 1"):
+        layouts.assert_selection_exact(torch.tensor([1.0 + 2.0j, 3.0 + 1.0j]), z, "flip")
 
 
 def test_quick_breadth_plans_noncontiguous_twins_and_16_bit_gradients() -> None:
