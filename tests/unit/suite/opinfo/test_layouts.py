@@ -89,6 +89,7 @@ def test_a_selection_must_match_the_contiguous_answer_bit_for_bit() -> None:
     layouts.assert_selection_exact(answer.clone(), answer, "flip")
     with pytest.raises(Mismatch, match="differs in 1 of 3 elements, first at flat index 1"):
         layouts.assert_selection_exact(torch.tensor([1.0, 0.0, math.nan]), answer, "flip")
+    layouts.assert_selection_exact(torch.ones(0, 3), torch.ones(0, 3), "split")  # empty
     # a complex element differs where either part does, and is named by its own index
     z = torch.tensor([1.0 + 2.0j, 3.0 - 1.0j])
     with pytest.raises(Mismatch, match="differs in 1 of 2 elements, first at flat index 1"):
