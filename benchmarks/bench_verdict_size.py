@@ -5,12 +5,12 @@
 Prints, for two revisions of the checkout (default: BEFORE, the last commit before the
 computed bounds, and the working tree), the lines of `accelkit/suite/opinfo/` (all of it,
 and the verdict's bounds: tolerances, scales, the listed exceptions, the sample tables,
-measures and rules, the rounding analyses), the listed exceptions (`exceptions.EXCEPTIONS`,
-cap 20; before that module, the entries of the constant widenings it replaced:
-TOLERANCE_SCALE, NORMWISE_SCALE and KERNEL_ULPS in `scales`), the entries of each per-op
-table and the functions `sample_measures` defines, and how many ops carry a rule of their
-own (an entry in a bound table: SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW, SQUARED,
-DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CANCELLING_GRAD_OPS,
+measures and rules, the rounding analyses, the backward-stable bound), the listed exceptions
+(`exceptions.EXCEPTIONS`, cap 20; before that module, the entries of the constant widenings
+it replaced: TOLERANCE_SCALE, NORMWISE_SCALE and KERNEL_ULPS in `scales`), the entries of
+each per-op table and the functions `sample_measures` defines, and how many ops carry a rule
+of their own (an entry in a bound table: SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW,
+SQUARED, DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CANCELLING_GRAD_OPS,
 RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git (`git archive`) into a
 temporary folder and its tables counted by importing it there, in a subprocess of its own.
 """
@@ -41,6 +41,7 @@ BOUND_MODULES = (
     "sample_rules.py",
     "roundings.py",
     "magnitudes.py",
+    "stability.py",
 )
 """The modules that decide a bound (the rest of opinfo/ plans, runs and compares)."""
 
