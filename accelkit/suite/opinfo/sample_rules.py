@@ -522,11 +522,7 @@ def stable_slack(
     or with `weights` in its gradient `index`: the map from the sample's floating tensors
     (and the weights) to them, differentiated by autograd in float64."""
     leaves, spec = pytree.tree_flatten((ref.input, ref.args, ref.kwargs))
-    where = [
-        i
-        for i, x in enumerate(leaves)
-        if isinstance(x, torch.Tensor) and (x.is_floating_point() or x.is_complex())
-    ]
+    where = [i for i, x in enumerate(leaves) if _floating(x)]
     wanted = [i for i in where if leaves[i].requires_grad]
     sample = copy.copy(ref)
 
