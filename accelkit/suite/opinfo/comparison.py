@@ -9,7 +9,7 @@ range does, and it may where any of it does), an intermediate that the
 sample overflows (`Rules.may_overflow`) allows inf/NaN, and a step function's answer may be
 anywhere in the reference's range over the inputs' rounding (`Rules.bracket`). A failure
 raises `Mismatch` with the worst element, the dtype and the tolerances, and names each listed
-exception (`exceptions`) that widened them (`tolerances.widening_exceptions`).
+exception (`exceptions`) that widened them (`tolerances.widening_rules`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from accelkit.suite.opinfo.tolerances import (
     overflow_threshold,
     overrides,
     scalar_tolerance,
-    widening_exceptions,
+    widening_rules,
 )
 from accelkit.suite.session import outputs
 from accelkit.suite.session.failures import add_failure_info
@@ -170,10 +170,10 @@ def _compare_tensors(
     )
 
     def message(m: str) -> str:
-        listed = widening_exceptions(
+        listed = widening_rules(
             op_name, case_dtype, actual.dtype, reference, magnitude, rules.inputs_dtype, rules
         )
-        named = "".join(f"; {e.describe()}" for e in listed)
+        named = "".join(f"; {e}" for e in listed)
         return f"{what} ({actual.dtype}, rtol={rtol:g}, atol={atol:g}{notes}{named}): {m}"
 
     try:

@@ -51,7 +51,6 @@ from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.planning import OpinfoCase
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_rules import (
-    GRAPH_NOTE,
     NoDigits,
     graph_rules,
     reaches,
@@ -379,7 +378,7 @@ def compare_with_steps(
             graph = graph_rules(op, dtype, ref, rules, expected)
             if graph is None:
                 raise
-            compare(actual, expected, dtype, op_name, what + GRAPH_NOTE, magnitude, graph)
+            compare(actual, expected, dtype, op_name, f"{what} ({graph.recheck})", magnitude, graph)
             return
         process = ref.output_process_fn_grad
         with torch.no_grad():
@@ -574,7 +573,7 @@ def _check_grad_sample(
                     graph = graph_rules(op, dtype, ref, own, rg, weights, i)
                     if graph is None:
                         raise
-                    compare(g, rg, dtype, grad_name, what + GRAPH_NOTE, magnitude, graph)
+                    compare(g, rg, dtype, grad_name, f"{what} ({graph.recheck})", magnitude, graph)
                     continue
                 if variants is None:
                     variants = [

@@ -76,6 +76,7 @@ def sample_rules(
             rules = dataclasses.replace(rules, terms=terms.factor * found)
         if terms.own_units:
             rules = dataclasses.replace(rules, own_units=True)
+        rules = dataclasses.replace(rules, entries=(*rules.entries, terms))
     condition = entry_for(SAMPLE_CONDITION, op_name, dtype)
     if condition is not None:
         kind, factor = condition.kind, condition.factor
@@ -86,6 +87,7 @@ def sample_rules(
             rules = dataclasses.replace(rules, relative_condition=bound)
         elif kind == "normwise":
             rules = dataclasses.replace(rules, normwise_condition=bound)
+        rules = dataclasses.replace(rules, entries=(*rules.entries, condition))
     base = op_name.partition("/")[0]
     if is_elementwise(op) and base not in RECURRENCE_OPS:
         if weights is None:
@@ -448,8 +450,9 @@ def _square_box(
 #: (`magnitudes`): kernels of 1-2 units of rounding, and another order of the same sums.
 GRAPH_FACTOR = 2.0
 
-#: What a failure's message adds when the graph's roundings judged it.
-GRAPH_NOTE = " (re-checked with the roundings of its graph)"
+#: How a failure's message names each re-check (`Rules.recheck`).
+GRAPH_RECHECK = "re-checked with the roundings of its graph"
+STABLE_RECHECK = "re-checked as a backward-stable kernel's answer"
 
 
 def graph_rules(
@@ -500,6 +503,7 @@ def graph_rules(
         found = stable_slack(op, ref, least, weights, index)
         if found is None:
             return None
+        rules = dataclasses.replace(rules, recheck=STABLE_RECHECK)
         return _bracketed(rules, expected, _as_leaves(found), normwise_too=False)
     if found is None:
         return None
@@ -508,6 +512,7 @@ def graph_rules(
     # A graph of primitives and composites judges alone; through a backend kernel's
     # decomposition (an algorithm it stands in for: the CPU flash attention's online softmax
     # rounds otherwise) the normwise atol still adds to it.
+    rules = dataclasses.replace(rules, recheck=GRAPH_RECHECK)
     return _bracketed(rules, expected, pytree.tree_leaves(found), normwise_too=bool(graph.kernels))
 
 

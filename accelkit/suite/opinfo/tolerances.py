@@ -21,12 +21,12 @@ of the output's rounding), times the factor of the op's listed exception of kind
   "normwise", `exceptions.NORMWISE_SCALE`): the rounding of sums whose terms are as large as
   the largest value involved;
 - and the sample's own bounds (`Rules`, from `sample_rules`: term magnitudes and condition
-  numbers that each sample decides; linear algebra's condition number, `LINALG_CONDITION`).
+  numbers that each sample decides, `SAMPLE_TERMS` and `SAMPLE_CONDITION`).
 
 The op's own `toleranceOverride` metadata in `op_db` is honoured only where its test class,
 device type, dtype and `active_if` apply to this comparison (`overrides`, `HONOURED_TESTS`);
-each honoured one is named in the case's message, and so is each listed exception that
-widened the bound (`widening_exceptions`).
+each honoured one is named in the case's message, and so is each listed exception and
+sample-table entry that widened the bound (`widening_rules`).
 
 For example, the float32 forward of `exp` on a sample in [-9, 9] accepts at x = -9 an answer
 within 1.3e-6 * exp(-9) of the reference's range over x (1 +- 2 * 1.19e-7): 0.1% off fails,
@@ -39,6 +39,7 @@ bracket for a step function or for an elementwise op's condition) from `sample_r
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.numerics.reference import TOLERANCES, tolerance
 from accelkit.suite.opinfo.exceptions import exception_for
 from accelkit.suite.opinfo.op_db import op_db_by_name
-from accelkit.suite.opinfo.records import ListedException
+from accelkit.suite.opinfo.records import ListedException, SampleCondition, SampleTerms
 
 # Rounding error of a sum (matmul, conv, reductions, intermediate products) is relative
 # to the magnitude of the summands, not of the result: an element where terms cancel
@@ -94,6 +95,11 @@ class Rules:
     magnitude and `terms` do.
     exceptions: listed exceptions that widened this sample's own bounds (a kernel's ulps in
     its gradient's graph, `sample_rules.grad_brackets`), named in its failure message.
+    entries: the sample tables' entries that set `terms` or a condition, named in a failure's
+    message where they widened the bound (`widening_rules`).
+    recheck: which re-check set `bracket` after the plain bound failed
+    (`sample_rules.graph_rules`: the graph's roundings, or a backward-stable kernel's), named
+    in a failure's message.
     """
 
     inputs_dtype: torch.dtype | None = None
@@ -109,6 +115,8 @@ class Rules:
     kind: str = "forward"
     own_units: bool = False
     exceptions: tuple[ListedException, ...] = ()
+    entries: tuple[SampleTerms | SampleCondition, ...] = ()
+    recheck: str = ""
 
 
 NO_RULES = Rules()
@@ -146,7 +154,7 @@ def case_tolerance(
     )
 
 
-def widening_exceptions(
+def widening_rules(
     op_name: str,
     case_dtype: torch.dtype,
     out_dtype: torch.dtype,
@@ -154,28 +162,44 @@ def widening_exceptions(
     magnitude: float = 0.0,
     inputs_dtype: torch.dtype | None = None,
     rules: Rules | None = None,
-) -> tuple[ListedException, ...]:
-    """The listed exceptions that widened an output's (rtol, atol) (`case_tolerance`, same
-    arguments): those without whose factor it would be tighter, then the sample's own where
-    its bracket judged (`rules.exceptions`)."""
+) -> tuple[str, ...]:
+    """How a failure's message names the rules that widened an output's (rtol, atol)
+    (`case_tolerance`, same arguments): the listed exceptions without whose factor it would
+    be tighter, the sample's own where its bracket judged (`rules.exceptions`), and the
+    sample-table entries (`rules.entries`) without whose bound it would be tighter."""
     rules = rules if rules is not None else NO_RULES
     own = rules.exceptions if rules.bracket is not None else ()
     scale, normwise = _listed(op_name, case_dtype)
-    if scale is None and normwise is None:
-        return own
     factors = (scale.factor if scale else 1.0, normwise.factor if normwise else 1.0)
     dtypes = (out_dtype, inputs_dtype)
     full = _case_tolerance(op_name, case_dtype, dtypes, reference, magnitude, rules, factors)
-    found = []
-    for i, entry in enumerate((scale, normwise)):
-        if entry is not None:
-            without = (1.0, factors[1]) if i == 0 else (factors[0], 1.0)
-            plain = _case_tolerance(
-                op_name, case_dtype, dtypes, reference, magnitude, rules, without
-            )
-            if plain != full:
-                found.append(entry)
-    return (*found, *own)
+
+    def tighter(rules: Rules, factors: tuple[float, float]) -> bool:
+        plain = _case_tolerance(op_name, case_dtype, dtypes, reference, magnitude, rules, factors)
+        return plain != full
+
+    found = [
+        entry
+        for entry, without in ((scale, (1.0, factors[1])), (normwise, (factors[0], 1.0)))
+        if entry is not None and tighter(rules, without)
+    ]
+    named = [e.describe() for e in (*found, *own)]
+    bare = dataclasses.replace(
+        rules, terms=0.0, input_terms=(), relative_condition=0.0, normwise_condition=0.0
+    )
+    if rules.entries and tighter(bare, factors):
+        named += [_describe_entry(entry, rules) for entry in rules.entries]
+    return tuple(named)
+
+
+def _describe_entry(entry: SampleTerms | SampleCondition, rules: Rules) -> str:
+    """A sample-table entry as a failure's message names it, with the bound it set (its
+    factor included)."""
+    if isinstance(entry, SampleTerms):
+        return f"sample terms: {entry.key} (atol >= {NORMWISE_EPS:g} eps x {rules.terms:.3g})"
+    if entry.kind == "relative":
+        return f"relative condition: {entry.key} (rtol >= {rules.relative_condition:.3g} eps)"
+    return f"normwise condition: {entry.key} (atol >= {rules.normwise_condition:.3g} eps M)"
 
 
 def _listed(

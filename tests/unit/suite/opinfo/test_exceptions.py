@@ -1,6 +1,6 @@
 """`accelkit.suite.opinfo.exceptions`: which case a listed exception widens (its op, dtype,
 forward or gradient), by how much, and that a failing case names the one that widened its
-bound."""
+bound, as it names a sample-table entry that did and the re-check that judged it."""
 
 from __future__ import annotations
 
@@ -20,7 +20,13 @@ from accelkit.suite.opinfo.exceptions import (
 )
 from accelkit.suite.opinfo.op_db import op_db_by_name
 from accelkit.suite.opinfo.records import ListedException
-from accelkit.suite.opinfo.sample_rules import sample_rules
+from accelkit.suite.opinfo.sample_rules import (
+    GRAPH_RECHECK,
+    STABLE_RECHECK,
+    graph_rules,
+    sample_rules,
+)
+from accelkit.suite.opinfo.sample_tables import SAMPLE_CONDITION, SAMPLE_TERMS
 from accelkit.suite.opinfo.tolerances import NORMWISE_EPS, Rules, case_tolerance
 
 F32, C64 = torch.float32, torch.complex64
@@ -151,3 +157,32 @@ def test_a_kernels_listed_error_is_named_by_the_gradients_it_widened() -> None:
     # compared normwise (no bracket), the graph's weights widened nothing
     unbracketed = Rules(exceptions=(i1e,))
     assert "listed exception" not in _fails("special.i0e/grad", 1.01, 1.0, unbracketed)
+
+
+def test_a_failing_case_names_the_sample_entry_that_widened_its_bound() -> None:
+    (terms,) = (e for e in SAMPLE_TERMS.values() if e.op == "cov")
+    (condition,) = (e for e in SAMPLE_CONDITION.values() if e.op == "special.airy_ai")
+    wide = Rules(terms=1e4, entries=(terms,))
+    message = _fails("cov/grad", 1.1, 1.0, wide)
+    assert "sample terms: cov/grad (atol >= 2 eps x 1e+04)" in message
+    # terms below the plain normwise atol's magnitude widened nothing: not named
+    assert "sample terms" not in _fails("cov/grad", 1.1, 1.0, Rules(terms=0.1, entries=(terms,)))
+    relative = Rules(relative_condition=50.0, entries=(condition,))
+    message = _fails("special.airy_ai", 1.1, 1.0, relative)
+    assert "relative condition: special.airy_ai/float32 (rtol >= 50 eps)" in message
+
+
+def test_a_recheck_is_named_by_what_judged_the_answer() -> None:
+    # a solve has no decomposition: what the plain bound fails is judged as backward stable
+    op = op_db_by_name()["linalg.solve"]
+    a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
+    b = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    ref = SampleInput(a, args=(b,))
+    expected = torch.linalg.solve(a, b)
+    rules = graph_rules(op, F32, ref, Rules(), expected)
+    assert rules is not None and rules.recheck == STABLE_RECHECK
+    # a sum's graph is measured: its roundings judge
+    op = op_db_by_name()["sum"]
+    ref = SampleInput(torch.tensor([1.0, 2.0], dtype=torch.float64))
+    rules = graph_rules(op, F32, ref, Rules(), torch.tensor(3.0, dtype=torch.float64))
+    assert rules is not None and rules.recheck == GRAPH_RECHECK
