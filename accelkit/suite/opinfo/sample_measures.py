@@ -685,26 +685,38 @@ def hermitian_condition(op: Any, ref: Any) -> float:
     return float((values.amax(-1) / values.amin(-1)).max())
 
 
-def matrix_norm_tie(op: Any, ref: Any) -> float:
-    """max / gap between the largest two (smallest two for negative ord) column sums (ord +-1)
-    or row sums (ord +-inf) of |A|, the largest over the batch: the matrix norm's gradient is
-    sign(A) on the extreme column or row, so sums within rounding of each other leave it
-    undetermined (1 for other norms and for vector norms)."""
+def norm_tie(op: Any, ref: Any) -> float:
+    """max / gap between the largest two (smallest two for negative ord) candidates of a
+    norm that selects one, the largest over the batch: |x| for a vector norm of ord +-inf,
+    the column sums (ord +-1) or row sums (ord +-inf) of |A| for a matrix norm. The gradient
+    is sign on the selected element, column or row, so candidates within rounding of each
+    other leave it undetermined (1 for other norms)."""
     order = argument(ref, 0, "ord", None)
     dim = argument(ref, 1, "dim", None)
     x = _real64(ref.input)
     if op.name == "linalg.matrix_norm" and dim is None:
         dim = (-2, -1)
-    matrix = isinstance(dim, (tuple, list)) and len(dim) == 2
-    if dim is None and x.dim() == 2 and op.name == "linalg.norm":
+    matrix = isinstance(dim, (tuple, list)) and len(dim) == 2 and op.name != "linalg.vector_norm"
+    if dim is None and x.dim() == 2 and op.name == "linalg.norm" and order is not None:
         matrix, dim = True, (-2, -1)
-    if not matrix or order not in (1, -1, math.inf, -math.inf) or x.numel() == 0:
+    if x.numel() == 0 or order not in ((1, -1) if matrix else ()) + (math.inf, -math.inf):
         return 1.0
-    x = x.abs().movedim(tuple(dim), (-2, -1))
-    sums = x.sum(-2) if order in (1, -1) else x.sum(-1)
-    if sums.shape[-1] < 2:
+    if matrix:
+        x = x.abs().movedim(tuple(dim), (-2, -1))
+        candidates = x.sum(-2) if order in (1, -1) else x.sum(-1)
+    else:  # a vector norm: the elements along dim (all of them for None)
+        dims = (
+            tuple(range(x.dim()))
+            if dim is None
+            else tuple(dim)
+            if isinstance(dim, (tuple, list))
+            else (dim,)
+        )
+        moved = x.abs().movedim(dims, tuple(range(-len(dims), 0)))
+        candidates = moved.reshape(*moved.shape[: moved.dim() - len(dims)], -1)
+    if candidates.shape[-1] < 2:
         return 1.0
-    ordered = sums.sort(-1, descending=order > 0).values
+    ordered = candidates.sort(-1, descending=order > 0).values
     extreme = ordered[..., 0].abs()
     gap = (ordered[..., 0] - ordered[..., 1]).abs()
     return float(torch.where(gap > 0, extreme / gap, math.inf).max())

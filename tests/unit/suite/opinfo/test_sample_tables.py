@@ -109,17 +109,26 @@ def test_a_divisor_of_the_backward_and_other_intermediates() -> None:
     assert measures.segment_prod_intermediates(segment, sample(x, args=("sum",)), []) == ([], [])
 
 
-def test_a_matrix_norms_gradient_is_undetermined_where_its_extreme_sums_tie() -> None:
+def test_a_norms_gradient_is_undetermined_where_its_extreme_candidates_tie() -> None:
     norm = SimpleNamespace(name="linalg.norm")
     a = torch.tensor([[1.0, 2.0], [3.0, 2.001]], dtype=torch.float64)  # column sums 4, 4.001
-    assert measures.matrix_norm_tie(norm, sample(a, args=(1,))) == pytest.approx(4.001 / 1e-3)
-    assert measures.matrix_norm_tie(norm, sample(a, args=(math.inf,))) == pytest.approx(
-        5.001 / 2.001
+    assert measures.norm_tie(norm, sample(a, args=(1,))) == pytest.approx(4.001 / 1e-3)
+    assert measures.norm_tie(norm, sample(a, args=(math.inf,))) == pytest.approx(5.001 / 2.001)
+    assert measures.norm_tie(norm, sample(a, args=(2,))) == 1.0  # not a max of sums
+    assert measures.norm_tie(norm, sample(a[0], args=(1,))) == 1.0  # a vector 1-norm sums
+    # a vector's inf-norm selects its largest |x|: along dim, or over every element
+    vector_norm = SimpleNamespace(name="linalg.vector_norm")
+    v = torch.tensor([[1.0, -3.0], [2.0, 3.003]], dtype=torch.float64)
+    along = sample(v, args=(math.inf, 1))  # rows: 3 / 2 and 3.003 / 1.003
+    assert measures.norm_tie(vector_norm, along) == pytest.approx(3.003 / 1.003)
+    assert measures.norm_tie(vector_norm, sample(v, args=(math.inf,))) == pytest.approx(
+        3.003 / 0.003
     )
-    assert measures.matrix_norm_tie(norm, sample(a, args=(2,))) == 1.0  # not a max of sums
-    assert measures.matrix_norm_tie(norm, sample(a[0], args=(1,))) == 1.0  # a vector norm
+    expanded = torch.tensor([0.3 + 0.4j], dtype=torch.complex128).expand(3)  # equal elements
+    assert measures.norm_tie(vector_norm, sample(expanded, args=(math.inf,))) == math.inf
+    assert measures.norm_tie(vector_norm, sample(v, args=(2,))) == 1.0
     matrix_norm = SimpleNamespace(name="linalg.matrix_norm")
-    assert measures.matrix_norm_tie(matrix_norm, sample(a, args=(1,))) > 1e3
+    assert measures.norm_tie(matrix_norm, sample(a, args=(1,))) > 1e3
 
 
 def test_the_rounded_exponent_is_the_one_the_backward_uses() -> None:
