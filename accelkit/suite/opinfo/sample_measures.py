@@ -877,28 +877,3 @@ def exp_sum_condition(op: Any, ref: Any) -> float:
     ratio = torch.exp(real - whole.real)
     ratio = ratio[torch.isfinite(ratio)]  # a sum of no terms (all masked out) has no error
     return max(1.0, float(ratio.max())) if ratio.numel() else 1.0
-
-
-def _exp_condition(m: torch.Tensor) -> torch.Tensor:
-    """The relative condition number of the matrix exponential at each matrix of the batch
-    `m` (..., k, k), in the Frobenius norm: ||L(M)|| ||M||_F / ||exp(M)||_F, ||L(M)|| the
-    2-norm of the Frechet derivative's Kronecker form, whose columns L(M, E_ij) are the
-    top-right blocks of exp([[M, E_ij], [0, M]]) (Higham, Functions of Matrices, 3.17 and
-    10.2). For a normal M, ||L(M)|| = ||exp(M)||_2 (|c| for M = c I); it grows with how far M
-    is from normal, which ||M|| does not see."""
-    m = m.to(torch.complex128)
-    k = m.shape[-1]
-    basis = torch.eye(k * k, dtype=m.dtype).reshape(k * k, k, k)
-    many = m.unsqueeze(-3).expand(*m.shape[:-2], k * k, k, k)
-    blocks = torch.cat(
-        [
-            torch.cat([many, basis.expand_as(many)], -1),
-            torch.cat([torch.zeros_like(many), many], -1),
-        ],
-        -2,
-    )
-    columns = torch.linalg.matrix_exp(blocks)[..., :k, k:].reshape(*m.shape[:-2], k * k, k * k)
-    frechet = torch.linalg.matrix_norm(columns.mT, 2)
-    size = torch.linalg.matrix_norm(m) / torch.linalg.matrix_norm(torch.linalg.matrix_exp(m))
-    condition: torch.Tensor = frechet * size
-    return condition

@@ -398,26 +398,3 @@ def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
     assert three > one  # three digammas per element
     exact = float(torch.special.digamma(x[:1]) * 2)
     assert abs(exact) < 1e-4 < 0.5 < one
-
-
-def test_exp_condition_is_that_of_a_normal_matrix_and_grows_past_it() -> None:
-    """c I: L(c I, E) = e^c E, so the condition is |c|. A normal M: ||L(M)|| = ||exp(M)||_2.
-    A non-normal M of the same norm is worse conditioned than its normal counterpart."""
-    assert float(measures._exp_condition(-3.0 * torch.eye(3, dtype=torch.float64))) == (
-        pytest.approx(3.0)
-    )
-    torch.manual_seed(0)
-    q, _ = torch.linalg.qr(torch.randn(4, 4, dtype=torch.complex128))
-    normal = q @ torch.diag(torch.tensor([2.0, -1.0, 1j, 0.5 - 2j], dtype=torch.complex128))
-    normal = normal @ q.mH
-    e = torch.linalg.matrix_exp(normal)
-    expected = (
-        torch.linalg.matrix_norm(e, 2)
-        * torch.linalg.matrix_norm(normal)
-        / torch.linalg.matrix_norm(e)
-    )
-    assert float(measures._exp_condition(normal)) == pytest.approx(float(expected))
-    skewed = torch.tensor([[1.0, 30.0], [0.0, -1.0]], dtype=torch.float64)
-    balanced = torch.diag(torch.linalg.svdvals(skewed)).to(torch.float64)  # normal, same norms
-    batch = measures._exp_condition(torch.stack([skewed, balanced]))
-    assert float(batch[0]) > 4 * float(batch[1])  # 144 against 30
