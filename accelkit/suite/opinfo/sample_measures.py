@@ -859,21 +859,3 @@ def interpolation_condition(op: Any, ref: Any, slope: float) -> float:
     if not sizes:
         return 1.0
     return len(sizes) * slope * max(sizes)
-
-
-def exp_sum_condition(op: Any, ref: Any) -> float:
-    """The largest sum |exp(x_i)| / |sum exp(x_i)| over the sums a log-sum-exp forms (each
-    reduction, or each prefix of logcumsumexp), computed by the op itself as exp(op(Re x) -
-    Re op(x)): complex terms cancel in the sum (real ones cannot: 1), so its relative error
-    is eps times this ratio, and so are the log's absolute error and the gradient's
-    softmax exp(x_i - lse) (71 for a complex64 sample at seed 13, whose gradient of 43 came
-    out 2.5e-4 off)."""
-    x = ref.input.detach()
-    if not x.is_complex() or not x.numel():
-        return 1.0
-    with torch.no_grad():
-        whole = op.op(x, *ref.args, **ref.kwargs)
-        real = op.op(x.real.contiguous(), *ref.args, **ref.kwargs)
-    ratio = torch.exp(real - whole.real)
-    ratio = ratio[torch.isfinite(ratio)]  # a sum of no terms (all masked out) has no error
-    return max(1.0, float(ratio.max())) if ratio.numel() else 1.0

@@ -208,6 +208,7 @@ SAMPLE_TERMS = by_key(
     ),
     SampleTerms(
         op="cov",
+        dtype="complex64",
         grad=True,
         factor=1.0,
         terms=measure.cov_terms,
@@ -219,9 +220,9 @@ SAMPLE_TERMS = by_key(
             "cancels terms of order kappa to an exact 0 (0.18 absolute measured in complex64 "
             "at seed 6, twice the 3000-fold normwise bound this replaces). The weights' terms "
             "are magnitudes summed over the outputs (a signed sum, at factor 2, missed "
-            "complex64 at seed 38 by 1.3x); over seeds 0-40 the weights' gradients need up to "
-            "0.28 of this bound (float32), the input's 0.20 (float64). Kept: the graph does "
-            "not measure complex intermediates (complex64 at seed 6 fails without this)"
+            "complex64 at seed 38 by 1.3x). Kept for complex64 only: its graph's complex "
+            "intermediates are not measured (seeds 0-40 failed at 31 without this); the real "
+            "dtypes' graphs hold these gradients (seeds 0-80 pass without it)"
         ),
     ),
     SampleTerms(
@@ -371,21 +372,6 @@ SAMPLE_CONDITION = by_key(
             ),
         )
         for op in ("linalg.lstsq", "linalg.lstsq.grad_oriented")
-    ),
-    SampleCondition(
-        op="masked.logsumexp",
-        dtype="complex64",
-        grad=True,
-        kind="normwise",
-        factor=3.0,
-        kappa=measure.exp_sum_condition,
-        reason=(
-            "complex exp(x_i) cancel in the sum a log-sum-exp forms: its relative error is "
-            "eps * sum |exp(x_i)| / |sum exp(x_i)|, and the gradient's softmax carries it (at "
-            "seed 13: a gradient of 43 2.5e-4 off, kappa 71; up to 0.97 eps * kappa * "
-            "magnitude over seeds 0-13). logsumexp's and logcumsumexp's graphs hold it (seeds "
-            "0-40 pass without this); masked.logsumexp's gradient at seed 13 does not"
-        ),
     ),
     SampleCondition(
         op="linalg.pinv.hermitian",

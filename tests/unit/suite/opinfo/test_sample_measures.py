@@ -297,23 +297,6 @@ def test_cosine_terms_are_large_where_the_gradient_cancels() -> None:
     assert all(float(g.abs().max()) < 1e-12 for g in grads)
 
 
-def test_exp_sum_condition_is_the_cancellation_of_complex_exponentials() -> None:
-    """exp(0) + exp(i (pi - d)) nearly cancel: |sum| = 2 sin(d / 2) against terms of 2."""
-    d = 0.01
-    x = torch.tensor([[0.0, 1j * (math.pi - d)], [0.0, 0.0]], dtype=torch.complex128)
-    lse = _Op(torch.logsumexp, "logsumexp")
-    kappa = measures.exp_sum_condition(lse, sample(x, args=(1,)))
-    assert kappa == pytest.approx(2 / (2 * math.sin(d / 2)), rel=1e-9)  # row 0's; row 1: 1
-    assert measures.exp_sum_condition(lse, sample(x.real.contiguous(), args=(1,))) == 1.0
-    # each prefix of logcumsumexp: [1] alone is 1, [1, 1 + the near opposite] is row 0's
-    cumulative = _Op(torch.logcumsumexp, "logcumsumexp")
-    assert measures.exp_sum_condition(cumulative, sample(x, args=(1,))) == pytest.approx(kappa)
-    # a sum whose terms are all masked out is -inf on both sides: no error to bound
-    masked = _Op(torch.masked.logsumexp, "masked.logsumexp")
-    none = torch.zeros(2, 2, dtype=torch.bool)
-    assert measures.exp_sum_condition(masked, sample(x, kwargs={"dim": 1, "mask": none})) == 1.0
-
-
 def test_polar_subnormal_terms_cover_a_result_below_the_smallest_normal() -> None:
     """float16 abs of 1.07e-6: the result's parts are subnormal, sgn(r) turns by s / |r|."""
     size = torch.tensor([1.0728836e-06, 0.5, 3.0], dtype=torch.float16)
