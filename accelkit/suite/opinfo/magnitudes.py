@@ -18,7 +18,8 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
   backwards): the same op on e, plus the sum's own rounding sqrt(K) * u(acc) * the same op
   on |x| (K terms an element, acc the precision kernels accumulate in,
   `reference.ACCUMULATION_DTYPE`); a scatter (index_put, index_add, scatter_add) keeps its
-  partial sums in the destination, in d: u(d) * the op on |x|;
+  partial sums in the destination, in d: u(d) * the op on |x|; var (and var_mean, which
+  layer_norm and the batch norms decompose into) rounds its mean and deviations in d;
 - products of K factors (prod, cumprod): sum_i |prod_{j != i} x_j| e_i, plus (K - 1) u(d)
   |y|: each multiply rounds the running product, kept in d (the CPU's 16-bit prod does);
 - products summed (mm, bmm, addmm, baddbmm, mv, dot, convolution and its backward):
@@ -700,9 +701,11 @@ def _reduces(
 def _var(
     p: _Propagate, func: Any, before: Operands, errors: Operands, owns: Operands, out: Any
 ) -> Found:
-    """sum((x - mean)**2) / (N - c): 2 / (N - c) sum |x - mean| e_x, plus the deviations'
-    and the sum's roundings, sqrt(N) u(acc) sum (x - mean)**2 / (N - c), and the mean's
-    rounding through the deviations."""
+    """sum((x - mean)**2) / (N - c): 2 / (N - c) sum |x - mean| e_x, plus the sum's
+    rounding, sqrt(N) u(acc) sum (x - mean)**2 / (N - c), and the mean's and the
+    deviations' roundings, u(d) each: a kernel may round the mean to d before it centres
+    (the CPU's 16-bit batch norms do: the variance of a channel of two elements a few
+    roundings apart then keeps no digits)."""
     (args, kwargs), e_x = before, errors[0][0]
     x = args[0]
     dims = args[1] if len(args) > 1 else kwargs.get("dims")
@@ -712,7 +715,7 @@ def _var(
     count = max(x.numel() // max(y.numel(), 1), 1)
     scale = (y.abs() / ((x - mean) ** 2).sum(dim=dims).clamp_min(1e-300)).reshape(y.shape)
     deviation = (x - mean).abs()
-    e = 2 * (deviation * (e_x + p.u_acc * (x.abs() + mean.abs()))).sum(dim=dims).reshape(y.shape)
+    e = 2 * (deviation * (e_x + p.u * (x.abs() + mean.abs()))).sum(dim=dims).reshape(y.shape)
     e = scale * e + math.sqrt(count) * p.u_acc * y.abs()
     return [(e, None)]
 

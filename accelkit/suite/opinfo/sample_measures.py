@@ -479,22 +479,6 @@ def variance_condition(x: torch.Tensor, dims: tuple[int, ...], eps: float = 0.0)
     return max(1.0, float(kappa.max()))
 
 
-def batch_norm_condition(op: Any, ref: Any) -> float:
-    """variance_condition of each channel (dimension 1) over the batch and spatial dimensions,
-    with the op's eps, for samples that normalise by batch statistics (training)."""
-    x = ref.input
-    if not isinstance(x, torch.Tensor) or x.dim() < 2:
-        return 1.0
-    flags = [a for a in ref.args if isinstance(a, bool)]
-    default = flags[0] if flags else op.name == "_batch_norm_with_update"
-    training = ref.kwargs.get("training", default)
-    if not training:
-        return 1.0
-    floats = [a for a in ref.args if isinstance(a, float) and not isinstance(a, bool)]
-    eps = float(ref.kwargs.get("eps", floats[-1] if floats else 1e-5))
-    return variance_condition(x, tuple(d for d in range(x.dim()) if d != 1), eps)
-
-
 def corrcoef_condition(op: Any, ref: Any) -> float:
     """variance_condition of each variable (row) over its observations."""
     return variance_condition(ref.input, (-1,))

@@ -414,29 +414,6 @@ SAMPLE_CONDITION = by_key(
             "with complex intermediates (complex64 failed at seeds 1 and 30 without it)"
         ),
     ),
-    *(
-        SampleCondition(
-            op=op,
-            kind="normwise",
-            factor=1.0,
-            kappa=measure.batch_norm_condition,
-            reason=(
-                "normalising by batch statistics over few elements: the 16-bit CPU forward "
-                "normalises with the batch mean rounded to the dtype, which the graph's "
-                "decomposition keeps in the accumulation precision, so the output carries "
-                "the variance's condition eps * mean(x ** 2) / var (bfloat16, a channel of "
-                "7.47 and 8.25: 0.90 where float64 has 0.59; without this entry the full "
-                "breadth failed at 5 of seeds 0-6, every one a 16-bit forward; the "
-                "gradients are the graph's: clean there, and 0.1 for a float16 output)"
-            ),
-        )
-        for op in (
-            "nn.functional.batch_norm",
-            "native_batch_norm",
-            "_native_batch_norm_legit",
-            "_batch_norm_with_update",
-        )
-    ),
     SampleCondition(
         op="nn.functional.scaled_dot_product_attention",
         dtype="float32",

@@ -88,6 +88,17 @@ def test_a_fused_kernel_rounds_inside_in_the_accumulation_precision() -> None:
     assert float(single.max()) < 8 * U32
 
 
+def test_a_variance_counts_its_mean_rounded_to_the_dtype() -> None:
+    # Two elements two bfloat16 roundings apart: a kernel that rounds the mean to bfloat16
+    # before it centres (the CPU's 16-bit batch norms) leaves no digit of the variance.
+    x = torch.tensor([3.0, 3.03125], dtype=torch.float64)
+    var = float(torch.var(x, correction=0))
+    (sixteen,) = _slack(lambda: (torch.var(x, correction=0),), torch.bfloat16, x)
+    (single,) = _slack(lambda: (torch.var(x, correction=0),), torch.float32, x)
+    assert float(sixteen) > var
+    assert float(single) < 1e-3 * var
+
+
 def test_a_graph_with_an_op_without_a_rule_is_not_measured() -> None:
     a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
     assert _slack(lambda: (torch.linalg.inv(a),), torch.float32, a) is None

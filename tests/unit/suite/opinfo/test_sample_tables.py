@@ -41,16 +41,6 @@ def test_variance_condition_grows_as_the_elements_of_a_group_approach_each_other
     assert measures.variance_condition(torch.ones(2, 3), (-1,), eps=0.5) == pytest.approx(3.0)
 
 
-def test_batch_norm_condition_only_for_batch_statistics() -> None:
-    x = torch.tensor([[2.0], [2.001]])  # one channel of two elements
-    training = sample(x, args=(None, None, None, None, True, 0.5, 1e-5))
-    running = sample(x, args=(None, None, None, None, False, 0.5, 1e-5))
-    assert measures.batch_norm_condition(OP, training) > 1e4
-    assert measures.batch_norm_condition(OP, running) == 1.0
-    # nn.functional.batch_norm passes `training` by keyword (its default is False).
-    assert measures.batch_norm_condition(OP, sample(x, kwargs={"training": True})) > 1e4
-
-
 def test_householder_condition_is_one_for_lapack_reflectors_and_grows_otherwise() -> None:
     torch.manual_seed(0)
     a = torch.randn(5, 4, dtype=torch.complex128)
