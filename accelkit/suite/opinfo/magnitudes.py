@@ -26,6 +26,9 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
   op(e_a, |b|) + op(|a|, e_b) + sqrt(K) * u(acc) * op(|a|, |b|), with complex operands
   |Re| + |Im| for |.| and twice the roundings (a complex product is three or four real
   ones: Gauss's trick cancels (Re a + Im a)(Re b + Im b));
+- a loss that reduces (mean or sum, one output): its losses (reduction none) rounded to d,
+  then their mean or sum under the sums' rule: kernels reduce the losses they formed in d
+  (the CPU's 16-bit binary_cross_entropy does);
 - any other op runs its decomposition (`torch._decomp`, else its CompositeImplicitAutograd
   kernel) under the mode: a backend kernel (one with a CPU kernel: softmax, layer_norm,
   nll_loss) keeps its intermediates in acc and rounds its results to d; a composite of aten
@@ -325,6 +328,32 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.set(y, e, own)
         return out
 
+    def _reduced_loss(self, func: Any, args: Any, kwargs: Any) -> Any:
+        """A loss of one output that reduces (mean or sum): its unreduced losses (the same op
+        with reduction none: a kernel's results, rounded to d), then their mean or sum under
+        the sum's rule. Kernels reduce the losses they formed in d (the CPU's 16-bit
+        binary_cross_entropy does). None for any other op, for a loss's backward (its
+        reduction scales, it does not sum), and where the plain mean or sum of the losses is
+        not the op's answer (a mean over weights)."""
+        schema = func._schema
+        names = [a.name for a in schema.arguments]
+        if "reduction" not in names or len(schema.returns) != 1 or "backward" in schema.name:
+            return None
+        position = names.index("reduction")
+        reduction = kwargs.get("reduction", args[position] if position < len(args) else 1)
+        if reduction not in (1, 2):  # at::Reduction: 0 none, 1 mean, 2 sum
+            return None
+        answer = func(*args, **kwargs)
+        if position < len(args):
+            args = (*args[:position], 0, *args[position + 1 :])
+        else:
+            kwargs = {**kwargs, "reduction": 0}
+        with self:
+            losses = func(*args, **kwargs)
+            out = losses.mean() if reduction == 1 else losses.sum()
+        same = out.shape == answer.shape and torch.allclose(out, answer, rtol=1e-9, equal_nan=True)
+        return out if same else None
+
     def _decompose(self, func: Any, name: str, args: Any, kwargs: Any) -> Any:
         """An op without a rule of its own: its decomposition (torch._decomp's, else its
         CompositeImplicitAutograd kernel) run under the mode, whose intermediates round in
@@ -333,6 +362,9 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         results is run as it is."""
         if not any(_floating(x) for x in pytree.tree_leaves((args, kwargs))):
             return func(*args, **kwargs)
+        reduced = self._reduced_loss(func, args, kwargs)
+        if reduced is not None:
+            return reduced
         decomposition = torch._decomp.decomposition_table.get(func)
         # A backend kernel (one the CPU dispatch key implements: softmax, layer_norm, a
         # loss) keeps its intermediates in the accumulation precision; a composite of aten

@@ -130,20 +130,6 @@ def _reduced(parts: torch.Tensor, reduction: str) -> float:
     return float(parts.max())
 
 
-def bce_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """binary_cross_entropy's terms: per element |w| (|y log x| + |(1 - y) log(1 - x)|) (the
-    logs clamped at -100, as the kernel clamps them), each rounded to the dtype, then
-    reduced. OpInfo's weights are signed, so a sum cancels (float16 at seed 45: 0.578 where
-    0.558 is exact)."""
-    x, y = _real64(ref.input), _real64(ref.args[0])
-    log_x, log_1mx = x.log().clamp_min(-100), (1 - x).log().clamp_min(-100)
-    parts = (y * log_x).abs() + ((1 - y) * log_1mx).abs()
-    w = argument(ref, 1, "weight", None)
-    if isinstance(w, torch.Tensor):
-        parts = parts * _real64(w).abs()
-    return _reduced(parts, ref.kwargs.get("reduction", "mean"))
-
-
 def polar_subnormal_terms(
     op: Any, ref: Any, weights: list[torch.Tensor] | None, dtype: torch.dtype
 ) -> list[float]:

@@ -167,20 +167,6 @@ SAMPLE_TERMS = by_key(
         for p in (1, 3, 5)
     ),
     SampleTerms(
-        op="nn.functional.binary_cross_entropy",
-        factor=1.0,
-        terms=measure.bce_terms,
-        reason=(
-            "the loss -w (y log x + (1 - y) log(1 - x)) rounds per element in the dtype before "
-            "the reduction, and OpInfo's weights are signed: a float16 sum of 25 terms came "
-            "to 0.578 where 0.558 is exact (seed 45, sample 9: 0.020 absolute where the "
-            "normwise bound at the answer allowed 0.018); 0.089 of this bound needed there, "
-            "the only sample over seeds 0-45 (float16, bfloat16, float32). Kept: the CPU "
-            "kernel rounds each element's loss to the dtype before the reduction, which the "
-            "graph's decomposition keeps in the accumulation precision (seed 45 fails)"
-        ),
-    ),
-    SampleTerms(
         op="nn.functional.nll_loss",
         factor=1.5,
         terms=measure.nll_loss_terms,

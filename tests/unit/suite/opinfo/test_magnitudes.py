@@ -99,6 +99,21 @@ def test_a_variance_counts_its_mean_rounded_to_the_dtype() -> None:
     assert float(single) < 1e-3 * var
 
 
+def test_a_reduced_loss_rounds_its_losses_to_the_dtype_before_it_sums() -> None:
+    # mse_loss's kernel computes each loss in float32 but reduces the bfloat16 losses: their
+    # roundings (u(d) * (1 + 4 + 9) / 3 for the mean) stay in the answer.
+    x = torch.tensor([1.0, 2.0, 3.0], dtype=torch.float64)
+    y = torch.zeros(3, dtype=torch.float64)
+    (mean,) = _slack(lambda: (torch.nn.functional.mse_loss(x, y),), torch.bfloat16, x, y)
+    (none,) = _slack(
+        lambda: (torch.nn.functional.mse_loss(x, y, reduction="none"),), torch.bfloat16, x, y
+    )
+    assert float(mean) >= U16 * 14 / 3
+    assert float(none.max()) < U16  # one kernel: its own last rounding is rtol's
+    (single,) = _slack(lambda: (torch.nn.functional.mse_loss(x, y),), torch.float32, x, y)
+    assert float(single) < 8 * U32 * 14 / 3
+
+
 def test_a_graph_with_an_op_without_a_rule_is_not_measured() -> None:
     a = torch.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=torch.float64)
     assert _slack(lambda: (torch.linalg.inv(a),), torch.float32, a) is None

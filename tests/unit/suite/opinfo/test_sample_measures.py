@@ -181,24 +181,6 @@ def test_mvlgamma_terms_sum_each_lgamma_in_magnitude() -> None:
     assert abs(answer) < terms(1.2)
 
 
-def test_bce_terms_add_the_weighted_logs_magnitudes_as_the_reduction_does() -> None:
-    """Signed weights: the loss cancels, its terms do not; a log of 0 is clamped at -100."""
-    x = torch.tensor([0.5, 0.25, 0.0], dtype=torch.float64)
-    y = torch.tensor([1.0, 0.0, 1.0], dtype=torch.float64)
-    w = torch.tensor([2.0, -4.0, 1e-3], dtype=torch.float64)
-    parts = [2.0 * math.log(2.0), 4.0 * -math.log(0.75), 1e-3 * 100.0]
-
-    def terms(reduction: str) -> float:
-        smp = sample(x, args=(y, w), kwargs={"reduction": reduction})
-        return measures.bce_terms(None, smp, None)
-
-    assert terms("sum") == pytest.approx(sum(parts))
-    assert terms("mean") == pytest.approx(sum(parts) / 3)
-    assert terms("none") == pytest.approx(max(parts))
-    loss = torch.nn.functional.binary_cross_entropy(x, y, w, reduction="sum")
-    assert abs(float(loss)) < terms("sum")
-
-
 def test_airy_series_condition_grows_towards_the_series_end() -> None:
     """Cephes sums c1 f - c2 g for |x| < 2.09: 2.5 at 0 ... 70 at 2.09; elements the
     asymptotic expansions compute add nothing."""
