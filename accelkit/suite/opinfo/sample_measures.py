@@ -675,9 +675,12 @@ def norm_tie(op: Any, ref: Any) -> float:
         x = x.abs().movedim(tuple(dim), (-2, -1))
         candidates = x.sum(-2) if order in (1, -1) else x.sum(-1)
     else:  # a vector norm: the elements along dim (all of them for None)
-        dims = tuple(dim) if isinstance(dim, (tuple, list)) else (dim,)
         if dim is None:
             dims = tuple(range(x.dim()))
+        elif isinstance(dim, (tuple, list)):
+            dims = tuple(dim)
+        else:
+            dims = (dim,)
         moved = x.abs().movedim(dims, tuple(range(-len(dims), 0)))
         candidates = moved.reshape(*moved.shape[: moved.dim() - len(dims)], -1)
     if candidates.shape[-1] < 2:
