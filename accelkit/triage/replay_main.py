@@ -8,7 +8,9 @@ passes here, 1 it fails, 2 it cannot run here (no such device, the case skips, .
 
 - "opinfo": sample `sample` of the op's OpInfo, made as the suite makes it (torch seeded
   with `sample_seed(seed, sample)` right before), checked by `check_forward_sample` or
-  `check_grad_sample`, the functions the case runs.
+  `check_grad_sample`, the functions the case runs; a sample in a layout is checked by
+  `check_layout_sample` after torch is seeded with `layout_seed(seed, sample, layout)`, as
+  the case seeds it, so that the check draws what the case drew (a gradient's weights).
 - "function": the case function called with its recorded parameters after the seeding the
   suite does. When it compiled graphs with Inductor, it runs a second time with the same
   graphs executed eagerly (TorchDynamo still captures them; Inductor is bypassed), so the
@@ -186,6 +188,7 @@ def _opinfo(case: dict[str, Any]) -> int:
         check_forward_sample,
         check_grad_sample,
         check_layout_sample,
+        layout_seed,
         seeded_samples,
     )
 
@@ -223,6 +226,7 @@ def _opinfo(case: dict[str, Any]) -> int:
     try:
         with _numerics(case):
             if layout is not None:
+                torch.manual_seed(layout_seed(int(case["seed"]), index, layout))
                 compared = check_layout_sample(
                     op, case["op"], case["device"], dtype, index, sample, layout, grad
                 )

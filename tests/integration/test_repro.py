@@ -165,6 +165,31 @@ def test_reproducers_fail_like_the_case_on_the_buggy_build_and_pass_on_a_clean_o
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
+def test_a_gradient_in_a_later_layout_reproduces_with_the_weights_the_case_drew(
+    tmp_path: Path,
+) -> None:
+    """A fault on the expanded path alone fails a gradient case in its expanded layout, after
+    the layouts checked before it drew their own random weights; the reproducer, which checks
+    that layout alone, draws the weights the case drew (`running.layout_seed`): the same
+    worst element and difference (seed 757575's prelu finding did not reproduce before)."""
+    fault = {"ACCELKIT_FAULTS": "aten.mul.Tensor:float32:expanded"}
+    case_id = "conformance/opinfo/mul/float32/grad/noncontiguous"
+    results_path = tmp_path / "results.json"
+    test_args = ["--device", "cpu", "--case", case_id, "--workers", "0"]
+    proc = run_cli(
+        "test", *test_args, "--json", str(results_path), env=_env(buggy=True, **fault), timeout=900
+    )
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (failed,) = load_results(results_path).cases
+    assert failed.repro is not None and failed.repro.layout == "expanded", failed.repro
+    where = ["--from", str(results_path), "--out", str(tmp_path)]
+    cli = run_cli("repro", case_id, *where, env=_env(buggy=True, **fault))
+    assert cli.returncode == 1, cli.stdout[-3000:] + cli.stderr[-3000:]
+    assert "the same failure as recorded" in cli.stdout, cli.stdout[-3000:]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_a_compiled_case_reproducer_shows_the_compiler_is_at_fault(tmp_path: Path) -> None:
     """A wrong Inductor decomposition: compiled fails, the same graphs run eagerly pass."""
     fault = {

@@ -22,6 +22,7 @@ import cmath
 import dataclasses
 import functools
 import itertools
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -78,6 +79,14 @@ def sample_seed(case_seed: int, index: int) -> int:
     return (case_seed + index) % (2**31)
 
 
+def layout_seed(case_seed: int, index: int, layout: str) -> int:
+    """The seed torch gets right before sample `index` is checked in `layout`: what that
+    check draws (a gradient's random output weights, an op's own draws) depends on the case,
+    the sample and the layout alone, not on the layouts checked before it, so that a
+    reproducer rebuilds it from those three."""
+    return zlib.crc32(f"{case_seed}/{index}/{layout}".encode()) % (2**31)
+
+
 def run_case(
     op: Any,
     case: OpinfoCase,
@@ -130,10 +139,12 @@ def run_layouts(
     gradient, each against the reference of its own values; returns the variants compared.
     `limit`: the first `limit` samples that some layout changes (an op's first samples are
     often scalars, which no layout changes: sum's first three). Samples of more than
-    `max_elements` elements (None: no limit) are left out."""
+    `max_elements` elements (None: no limit) are left out. Each check starts from its own
+    seed (`layout_seed`)."""
+    case_seed = torch.initial_seed() if seed is None else seed
     count = 0
     changed = 0
-    for index, sample in seeded_samples(op, device, dtype, None, seed, requires_grad=grad):
+    for index, sample in seeded_samples(op, device, dtype, None, case_seed, requires_grad=grad):
         if limit is not None and changed >= limit:
             break
         if max_elements is not None and elements(sample) > max_elements:
@@ -141,6 +152,7 @@ def run_layouts(
         made_any = False
         for layout, made in variants(op, sample, grad):
             made_any = True
+            torch.manual_seed(layout_seed(case_seed, index, layout))
             try:
                 count += check_layout_sample(op, op_name, device, dtype, index, made, layout, grad)
             except AssertionError as error:
