@@ -243,7 +243,11 @@ def grad_brackets(
         if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
             if summed is None:
                 summed = _broadcast_terms(op, compute, ref, weights, outputs[0].shape)
-            brackets.append(_summed_bracket(least, x, summed[i]) if summed else None)
+            brackets.append(
+                _summed_bracket(least, x, summed[i])
+                if summed
+                else _propagated_bracket(op, least, ref, weights, g, i)
+            )
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         if uses and "result" in uses:
@@ -294,7 +298,11 @@ def _graph_brackets(
         if x.shape != shape:
             if summed is None:
                 summed = _broadcast_terms(op, compute, ref, weights, shape, rounding_eps=eps)
-            brackets.append(_summed_bracket(dtype, x, summed[i]) if summed else None)
+            brackets.append(
+                _summed_bracket(dtype, x, summed[i])
+                if summed
+                else _propagated_bracket(op, dtype, ref, weights, g, i)
+            )
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         slack = CONDITION_EPS * eps * s
@@ -349,6 +357,27 @@ def _broadcast_terms(
             low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
     return terms
+
+
+def _propagated_bracket(
+    op: Any, dtype: torch.dtype, ref: Any, weights: list[torch.Tensor], g: Any, index: int
+) -> tuple[Any, Any] | None:
+    """A broadcast input's gradient `g` (gradient `index`) where the op cannot take its
+    inputs expanded to give the terms (`_broadcast_terms`: prelu takes one weight or one per
+    channel, never one per element): `g` +- GRAPH_FACTOR times what the roundings of the
+    op's forward and backward leave in it (`magnitudes.propagate`: prelu's backward forms
+    each element's term of the weight's gradient in the dtype, then sums them). None where
+    the graph cannot be measured."""
+    leaves = pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
+    tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
+    graph = propagate(lambda: reference_grads(op, ref, weights), dtype, tensors)
+    if graph is None:
+        return None
+    slack = graph.slack[index]
+    if not isinstance(slack, torch.Tensor) or slack.shape != g.shape:
+        return None
+    width = GRAPH_FACTOR * slack.to(g.dtype)
+    return (g - width).detach(), (g + width).detach()
 
 
 def _summed_bracket(

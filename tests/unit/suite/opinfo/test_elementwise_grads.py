@@ -178,6 +178,35 @@ def test_a_broadcast_input_of_a_deeper_graph_sums_its_terms_ranges() -> None:
     assert float(high - low) < 100 * EPS32 * float(terms.abs().sum())
 
 
+def test_a_broadcast_input_the_op_cannot_take_expanded_gets_its_graphs_bracket() -> None:
+    # prelu takes one weight or one per channel, never one per element, so its weight's
+    # gradient has no terms to sum (`_broadcast_terms`). Its graph does: the CPU's float16
+    # backward forms each element's term x * w in the dtype, then sums them; seed 757575's
+    # finding (docs/results/2026-12-07-findings-757575-777777.md) was -6.8672 against the
+    # exact -6.8425 where the normwise atol allowed 0.017.
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(5, 10, 5, generator=generator, dtype=torch.float64).half().double()
+    w = torch.randn(5, 10, 5, generator=generator).half()
+    x.requires_grad_()
+    a = _leaf(0.0).reshape(())
+    brackets = sample_rules.grad_brackets(
+        _op(torch.nn.functional.prelu),
+        "nn.functional.prelu",
+        torch.float16,
+        _sample(x, args=(a,)),
+        Rules(),
+        [w],
+    ).brackets
+    assert len(brackets) == 2 and brackets[1] is not None
+    low, high = brackets[1]
+    terms = torch.where(x.detach() < 0, x.detach(), 0) * w.double()
+    exact, kernel = float(terms.sum()), float(terms.half().double().sum())
+    assert float(low) <= min(exact, kernel) and max(exact, kernel) <= float(high)
+    # the terms' roundings, u(d) each, twice (GRAPH_FACTOR), and little more
+    u = torch.finfo(torch.float16).eps / 2
+    assert float(high - low) < 2 * 2 * 1.1 * u * float(terms.abs().sum())
+
+
 # (op, dtype, seed, relative error planted, passes?): the error is planted in the elements
 # of a float32 gradient below 1e-4 of its largest (these samples have such elements). 1e-3
 # there passed the normwise bound in every one of these runs (checked before each change:
