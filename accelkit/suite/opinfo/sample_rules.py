@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import torch
@@ -523,16 +524,23 @@ def graph_rules(
             with torch.no_grad():
                 return process(op(ref.input, *ref.args, **ref.kwargs))
 
+        run: Callable[[], Any] = forward
         graph = propagate(forward, least, inputs)
         found = graph.slack if graph is not None else None
     else:
-        graph = propagate(lambda: reference_grads(op, ref, weights), least, inputs)
+        run = functools.partial(reference_grads, op, ref, weights)
+        graph = propagate(run, least, inputs)
         found = graph.slack[index] if graph is not None and index is not None else None
     if graph is None:  # a kernel the graph cannot see into: judged as backward stable
         found = stable_slack(op, ref, least, weights, index)
         if found is None:
             return None
         rules = dataclasses.replace(rules, recheck=STABLE_RECHECK)
+        # Its roundings unmeasured, the graph's ops still form their values in the dtype:
+        # where one leaves the range (index_reduce's prod backward forms w * result before
+        # dividing by each element) inf or NaN are right, as for a measured graph.
+        if _overflows(measure_graph(run, sensitivity=False).largest, least):
+            rules = dataclasses.replace(rules, may_overflow=True)
         return _bracketed(rules, expected, _as_leaves(found), normwise_too=False)
     if found is None:
         return None

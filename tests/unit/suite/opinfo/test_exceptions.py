@@ -186,3 +186,30 @@ def test_a_recheck_is_named_by_what_judged_the_answer() -> None:
     ref = SampleInput(torch.tensor([1.0, 2.0], dtype=torch.float64))
     rules = graph_rules(op, F32, ref, Rules(), torch.tensor(3.0, dtype=torch.float64))
     assert rules is not None and rules.recheck == GRAPH_RECHECK
+
+
+def test_a_backward_stable_recheck_allows_inf_where_the_backward_overflows() -> None:
+    """index_reduce's prod backward forms w * result before dividing by each element (seed
+    777777's finding): in float16 that product leaves the range though the gradient does
+    not, and the kernel's -inf is right there; its roundings unmeasured (a product's
+    reduction), the graph's values still decide it."""
+    op = op_db_by_name()["index_reduce.prod"]
+    x = torch.tensor([4.0, 1.0], dtype=torch.float64, requires_grad=True)
+    index = torch.tensor([0, 0])
+    source = torch.tensor([-100.0, 82.0], dtype=torch.float64, requires_grad=True)
+    ref = SampleInput(x, args=(0, index, source, "prod"), kwargs={"include_self": True})
+
+    def grad(dtype: torch.dtype, w: torch.Tensor) -> torch.Tensor:
+        leaf = x.detach().to(dtype).requires_grad_(True)
+        out = leaf.index_reduce(0, index, source.detach().to(dtype), "prod")
+        return torch.autograd.grad(out, leaf, w.to(dtype))[0].double()
+
+    wide = torch.tensor([2.0, 1.0], dtype=torch.float64)  # w * result = -65600
+    expected = grad(torch.float64, wide)
+    assert float(expected[0]) == -16400.0
+    assert float(grad(torch.float16, wide)[0]) == -float("inf")
+    rules = graph_rules(op, torch.float16, ref, Rules(), expected, [wide], 0)
+    assert rules is not None and rules.recheck == STABLE_RECHECK and rules.may_overflow
+    narrow = torch.tensor([1.0, 1.0], dtype=torch.float64)
+    rules = graph_rules(op, torch.float16, ref, Rules(), grad(torch.float64, narrow), [narrow], 0)
+    assert rules is not None and not rules.may_overflow
