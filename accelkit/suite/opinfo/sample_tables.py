@@ -76,14 +76,16 @@ SAMPLE_TERMS = by_key(
         dtype="float16",
         grad=True,
         factor=1.0,
-        terms=functools.partial(measure.polar_subnormal_terms, dtype=torch.float16),
+        terms=functools.partial(measure.polar_terms, dtype=torch.float16),
         reason=(
-            "the abs gradient Re(conj(w) sgn(r)) normalises the result r, rounded in float16: "
-            "below the smallest normal number (6.1e-5) its parts round by half a subnormal "
-            "spacing, so sgn(r) turns by up to 2^-24 / |r| (seed 34: abs = 1.07e-6, a "
-            "gradient of 0.449 came out 0.429, where the normwise bound allowed 0.018); "
-            "elements in the normal range add nothing (0.10 of this bound at seed 34; every "
-            "other seed of 0-40 passes at 0.01 of it)"
+            "the backward forms each element's term in complex float16, Re(conj(w) sgn(r)) "
+            "for abs and Re(conj(w) i r) for angle, and rounds it before autograd sums the "
+            "terms of an input that broadcasts (seed 777777: a 0-d angle's gradient summed "
+            "50 terms of sum |t| = 123 to 2.76 and came out 0.016 off, where the normwise "
+            "bound allowed 0.013); below the smallest normal number (6.1e-5) r's parts round "
+            "by half a subnormal spacing, so sgn(r) turns by up to 2^-24 / |r| (seed 34: "
+            "abs = 1.07e-6, a gradient of 0.449 came out 0.429, where the normwise bound "
+            "allowed 0.018)"
         ),
     ),
     *(
