@@ -234,7 +234,7 @@ def grad_brackets(
         listed = tuple(kernels[name] for name in found.weighted) if graph else ()
         return GradBrackets(graph, bool(graph) and _overflows(found.largest, least), listed)
     brackets: list[tuple[Any, Any] | None] = []
-    summed: list[tuple[Any, Any, Any] | None] | None = None
+    summed = functools.cache(lambda: _broadcast_terms(op, compute, ref, weights, outputs[0].shape))
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
         if g is None or (
             g.is_complex() and (x.shape != outputs[0].shape or "result" in (uses or ()))
@@ -242,13 +242,7 @@ def grad_brackets(
             brackets.append(None)
             continue
         if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
-            if summed is None:
-                summed = _broadcast_terms(op, compute, ref, weights, outputs[0].shape)
-            brackets.append(
-                _summed_bracket(least, x, summed[i])
-                if summed
-                else _propagated_bracket(op, least, ref, weights, g, i)
-            )
+            brackets.append(_broadcast_bracket(op, least, ref, weights, i, x, g, summed))
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         if uses and "result" in uses:
@@ -291,19 +285,15 @@ def _graph_brackets(
         return ()
     eps = torch.finfo(dtype).eps
     brackets: list[tuple[Any, Any] | None] = []
-    summed: list[tuple[Any, Any, Any] | None] | None = None
+    summed = functools.cache(
+        lambda: _broadcast_terms(op, compute, ref, weights, shape, rounding_eps=eps)
+    )
     for i, (x, g, s) in enumerate(zip(inputs, grads, sensitivity, strict=True)):
         if g is None or s is None or g.is_complex():
             brackets.append(None)
             continue
         if x.shape != shape:
-            if summed is None:
-                summed = _broadcast_terms(op, compute, ref, weights, shape, rounding_eps=eps)
-            brackets.append(
-                _summed_bracket(dtype, x, summed[i])
-                if summed
-                else _propagated_bracket(op, dtype, ref, weights, g, i)
-            )
+            brackets.append(_broadcast_bracket(op, dtype, ref, weights, i, x, g, summed))
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         slack = CONDITION_EPS * eps * s
@@ -358,6 +348,25 @@ def _broadcast_terms(
             low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
     return terms
+
+
+def _broadcast_bracket(
+    op: Any,
+    dtype: torch.dtype,
+    ref: Any,
+    weights: list[torch.Tensor],
+    index: int,
+    x: torch.Tensor,
+    g: Any,
+    summed: Callable[[], list[tuple[Any, Any, Any] | None]],
+) -> tuple[Any, Any] | None:
+    """Gradient `index` `g` of a broadcast input `x`: its terms' sum (`_summed_bracket`) from
+    `summed()` (`_broadcast_terms`, run once for every input), or where the op cannot take
+    the input expanded, its graph's bound (`_propagated_bracket`)."""
+    terms = summed()
+    if terms:
+        return _summed_bracket(dtype, x, terms[index])
+    return _propagated_bracket(op, dtype, ref, weights, g, index)
 
 
 def _propagated_bracket(
