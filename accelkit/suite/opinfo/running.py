@@ -54,6 +54,7 @@ from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_rules import (
     NoDigits,
     graph_rules,
+    overflow_rules,
     reaches,
     reference_grads,
     reference_outputs,
@@ -388,6 +389,7 @@ def compare_with_steps(
         step = DISCONTINUOUS.get(op_name)
         if step is None:
             graph = graph_rules(op, dtype, ref, rules, expected)
+            graph = graph or overflow_rules(op, dtype, ref, rules)
             if graph is None:
                 raise
             compare(actual, expected, dtype, op_name, f"{what} ({graph.recheck})", magnitude, graph)
@@ -583,6 +585,7 @@ def _check_grad_sample(
                 step = DISCONTINUOUS.get(grad_name)
                 if step is None:
                     graph = graph_rules(op, dtype, ref, own, rg, weights, i)
+                    graph = graph or overflow_rules(op, dtype, ref, own, weights)
                     if graph is None:
                         raise
                     compare(g, rg, dtype, grad_name, f"{what} ({graph.recheck})", magnitude, graph)

@@ -627,25 +627,6 @@ def pairwise_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> In
     return _pnorm_powers(difference, argument(ref, 1, "p", 2.0), -1)
 
 
-def masked_normalize_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
-    """x / n / n and its weighted sum over the normalised dimension, sum |w x| / n ** 2: the
-    backward of x / n with respect to the norm n (masked-out elements left out of n)."""
-    x = _real64(ref.input)
-    order, dim = float(argument(ref, 0, "ord", 2.0)), argument(ref, 1, "dim", None)
-    mask = ref.kwargs.get("mask")
-    if isinstance(mask, torch.Tensor):
-        x = torch.where(mask, x, math.inf if order < 0 else 0.0)
-    if x.dim() == 0:
-        x = x.reshape(1)
-        dim = 0
-    norm = torch.linalg.vector_norm(x, order, dim=dim, keepdim=True).clamp_min(
-        float(ref.kwargs.get("eps", 1e-12))
-    )
-    quotient = torch.where(torch.isfinite(x), x / norm / norm, 0.0)
-    w = weights[0].detach().to(torch.float64).reshape(quotient.shape)
-    return [quotient, (w * quotient).abs().sum(dim)], []
-
-
 def segment_prod_intermediates(op: Any, ref: Any, weights: list[torch.Tensor]) -> Intermediates:
     """w * output, which _segment_reduce's backward for 'prod' forms in the case dtype before
     dividing by each element."""

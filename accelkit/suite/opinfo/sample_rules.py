@@ -492,6 +492,46 @@ GRAPH_FACTOR = 2.0
 #: How a failure's message names each re-check (`Rules.recheck`).
 GRAPH_RECHECK = "re-checked with the roundings of its graph"
 STABLE_RECHECK = "re-checked as a backward-stable kernel's answer"
+OVERFLOW_RECHECK = "re-checked where its graph leaves the dtype's range"
+
+
+def _graph_run(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> Callable[[], Any]:
+    """The sample's graph in float64: its forward, or with `weights` its forward and
+    backward (`reference_grads`)."""
+    if weights is not None:
+        return functools.partial(reference_grads, op, ref, weights)
+    process = ref.output_process_fn_grad
+
+    def forward() -> Any:
+        with torch.no_grad():
+            return process(op(ref.input, *ref.args, **ref.kwargs))
+
+    return forward
+
+
+def _graph_overflows(run: Callable[[], Any], dtype: torch.dtype) -> bool:
+    """Whether a value the graph `run` forms reaches `dtype`'s range (`_overflows`): its
+    ops form their values in the dtype, so inf or NaN are then right where the exact answer
+    is finite (`Rules.may_overflow`), whether or not its roundings can be measured."""
+    return _overflows(measure_graph(run, sensitivity=False).largest, dtype)
+
+
+def overflow_rules(
+    op: Any,
+    dtype: torch.dtype,
+    ref: Any,
+    rules: Rules,
+    weights: list[torch.Tensor] | None = None,
+) -> Rules | None:
+    """The re-check of an answer that no other re-check judges (an op its own terms or its
+    elementwise brackets judge): `rules` allowing inf and NaN where a value of the op's
+    graph leaves the dtype's range though the answer does not (masked.normalize's
+    backward sums -w x / n / n, which overflows float16 for a small norm); None where no
+    value does, or `rules` allow it already."""
+    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
+    if rules.may_overflow or not _graph_overflows(_graph_run(op, ref, weights), least):
+        return None
+    return dataclasses.replace(rules, may_overflow=True, recheck=OVERFLOW_RECHECK)
 
 
 def graph_rules(
@@ -526,29 +566,20 @@ def graph_rules(
         for x in pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
         if isinstance(x, torch.Tensor)
     ]
+    run = _graph_run(op, ref, weights)
+    graph = propagate(run, least, inputs)
     if weights is None:
-        process = ref.output_process_fn_grad
-
-        def forward() -> Any:
-            with torch.no_grad():
-                return process(op(ref.input, *ref.args, **ref.kwargs))
-
-        run: Callable[[], Any] = forward
-        graph = propagate(forward, least, inputs)
         found = graph.slack if graph is not None else None
     else:
-        run = functools.partial(reference_grads, op, ref, weights)
-        graph = propagate(run, least, inputs)
         found = graph.slack[index] if graph is not None and index is not None else None
     if graph is None:  # a kernel the graph cannot see into: judged as backward stable
         found = stable_slack(op, ref, least, weights, index)
         if found is None:
             return None
         rules = dataclasses.replace(rules, recheck=STABLE_RECHECK)
-        # Its roundings unmeasured, the graph's ops still form their values in the dtype:
-        # where one leaves the range (index_reduce's prod backward forms w * result before
-        # dividing by each element) inf or NaN are right, as for a measured graph.
-        if _overflows(measure_graph(run, sensitivity=False).largest, least):
+        # Its roundings unmeasured, its values still count (index_reduce's prod backward
+        # forms w * result before dividing by each element).
+        if _graph_overflows(run, least):
             rules = dataclasses.replace(rules, may_overflow=True)
         return _bracketed(rules, expected, _as_leaves(found), normwise_too=False)
     if found is None:

@@ -497,18 +497,6 @@ BACKWARD_OVERFLOW = by_key(
         ),
     ),
     BackwardOverflow(
-        op="masked.normalize",
-        grad=True,
-        intermediates=measure.masked_normalize_intermediates,
-        reason=(
-            "the backward of x / n with respect to the norm sums -w * x / n / n over the "
-            "normalised dimension: for ord = -inf the norm is the smallest |x| (0.011 "
-            "measured) and the sum overflows float16, giving inf and, through the norm's "
-            "backward, NaN (0 * inf) where float64 is finite. Kept: its SAMPLE_TERMS entry "
-            "judges it, not the graph (without this the full breadth failed at seed 606060)"
-        ),
-    ),
-    BackwardOverflow(
         op="_segment_reduce",
         grad=True,
         intermediates=measure.segment_prod_intermediates,

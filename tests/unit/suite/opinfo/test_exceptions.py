@@ -4,6 +4,8 @@ bound, as it names a sample-table entry that did and the re-check that judged it
 
 from __future__ import annotations
 
+import math
+
 import pytest
 import torch
 from torch.testing._internal.opinfo.core import SampleInput
@@ -22,8 +24,10 @@ from accelkit.suite.opinfo.op_db import op_db_by_name
 from accelkit.suite.opinfo.records import ListedException
 from accelkit.suite.opinfo.sample_rules import (
     GRAPH_RECHECK,
+    OVERFLOW_RECHECK,
     STABLE_RECHECK,
     graph_rules,
+    overflow_rules,
     sample_rules,
 )
 from accelkit.suite.opinfo.sample_tables import SAMPLE_CONDITION, SAMPLE_TERMS
@@ -213,3 +217,28 @@ def test_a_backward_stable_recheck_allows_inf_where_the_backward_overflows() -> 
     narrow = torch.tensor([1.0, 1.0], dtype=torch.float64)
     rules = graph_rules(op, torch.float16, ref, Rules(), grad(torch.float64, narrow), [narrow], 0)
     assert rules is not None and not rules.may_overflow
+
+
+def test_an_answer_its_own_terms_judge_may_overflow_where_its_graph_does() -> None:
+    """masked.normalize's backward sums -w x / n / n over the normalised dimension: for
+    ord = -inf the norm is the smallest |x|, and in float16 the sum overflows (inf, then NaN
+    through the norm's backward) though the gradient is in range. Its own terms judge it,
+    so no graph re-check runs; the graph's values still decide that inf and NaN are right."""
+    op = op_db_by_name()["masked.normalize"]
+    x = torch.tensor([[0.0112, 3.47, 6.24, 8.18]], dtype=torch.float64, requires_grad=True)
+    w = torch.ones(1, 4, dtype=torch.float64)
+
+    def grad(dtype: torch.dtype, order: float) -> torch.Tensor:
+        leaf = x.detach().to(dtype).requires_grad_(True)
+        out = torch.masked.normalize(leaf, order, 1)
+        return torch.autograd.grad(out, leaf, w.to(dtype))[0].double()
+
+    assert bool(grad(torch.float64, -math.inf).isfinite().all())
+    assert not bool(grad(torch.float16, -math.inf).isfinite().all())
+    own = Rules(terms=1.0)
+    smallest = SampleInput(x, args=(-math.inf, 1))
+    rules = overflow_rules(op, torch.float16, smallest, own, [w])
+    assert rules is not None and rules.may_overflow and rules.recheck == OVERFLOW_RECHECK
+    assert rules.terms == 1.0  # the op's own terms still judge the finite elements
+    assert overflow_rules(op, torch.float16, SampleInput(x, args=(2.0, 1)), own, [w]) is None
+    assert overflow_rules(op, torch.float32, smallest, own, [w]) is None
