@@ -380,7 +380,7 @@ def _propagated_bracket(
     the graph cannot be measured."""
     leaves = pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
     tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-    graph = propagate(lambda: reference_grads(op, ref, weights), dtype, tensors)
+    graph = propagate(_graph_run(op, ref, weights), dtype, tensors)
     if graph is None:
         return None
     slack = graph.slack[index]
