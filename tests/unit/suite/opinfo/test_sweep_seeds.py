@@ -1,0 +1,63 @@
+"""benchmarks/sweep_seeds.py: the evidence a rule change needs, on real cases and seeds."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import ModuleType
+
+import pytest
+
+from tests.helpers import REPO
+
+SCRIPT = REPO / "benchmarks" / "sweep_seeds.py"
+
+
+@pytest.fixture(scope="module")
+def sweep() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("sweep_seeds", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_correct_kernel_passes_and_a_planted_error_fails(sweep: ModuleType) -> None:
+    case = sweep.parse_case("mul/float32/grad")
+    assert sweep.run(case, 0, 0.0) == "pass"
+    assert sweep.run(case, 0, 0.03).startswith("fail: mul grad of input")
+    forward = sweep.parse_case("sum/bfloat16")
+    assert sweep.run(forward, 1, 0.0) == "pass"
+    assert sweep.run(forward, 1, 0.03).startswith("fail: sum sample")
+    line = sweep.sweep(case, [0, 1], 0.03, verbose=False)
+    assert line.startswith("mul/float32/grad: passed (missed) 0/2 seeds []")
+
+
+def test_a_dropped_entry_is_gone_from_every_module_that_read_it(sweep: ModuleType) -> None:
+    from accelkit.suite.opinfo import sample_rules, sample_tables
+
+    key = "nn.functional.tanhshrink"
+    table = sample_tables.SAMPLE_TERMS
+    readers = [m for m in list(sys.modules.values()) if getattr(m, "SAMPLE_TERMS", None) is table]
+    try:
+        sweep.drop_entries([key])
+        assert key not in getattr(sample_rules, "SAMPLE_TERMS") and key in table
+        sweep.drop_entries([key])  # a worker drops its entries once per case
+    finally:
+        for module in readers:
+            setattr(module, "SAMPLE_TERMS", table)
+        sweep._DROPPED.clear()
+
+
+def test_bad_input_is_one_line_and_exits(sweep: ModuleType) -> None:
+    with pytest.raises(SystemExit, match="expected ranges like 0-40"):
+        sweep.parse_seeds("0-x")
+    with pytest.raises(SystemExit, match="is not OP/DTYPE"):
+        sweep.parse_case("mul")
+    with pytest.raises(SystemExit, match="unknown parts"):
+        sweep.parse_case("mul/float32/gard")
+    with pytest.raises(SystemExit, match="no table entry"):
+        sweep.drop_entries(["no.such.op/grad"])
+    with pytest.raises(SystemExit, match="no OpInfo named"):
+        sweep.main(["no.such.op/float32"])
