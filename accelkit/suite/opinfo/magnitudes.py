@@ -225,6 +225,13 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
         storage = x.untyped_storage()
         size = storage.nbytes() // x.element_size()
         found = self.known.get(storage.data_ptr())
+        if found is not None and found[1].numel() != size:
+            # read through a view of another element size: a copy in its units (a write
+            # through it keeps them; a read leaves the storage's own, which a round trip
+            # through the other units would widen)
+            found = _reunit(found, size)
+            if found is not None and create:
+                self.known[storage.data_ptr()] = found
         if found is None or found[1].numel() != size:
             if not create:
                 return None
@@ -393,6 +400,21 @@ class _Propagate(TorchDispatchMode):  # type: ignore[no-untyped-call]
                 self.set(y, self.error(y) + own, own)
                 self._seen(y)
         return out
+
+
+def _reunit(
+    found: tuple[torch.Tensor, torch.Tensor, torch.Tensor], size: int
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """A storage's (keep-alive, e, own) in the units of a view of another element size: a real
+    view of complex values (view_as_real, which `real` and `imag` are; 2 elements each),
+    whose parts each err by at most the modulus' e, or a complex view of real pairs, whose
+    modulus errs by at most the parts' e combined. None for any other size."""
+    keep, e, own = found
+    if e.numel() * 2 == size:
+        return keep, e.repeat_interleave(2), own.repeat_interleave(2)
+    if size * 2 == e.numel():
+        return keep, *(v.view(size, 2).square().sum(1).sqrt() for v in (e, own))
+    return None
 
 
 def _results(out: Any) -> list[torch.Tensor | None]:
@@ -612,7 +634,9 @@ def _sums(
     of d for a scatter (its partial sums are the destination's elements, in d)."""
     e_args, e_kwargs = errors
     a_args, a_kwargs = pytree.tree_map(lambda x: x.abs() if _floating(x) else x, before)
-    o_args, o_kwargs = pytree.tree_map(lambda x: torch.ones_like(x) if _floating(x) else x, before)
+    o_args, o_kwargs = pytree.tree_map(
+        lambda x: torch.ones_like(x.real) if _floating(x) else x, before
+    )  # real ones: a complex sum's count of terms is its parts'
     e, terms = func(*e_args, **e_kwargs), func(*a_args, **a_kwargs)
     ones = func(*o_args, **o_kwargs)
     inputs = [x for x in pytree.tree_leaves(before) if _floating(x)]

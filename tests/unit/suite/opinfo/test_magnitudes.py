@@ -133,6 +133,40 @@ def test_a_complex_graph_bounds_the_modulus_of_its_error() -> None:
     assert math.isclose(float(slack), 2 * math.sqrt(2) * U32 * 4, rel_tol=1e-6)
 
 
+def test_a_real_part_read_through_a_view_keeps_the_complex_values_error() -> None:
+    # autograd takes Re(w * conj(z)) as view_as_real(...)[..., 0]: a float64 view of the
+    # complex storage. Its parts err by the product's modulus bound, not by 0 (cov's
+    # aweights gradient, whose terms cancel, failed 31 of seeds 0-40 while they read 0).
+    w = torch.tensor([3.0 + 4.0j, 1.0 - 1.0j], dtype=torch.complex128)
+    z = torch.tensor([2.0 - 1.0j, 0.5 + 0.5j], dtype=torch.complex128)
+
+    def run() -> tuple[torch.Tensor, ...]:
+        y = (w * z) * z  # the product's rounding u |w z| carried times |z|
+        parts = torch.view_as_real(y)
+        return (parts[..., 0], y.real, y)
+
+    found = _slack(run, torch.complex64, w, z)
+    assert found is not None
+    re_view, real, modulus = found
+    expected = U32 * (w * z).abs() * z.abs()
+    assert torch.allclose(modulus, expected, rtol=1e-6)
+    assert torch.allclose(re_view, expected, rtol=1e-6)
+    assert torch.allclose(real, expected, rtol=1e-6)
+    # ... and a complex view of real pairs errs by the parts' errors combined.
+    x = torch.tensor([[3.0, 4.0]], dtype=torch.float64)
+    (pair,) = _slack(lambda: (torch.view_as_complex(x * 2.5 + 0.0),), torch.float32, x)
+    parts = U32 * (x * 2.5).abs()
+    assert torch.allclose(pair, parts.square().sum(-1).sqrt(), rtol=1e-6)
+
+
+def test_a_complex_sum_is_measured() -> None:
+    # Its count of terms comes from real ones (a complex `max` does not exist).
+    z = torch.tensor([[1.0 + 2.0j, -1.0 - 2.0j, 0.5j]], dtype=torch.complex128)
+    (slack,) = _slack(lambda: ((z * z).sum(1),), torch.complex64, z)
+    terms = float((z * z).abs().sum())
+    assert math.isclose(float(slack), U32 * terms + math.sqrt(3) * U32 * terms, rel_tol=1e-6)
+
+
 def test_a_graph_names_the_backend_kernels_it_stood_in_for() -> None:
     x = torch.randn(3, 4, dtype=torch.float64)
     graph = magnitudes.propagate(lambda: (torch.softmax(x, -1),), torch.float32, [x])
