@@ -186,24 +186,6 @@ def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> floa
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
-def logaddexp_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """logaddexp's gradients w / (1 + exp(b - a)) and w / (1 + exp(a - b)), per input that
-    needs one: z = exp(b - a) carries b - a's rounding, eps (|a| + |b|), and exp's own,
-    and 1 + z cancels for complex z near -1, so each gradient moves by |w| |z| / |1 + z|^2
-    (|a| + |b| + 2) eps (the same for both: |z| / |1 + z|^2 is symmetric in z and 1 / z),
-    summed over a broadcast input's elements."""
-    if not weights:
-        return []
-    a, b = _real64(ref.input), _real64(ref.args[0])
-    z = torch.exp(b - a)
-    core = _magnitude(_real64(weights[0])) * z.abs() / (1 + z).abs() ** 2
-    parts = core * (_magnitude(a) + _magnitude(b) + 2)
-    parts = torch.where(torch.isfinite(parts), parts, 0.0)
-    return [
-        _largest_sum(parts, x.shape)
-        for x in (ref.input, ref.args[0])
-        if isinstance(x, torch.Tensor) and x.requires_grad
-    ]
 
 
 def nll_loss_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:

@@ -236,9 +236,7 @@ def grad_brackets(
     brackets: list[tuple[Any, Any] | None] = []
     summed = functools.cache(lambda: _broadcast_terms(op, compute, ref, weights, outputs[0].shape))
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
-        if g is None or (
-            g.is_complex() and (x.shape != outputs[0].shape or "result" in (uses or ()))
-        ):
+        if g is None or (g.is_complex() and "result" in (uses or ())):
             brackets.append(None)
             continue
         if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
@@ -346,6 +344,8 @@ def _broadcast_terms(
         if rounding_eps is not None and s is not None:
             slack = CONDITION_EPS * rounding_eps * s
             low, high = low - slack, high + slack
+        if g.is_complex():  # each term's error may lie in any direction
+            low, high = _square_box(g, low, high)
         terms.append((low, high, g.abs()))
     return terms
 
@@ -386,7 +386,9 @@ def _propagated_bracket(
     slack = graph.slack[index]
     if not isinstance(slack, torch.Tensor) or slack.shape != g.shape:
         return None
-    width = GRAPH_FACTOR * slack.to(g.dtype)
+    width = GRAPH_FACTOR * slack.to(g.real.dtype)
+    if g.is_complex():  # the box around the disc of radius width
+        width = torch.complex(width, width)
     return (g - width).detach(), (g + width).detach()
 
 
@@ -404,6 +406,8 @@ def _summed_bracket(
         total = magnitude.sum_to_size(x.shape)
         # each term rounded to the dtype before the sum, then the sum's own rounding
         acc = torch.finfo(dtype).eps * total + accumulation_atol(dtype, total, count)
+        if low.is_complex():  # the box around the disc
+            acc = torch.complex(acc, acc)
         return (low.sum_to_size(x.shape) - acc).detach(), (high.sum_to_size(x.shape) + acc).detach()
     except RuntimeError:
         return None
