@@ -186,8 +186,6 @@ def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> floa
     return _reduced(parts, ref.kwargs.get("reduction", "mean"))
 
 
-
-
 def nll_loss_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """nll_loss's terms: `class_loss_terms` of |x|, the log-probabilities it is given (a mean
     over class weights that nearly cancel: float32 at seed 18, 264.4 off by 1.7e-3 where the
@@ -368,69 +366,6 @@ def exp_square_condition(op: Any, ref: Any) -> float:
     """1 + max(x ** 2) / 2: the relative condition of exp(-x ** 2 / 2) (and of ndtr's tail,
     which the same x ** 2 decides), whose argument rounds relative to x ** 2 / 2."""
     return 1.0 + max_magnitude(ref.input) ** 2 / 2
-
-
-def cov_condition(op: Any, ref: Any) -> float:
-    """The relative condition of cov's normaliser with aweights a and weights w = a * f:
-    sum(w) - correction * sum(w * a) / sum(w), formed in the weights' dtype, cancels when
-    one weight dominates (1 without aweights: the normaliser is an exact integer)."""
-    aweights = ref.kwargs.get("aweights")
-    if not isinstance(aweights, torch.Tensor) or aweights.numel() == 0:
-        return 1.0
-    a = _real64(aweights)
-    fweights = ref.kwargs.get("fweights")
-    w = a * _real64(fweights) if isinstance(fweights, torch.Tensor) else a
-    total = float(w.sum())
-    correction = float(ref.kwargs.get("correction", 1))
-    subtracted = correction * float((w * a).sum()) / total if total else 0.0
-    normaliser = abs(total - subtracted)
-    return (abs(total) + abs(subtracted)) / normaliser if normaliser else math.inf
-
-
-def cov_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
-    """cov's gradients with aweights, per input that needs one (input, aweights): kappa times
-    their terms, kappa = `cov_condition` (the normaliser the backward divides by, formed in
-    the weights' dtype) + `variance_condition` of the observations (the centring). cov =
-    num / norm, num = sum_k w_k c_k c_k^H with c_k = x_k - mean (w = a * f). The input's
-    terms are its gradient's magnitudes. The aweights' gradient sums, over the outputs'
-    weights W, terms whose signs cancel (for two observations and correction 1 exactly: the
-    covariance does not depend on the weights), so their magnitudes, not their signed sums,
-    bound its rounding: f_k |c_k|^T |W| |c_k| / |norm| (num's own derivative), 2 f_k s^T
-    |W| |c_k| / |sum w| / |norm| (through the mean, s_i = sum_l w_l |c_li|; exactly 0 in
-    the sum, not in the kernel) and sum |W| |num| * |d norm / d a_k| / norm ** 2 (a signed
-    bound, 1.2e-5 where the error was 1.6e-5, missed complex64 at seed 38, sample 20).
-    [] without aweights that need a gradient."""
-    aweights = ref.kwargs.get("aweights")
-    if weights is None or not isinstance(aweights, torch.Tensor) or not aweights.requires_grad:
-        return []
-    x = _real64(ref.input).requires_grad_(True)
-    rows = x.reshape(1, -1) if x.dim() < 2 else x
-    a = _real64(aweights)
-    fweights = ref.kwargs.get("fweights")
-    f = _real64(fweights) if isinstance(fweights, torch.Tensor) else torch.ones_like(a)
-    correction = float(ref.kwargs.get("correction", 1))
-    w_out = weights[0].detach().to(x.dtype if x.is_complex() else torch.float64)
-    w = a * f
-    total = w.sum()
-    with torch.enable_grad():
-        centred = rows - ((rows * w).sum(-1, keepdim=True) / total)
-        num = (centred * w) @ centred.mH
-        norm = total - correction * (w * a).sum() / total
-        (grad_x,) = torch.autograd.grad(num.reshape(w_out.shape) / norm, x, w_out)
-    c, num, big_w = centred.detach().abs(), num.detach().abs(), w_out.abs().reshape(num.shape)
-    spread = (w * c).sum(-1)
-    d_norm = f * (1 + correction * (2 * a * total.abs() + (w * a).abs().sum()) / total**2)
-    aweights_terms = (
-        f * torch.einsum("ik,ij,jk->k", c, big_w, c) / norm.abs()
-        + 2 * f * torch.einsum("i,ij,jk->k", spread, big_w, c) / (total.abs() * norm.abs())
-        + (big_w * num).sum() * d_norm / norm**2
-    )
-    kappa = cov_condition(op, ref) + variance_condition(rows.detach(), (-1,))
-    found = {
-        id(ref.input): kappa * float(grad_x.abs().max()),
-        id(aweights): kappa * float(aweights_terms.max()),
-    }
-    return [found.get(id(t), 0.0) for t in differentiable((ref.input, ref.args, ref.kwargs))]
 
 
 def _group_statistics(

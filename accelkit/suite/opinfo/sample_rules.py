@@ -188,13 +188,13 @@ def grad_brackets(
     in (as the forward's, `condition_bracket`), and where the formula uses the result (saved
     in the dtype: exp's w * y, tanh's w * (1 - y**2)), widened by the result's rounding:
     eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. An input that broadcasts has
-    a gradient that sums K elements' terms: the sums of their brackets, widened by
-    sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more than one node, or one
-    that reads both the result and the inputs, widens the range by the roundings of all its
-    intermediates instead (`_graph_brackets`; in float32 each intermediate of a kernel with a
-    listed error in ulps, `exceptions.kernel_exceptions`, counts that many roundings), as does
-    every 16-bit backward
-    (CHAINED_ROUNDING_DTYPES) and every backward of `scales.CANCELLING_GRAD_OPS` (a formula
+    a gradient that sums K elements' terms: the sums of their brackets (a complex term's
+    square box), widened by sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more
+    than one node, or one that reads both the result and the inputs, widens the range by the
+    roundings of all its intermediates instead (`_graph_brackets`; in float32 each
+    intermediate of a kernel with a listed error in ulps, `exceptions.kernel_exceptions`,
+    counts that many roundings), as does every 16-bit backward (CHAINED_ROUNDING_DTYPES)
+    and every backward of `scales.CANCELLING_GRAD_OPS` (a formula
     whose terms cancel). None (normwise) outside GRAD_BRACKET_DTYPES and for an op of
     several outputs whose backward is not one node.
 

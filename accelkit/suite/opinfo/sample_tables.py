@@ -39,25 +39,6 @@ _GRID_SAMPLER_OPS = ("grid_sampler_2d", "grid_sampler_3d", "nn.functional.grid_s
 # computed from the sample, where those exceed every input and output:
 # atol >= factor * NORMWISE_EPS * eps * terms (a list: per input that needs a gradient).
 SAMPLE_TERMS = by_key(
-    *(
-        SampleTerms(
-            op=op,
-            dtype="complex64",
-            grad=True,
-            factor=1.0,
-            terms=measure.absolute_grad_terms,
-            reason=(
-                "a complex convolution is three real ones (Gauss's trick): the imaginary part "
-                "(Re x + Im x) * (Re w + Im w) - Re x Re w - Im x Im w cancels terms up to "
-                "twice |x| |w|. The graph's bound (sqrt(K) roundings of those terms, twice "
-                "over) holds the other complex convolutions over seeds 0-40, not these "
-                "gradients, which sum more terms an element (conv3d's weight gradient at "
-                "seed 3: 1.76e-4 absolute, 1.6x the normwise bound at its magnitude; "
-                "conv_transpose3d's failed at 6 of seeds 0-40 without this)"
-            ),
-        )
-        for op in ("nn.functional.conv3d", "nn.functional.conv_transpose3d")
-    ),
     SampleTerms(
         op="sparse.mm.reduce",
         grad=True,
@@ -181,25 +162,6 @@ SAMPLE_TERMS = by_key(
             "stays in a difference that cancels for small x (float32 3.1e-10 absolute, 0.14% "
             "relative; float16 8.4e-5 on an answer of 0.024, where tanh(x) rounds by 2.4e-4; "
             "seed 3, sample 0). Kept: an elementwise op, which the graph does not re-check"
-        ),
-    ),
-    SampleTerms(
-        op="cov",
-        dtype="complex64",
-        grad=True,
-        factor=1.0,
-        terms=measure.cov_terms,
-        reason=(
-            "with aweights, the backward divides by the normaliser sum(w) - correction * "
-            "sum(w * a) / sum(w), formed in the weights' float32 and cancelling where one "
-            "weight dominates (kappa 600 for weights 0.0017 and 0.85), and two observations' "
-            "weighted covariance does not depend on the weights, so the weights' gradient "
-            "cancels terms of order kappa to an exact 0 (0.18 absolute measured in complex64 "
-            "at seed 6, twice the 3000-fold normwise bound this replaces). The weights' terms "
-            "are magnitudes summed over the outputs (a signed sum, at factor 2, missed "
-            "complex64 at seed 38 by 1.3x). Kept for complex64 only: its graph's complex "
-            "intermediates are not measured (seeds 0-40 failed at 31 without this); the real "
-            "dtypes' graphs hold these gradients (seeds 0-80 pass without it)"
         ),
     ),
     SampleTerms(
@@ -375,20 +337,6 @@ SAMPLE_CONDITION = by_key(
             "the derivative exp(-x ** 2 / 2) / (sqrt(2 pi) ndtr(x)) rounds x ** 2 / 2 in "
             "float32: relative error eps * x ** 2 / 2 (3.9e-6 at x = -7.6 measured, 1.1 eps * "
             "kappa)"
-        ),
-    ),
-    SampleCondition(
-        op="cov",
-        dtype="complex64",
-        kind="relative",
-        factor=4.0,
-        kappa=measure.cov_condition,
-        reason=(
-            "float32 aweights make cov form its normaliser sum(w) - correction * sum(w * a) / "
-            "sum(w) in float32 (whatever the input's dtype): cancellation amplifies its "
-            "rounding by kappa (1.24e-5 relative measured in a float64 case: 1.1 eps * kappa). "
-            "The graph measures that in the real dtypes (seeds 0-40 pass without this), not "
-            "with complex intermediates (complex64 failed at seeds 1 and 30 without it)"
         ),
     ),
     SampleCondition(

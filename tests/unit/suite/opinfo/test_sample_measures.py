@@ -227,43 +227,6 @@ def test_masked_normalize_terms_leave_masked_out_elements_out_of_the_norm() -> N
     assert one == pytest.approx(2.0)
 
 
-def test_cov_terms_grow_as_the_normaliser_cancels() -> None:
-    """Two observations: the weighted covariance does not depend on the weights, and the
-    weights' gradient cancels terms that grow as one weight dominates."""
-    x = torch.tensor([[1.0, -2.0], [0.5, 3.0]], dtype=torch.float64)
-    w = [torch.ones(2, 2, dtype=torch.float64)]
-
-    def terms(a: list[float]) -> list[float]:
-        aweights = torch.tensor(a, dtype=torch.float64, requires_grad=True)
-        smp = sample(x.clone().requires_grad_(True), kwargs={"aweights": aweights})
-        return measures.cov_terms(None, smp, w)
-
-    even, skewed = terms([0.5, 0.5]), terms([0.0017, 0.85])
-    assert len(even) == 2 and all(t > 0 for t in even)
-    assert skewed[1] > 100 * even[1]  # the aweights' terms
-    assert skewed[0] > even[0]  # the input's: its gradient divides by the normaliser too
-    # The exact weights' gradient is 0 for two observations: the terms cancel.
-    aweights = torch.tensor([0.0017, 0.85], dtype=torch.float64, requires_grad=True)
-    (grad,) = torch.autograd.grad(torch.cov(x, aweights=aweights).sum(), aweights)
-    assert float(grad.abs().max()) < 1e-9 * skewed[1]
-    # Without aweights that need a gradient there is nothing to add.
-    assert measures.cov_terms(None, sample(x.clone().requires_grad_(True)), w) == []
-
-
-def test_cov_weights_terms_are_magnitudes_not_a_signed_sum() -> None:
-    """One variable observed at 1, -1 and 0 with unit aweights and correction 0: c = x,
-    num = 2, norm = 3. The first weight's terms: c_0^2 / 3 through the numerator, 2 s |c_0|
-    / (3 * 3) through the mean (s = sum w |c| = 2), |num| * 1 / 3 ** 2 through the
-    normaliser: 1/3 + 4/9 + 2/9 = 1, times kappa = 1 (the normaliser) + 1 (the variance)."""
-    x = torch.tensor([1.0, -1.0, 0.0], dtype=torch.float64, requires_grad=True)
-    a = torch.ones(3, dtype=torch.float64, requires_grad=True)
-    smp = sample(x, kwargs={"aweights": a, "correction": 0})
-    terms = measures.cov_terms(None, smp, [torch.tensor(1.0, dtype=torch.float64)])
-    assert terms[1] == pytest.approx(2.0)
-    # The signed sum of those terms is the gradient, d(num / norm)/da_0 = 1/3 - 2/9 = 1/9.
-    assert terms[1] > 8 * 2 * (1 / 9)
-
-
 def test_cosine_terms_are_large_where_the_gradient_cancels() -> None:
     """Parallel vectors: the exact gradient is 0, its two terms are |w| / |x| each."""
     x1 = torch.tensor([[3.0, 4.0]], dtype=torch.float64, requires_grad=True)  # |x1| = 5
@@ -354,8 +317,6 @@ def test_triplet_terms_sum_the_distances_that_the_loss_subtracts() -> None:
     error = abs(float(loss(a.half(), p.half(), n.half(), margin=1.0)) - exact)
     bound = measures.triplet_terms(_Op(loss), sample(a, args=(p, n)), None)
     assert error <= 2 * torch.finfo(torch.float16).eps * bound
-
-
 
 
 def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
