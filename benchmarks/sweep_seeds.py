@@ -9,7 +9,7 @@ false alarms at 0 and the misses no higher than before.
 
 The plant scales the candidate's outputs by (1 + rel) in a forward case and its gradients
 in a gradient case (an identity whose backward scales what flows through it, applied to the
-op's outputs), in every dtype but the float64 and complex128 of the reference.
+op's outputs), in every call with an input outside the reference's float64 and complex128.
 
 `--drop KEY` runs without a table entry (`sample_tables`: "cov/complex64/grad", as
 `records.case_keys` spells it), so that one command gives the before and after of removing it.
@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import multiprocessing
 import sys
 import time
@@ -66,21 +67,31 @@ class _ScaleGrad(torch.autograd.Function):
         return grad * ctx.factor, None
 
 
+def _candidate(x: Any) -> bool:
+    """A floating or complex tensor outside the reference's dtypes."""
+    if not isinstance(x, torch.Tensor) or x.dtype in REFERENCE_DTYPES:
+        return False
+    return x.is_floating_point() or x.is_complex()
+
+
 def planted(info: Any, rel: float, grad: bool) -> Any:
     """A copy of the OpInfo `info` whose op answers `rel` off in the candidate's dtypes."""
     inner = info.op
 
     def plant(y: Any) -> Any:
-        if not isinstance(y, torch.Tensor) or y.dtype in REFERENCE_DTYPES:
-            return y
-        if not (y.is_floating_point() or y.is_complex()):
+        if not isinstance(y, torch.Tensor) or not (y.is_floating_point() or y.is_complex()):
             return y
         if grad:
             return _ScaleGrad.apply(y, 1.0 + rel) if y.requires_grad else y
         return y * (1.0 + rel)
 
+    @functools.wraps(inner)  # masked ops' references read the op's name
     def op(*args: Any, **kwargs: Any) -> Any:
-        return pytree.tree_map(plant, inner(*args, **kwargs))
+        out = inner(*args, **kwargs)
+        # the candidate's call: an input in its dtype (its output may be another: with_dtype)
+        if any(_candidate(x) for x in pytree.tree_leaves((args, kwargs))):
+            return pytree.tree_map(plant, out)
+        return out
 
     moved = copy.copy(info)
     moved.op = op
@@ -154,6 +165,8 @@ def run(case: opinfo.OpinfoCase, seed: int, rel: float) -> str:
             opinfo.run_case(info, case, "cpu", limit, case_seed, elements)
     except AssertionError as error:
         return "fail: " + str(error).splitlines()[0][:200]
+    except Exception as error:  # an error is a failure the line names, not the end of the sweep
+        return f"fail: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
     return "pass"
 
 
