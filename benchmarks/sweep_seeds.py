@@ -12,7 +12,8 @@ in a gradient case (an identity whose backward scales what flows through it, app
 op's outputs), in every call with an input outside the reference's float64 and complex128.
 
 `--drop KEY` runs without a table entry (`sample_tables`: "cov/complex64/grad", as
-`records.case_keys` spells it), so that one command gives the before and after of removing it.
+`records.case_keys` spells it) or a listed exception (`exceptions`: "pow/complex64/grad"),
+so that one command gives the before and after of removing it.
 
 Prints one line per case: the seeds that failed (or, planted, that passed), then the
 counts; a case listed in `suite/expectations/cpu.yaml` says so (its failures are known).
@@ -116,6 +117,14 @@ def drop_entries(keys: list[str]) -> None:
                 module, name, None
             ) is table:
                 setattr(module, name, kept)
+    # the listed exceptions ("pow/complex64/grad"), which `exception_for` reads by kind
+    from accelkit.suite.opinfo import exceptions
+
+    kept_kinds = {}
+    for kind, table in exceptions._TABLES.items():
+        found |= set(keys) & set(table)
+        kept_kinds[kind] = MappingProxyType({k: v for k, v in table.items() if k not in keys})
+    exceptions._TABLES = MappingProxyType(kept_kinds)
     if set(keys) - found:
         raise SystemExit(f"error: --drop: no table entry {sorted(set(keys) - found)}")
     _DROPPED.update(keys)
