@@ -2,22 +2,26 @@
 
 An elementwise op's gradient in dtype d is a short chain of aten ops (pow's w * b * x**(b-1):
 a subtraction, a power and two products), each of whose results the kernel rounds to d. A
-rounding of intermediate v_i by a relative delta_i moves the gradient element g_j by
-s_ij * v_ij * delta_i, to first order. `rounding_sensitivity` measures, on the float64
-reference sample, S_j = sum_i |s_ij * v_ij| over every rounding intermediate of the forward
-and the backward: the graph is run once as it is and once with each intermediate scaled by
-(1 + STEP), under a dispatch mode, and (g(i) - g) / STEP is that intermediate's term. A
+rounding of intermediate v_i by delta_i times its unit max(|v_i|, tiny(d)) moves the
+gradient element g_j by s_ij * max(|v_ij|, tiny) * delta_i, to first order.
+`rounding_sensitivity` measures, on the float64 reference sample, S_j = sum_i |s_ij *
+max(|v_ij|, tiny)| over every rounding of the forward and the backward: the graph is run
+once as it is and once with each intermediate moved by STEP units (`_move`; v * (1 + STEP)
+for a normal v), under a dispatch mode, and (g(i) - g) / STEP is that rounding's term. A
 bound on what the roundings can do together is then a few eps(d) * S_j per element, with
 no assumption about the formula: where its terms cancel (sinc's cos(x)/x - sin(x)/x**2
-for small x), S_j is as large as the terms, not the difference.
+for small x), S_j is as large as the terms, not the difference. Below tiny(d), the
+smallest normal number, a rounding is absolute (half a subnormal spacing: polar's float16
+sgn(r) turns by up to 2^-24 / |r| where r's parts are subnormal). A complex intermediate
+rounds its real and imaginary parts apart, each by up to u |v| (a product's parts are sums
+of real products that may cancel inside the one op): two roundings, each part moved by
+STEP |v|.
 
 Intermediates that a kernel does not round are left out: views and other aliases, copies,
-sign changes, selections (`EXACT`), and results that are not floating. The graph's ops are
-counted on the unperturbed run; a graph of more than MAX_INTERMEDIATES rounding ops, one
-whose op sequence changes under the scaling, or one with a complex intermediate (a complex
-product rounds its real and imaginary parts apart, after sums that may cancel inside the
-one op: polar's float16 gradient misses a bound from the product's result, measured)
-gets None (the caller keeps its normwise bound).
+sign changes, selections (`EXACT`), and results that are neither floating nor complex. The
+graph's ops are counted on the unperturbed run; a graph of more than MAX_INTERMEDIATES
+roundings, or one whose op sequence changes under a move, gets None (the caller keeps its
+normwise bound).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ STEP = 1e-6
 """Relative scaling of one intermediate (float64: the difference keeps ~10 digits)."""
 
 MAX_INTERMEDIATES = 24
-"""More rounding ops than this in one forward and backward: not measured (cost)."""
+"""More roundings than this in one forward and backward: not measured (cost)."""
 
 EXACT = frozenset(
     {
@@ -66,9 +70,9 @@ no rounding of their own."""
 
 
 def _rounds(func: Any, out: Any, args: tuple[Any, ...]) -> bool:
-    """Whether `func`'s result is a rounded intermediate: a floating tensor the op computed
-    from tensor inputs, not a view or an exact op."""
-    if not isinstance(out, torch.Tensor) or not out.is_floating_point():
+    """Whether `func`'s result is a rounded intermediate: a floating or complex tensor the op
+    computed from tensor inputs, not a view or an exact op."""
+    if not isinstance(out, torch.Tensor) or not (out.is_floating_point() or out.is_complex()):
         return False
     schema = func._schema
     if schema.name in EXACT:
@@ -80,14 +84,14 @@ def _rounds(func: Any, out: Any, args: tuple[Any, ...]) -> bool:
 
 
 class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
-    """Counts the rounding intermediates as they are computed; scales the `target`-th one
-    (in place, so an in-place op's target carries it on) by `scale`."""
+    """Counts the roundings as the intermediates are computed, one per real intermediate and
+    one per part of a complex one (`names`: the op of each); moves the `target`-th by STEP
+    times its unit (`_move`; in place, so an in-place op's target carries it on)."""
 
-    def __init__(self, target: int = -1, scale: float = 1.0) -> None:
+    def __init__(self, target: int = -1, floor: float = 0.0) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
-        self.target, self.scale = target, scale
+        self.target, self.floor = target, floor
         self.names: list[str] = []
-        self.complex = False
         self.largest = 0.0
         """The largest finite magnitude among the rounding intermediates."""
 
@@ -99,13 +103,11 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
         out = func(*args, **(kwargs or {}))
-        if isinstance(out, torch.Tensor) and out.is_complex():
-            self.complex = True
         if _rounds(func, out, args):
-            if len(self.names) == self.target:
-                with torch.no_grad():
-                    out.mul_(self.scale)
-            self.names.append(func._schema.name)
+            for part in range(2 if out.is_complex() else 1):
+                if len(self.names) == self.target:
+                    _move(out, part, self.floor)
+                self.names.append(func._schema.name)
             if self.target < 0 and out.numel():
                 with torch.no_grad():
                     size = out.detach().abs()
@@ -113,6 +115,21 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
                     if finite.numel():
                         self.largest = max(self.largest, float(finite.max()))
         return out
+
+
+def _move(v: torch.Tensor, part: int, floor: float) -> None:
+    """Move `v` in place by STEP times the unit its rounding is relative to, max(|v|, floor):
+    a real v away from zero (v * (1 + STEP) where |v| >= floor), a complex v along its real
+    (`part` 0) or imaginary part (1), each of which a kernel rounds apart and by up to u |v|
+    (a product's parts sum real products, which may cancel: Re(a b) = Re a Re b - Im a Im
+    b). Below `floor` (the dtype's smallest normal number) a rounding is absolute: half a
+    subnormal spacing, u * floor."""
+    with torch.no_grad():
+        unit = STEP * v.abs().clamp_min(floor)
+        if v.is_complex():
+            v.add_(torch.complex(unit, torch.zeros_like(unit)) if part == 0 else unit * 1j)
+        else:
+            v.add_(torch.where(v < 0, -unit, unit))
 
 
 @dataclass(frozen=True)
@@ -133,10 +150,12 @@ def measure_graph(
     *,
     sensitivity: bool = True,
     ulps: Mapping[str, float] | None = None,
+    floor: float = 0.0,
 ) -> Roundings:
     """The graph that `gradients()` runs (forward and backward on float64 leaves, anew each
     call): its largest intermediate from one run, and with `sensitivity` each gradient's S
-    from one more run per intermediate. `ulps`: per aten op, how many roundings its kernel's
+    from one more run per rounding (`_move`; `floor`: the smallest normal number of the
+    dtype the graph stands for). `ulps`: per aten op, how many roundings its kernel's
     error is worth (`exceptions.kernel_exceptions`); its intermediates' terms count that many
     times."""
     with _Intermediates() as counting:
@@ -144,13 +163,14 @@ def measure_graph(
     names, largest = counting.names, counting.largest
     if not sensitivity:
         return Roundings(None, largest)
-    if not names or len(names) > MAX_INTERMEDIATES or counting.complex:
+    if not names or len(names) > MAX_INTERMEDIATES:
         return Roundings(None, largest)
     totals: list[torch.Tensor | None] = [
-        torch.zeros_like(g) if isinstance(g, torch.Tensor) else None for g in base
+        torch.zeros(g.shape, dtype=g.real.dtype) if isinstance(g, torch.Tensor) else None
+        for g in base
     ]
     for target in range(len(names)):
-        with _Intermediates(target, 1.0 + STEP) as scaled:
+        with _Intermediates(target, floor) as scaled:
             moved = gradients()
         if scaled.names != names:
             return Roundings(None, largest)
@@ -166,10 +186,10 @@ def measure_graph(
 
 
 def rounding_sensitivity(
-    gradients: Callable[[], tuple[Any, ...]],
+    gradients: Callable[[], tuple[Any, ...]], floor: float = 0.0
 ) -> tuple[torch.Tensor | None, ...] | None:
-    """`measure_graph(gradients).terms`."""
-    return measure_graph(gradients).terms
+    """`measure_graph(gradients, floor=floor).terms`."""
+    return measure_graph(gradients, floor=floor).terms
 
 
 def leaves_range(largest: float, dtype: torch.dtype, margin: float) -> bool:

@@ -59,13 +59,6 @@ def _magnitude(x: torch.Tensor) -> torch.Tensor:
     return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
 
 
-def _largest_sum(parts: torch.Tensor, shape: torch.Size) -> float:
-    """The largest of `parts` summed over the elements each of `shape`'s stands for (a
-    broadcast input's gradient sums its elements' terms); 0 without elements."""
-    summed = parts.sum_to_size(shape)
-    return float(summed.max()) if summed.numel() else 0.0
-
-
 def digamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """digamma's terms at x > 0, as Cephes' psi (PyTorch's CPU and CUDA kernels) forms them:
     the recurrence psi(x) = psi(x + 1) - 1 / x up to x + K >= 10, then the asymptotic
@@ -128,39 +121,6 @@ def _reduced(parts: torch.Tensor, reduction: str) -> float:
     if reduction == "mean":
         return float(parts.mean())
     return float(parts.max())
-
-
-def polar_terms(
-    op: Any, ref: Any, weights: list[torch.Tensor] | None, dtype: torch.dtype
-) -> list[float]:
-    """polar's gradients, per input: half the worst case of the roundings of its backward,
-    in units of eps (so that 2 eps T is that worst case), summed over the elements an input
-    that broadcasts stands for. The backward forms each element's term in the complex
-    `dtype`, Re(conj(w) v) with v = sgn(r) for abs and v = i r for angle (r = abs
-    e^(i angle), rounded to `dtype` part by part), and autograd then sums a broadcast
-    input's terms: each term is off by up to half an eps of itself and half an eps of
-    |w| |v| (its parts' products; sgn(r) rounds once more, another |w| |v|), however much
-    the terms cancel in the sum (float16 at seed 777777: 50 terms of sum |t| = 123 summed
-    to an angle gradient of 2.76, 0.016 off; T = 76). Where |r| is below the
-    smallest normal number, each of r's parts rounds by half the smallest subnormal s, not
-    by a relative eps, so sgn(r) turns by up to s / |r|: |w| s / (eps |abs|) more for abs
-    (float16 at seed 34: abs = 1.07e-6, 0.020 off a gradient of 0.449)."""
-    if not weights:
-        return []
-    info = torch.finfo(dtype)
-    subnormal = info.tiny * info.eps  # the smallest subnormal: the spacing below tiny
-    size, angle = _real64(ref.input), _real64(ref.args[0])
-    w = _real64(weights[0])
-    r = torch.polar(size.expand(w.shape), angle.expand(w.shape))
-    parts = []
-    for v, extra in ((torch.sgn(r), 2.0), (1j * r, 1.0)):
-        term = (w.conj() * v).real.abs()
-        parts.append((term + extra * w.abs() * v.abs()) / 4)
-    expanded = size.expand(w.shape)
-    below = (expanded > 0) & (expanded < info.tiny)
-    turned = _magnitude(w) * subnormal / (info.eps * expanded)
-    parts[0] = parts[0] + torch.where(below, turned, 0.0)
-    return [_largest_sum(parts[0], size.shape), _largest_sum(parts[1], angle.shape)]
 
 
 def triplet_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:

@@ -210,13 +210,15 @@ def grad_brackets(
         return GradBrackets((), False)
     outputs = reference_outputs(op, ref)
     uses = _saved(outputs)  # before the backward below frees what the node saved
+    # a complex result's rounding (its parts apart) is the graph's to measure
+    complex_result = any(y.is_complex() for y in outputs)
     one_node = (
         uses is not None
         and least not in CHAINED_ROUNDING_DTYPES
         and op_name not in CANCELLING_GRAD_OPS
-        and not ("result" in uses and ("inputs" in uses or len(inputs) > 1))
+        and not ("result" in uses and ("inputs" in uses or len(inputs) > 1 or complex_result))
     )
-    if not one_node and (len(outputs) != 1 or least.is_complex):
+    if not one_node and len(outputs) != 1:
         return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
@@ -227,7 +229,8 @@ def grad_brackets(
     if not one_node:
         kernels = kernel_exceptions(least)
         ulps = {name: entry.factor for name, entry in kernels.items()} or None
-        found = measure_graph(lambda: reference_grads(op, ref, weights), ulps=ulps)
+        tiny = torch.finfo(least).tiny
+        found = measure_graph(lambda: reference_grads(op, ref, weights), ulps=ulps, floor=tiny)
         graph = _graph_brackets(
             op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
         )
@@ -236,7 +239,7 @@ def grad_brackets(
     brackets: list[tuple[Any, Any] | None] = []
     summed = functools.cache(lambda: _broadcast_terms(op, compute, ref, weights, outputs[0].shape))
     for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
-        if g is None or (g.is_complex() and "result" in (uses or ())):
+        if g is None:
             brackets.append(None)
             continue
         if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
@@ -284,10 +287,10 @@ def _graph_brackets(
     eps = torch.finfo(dtype).eps
     brackets: list[tuple[Any, Any] | None] = []
     summed = functools.cache(
-        lambda: _broadcast_terms(op, compute, ref, weights, shape, rounding_eps=eps)
+        lambda: _broadcast_terms(op, compute, ref, weights, shape, rounding=dtype)
     )
     for i, (x, g, s) in enumerate(zip(inputs, grads, sensitivity, strict=True)):
-        if g is None or s is None or g.is_complex():
+        if g is None or s is None:
             brackets.append(None)
             continue
         if x.shape != shape:
@@ -295,6 +298,9 @@ def _graph_brackets(
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         slack = CONDITION_EPS * eps * s
+        if g.is_complex():  # the box around the disc of radius slack
+            low, high = _square_box(g, low, high)
+            slack = torch.complex(slack, slack)
         brackets.append(((low - slack).detach(), (high + slack).detach()))
     return tuple(brackets)
 
@@ -306,13 +312,13 @@ def _broadcast_terms(
     weights: list[torch.Tensor],
     shape: torch.Size,
     *,
-    rounding_eps: float | None = None,
+    rounding: torch.dtype | None = None,
 ) -> list[tuple[Any, Any, Any] | None]:
     """Per differentiable input, the (low, high, |g|) of its gradient's terms before the
     broadcast sums them: the gradient with every such input expanded to the output's
-    `shape`, over the same moved inputs as `grad_brackets`, and with `rounding_eps` each
-    term's range widened by its graph's roundings as `_graph_brackets` does; [] where the
-    op cannot take the expanded inputs (or its graph cannot be measured)."""
+    `shape`, over the same moved inputs as `grad_brackets`, and with `rounding` (the dtype)
+    each term's range widened by its graph's roundings as `_graph_brackets` does; [] where
+    the op cannot take the expanded inputs (or its graph cannot be measured)."""
 
     def expand(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.requires_grad:
@@ -330,8 +336,9 @@ def _broadcast_terms(
     except RuntimeError:
         return []
     sensitivity: tuple[Any, ...] = (None,) * len(grads)
-    if rounding_eps is not None:
-        measured = rounding_sensitivity(lambda: reference_grads(op, full, weights))
+    if rounding is not None:
+        tiny = torch.finfo(rounding).tiny
+        measured = rounding_sensitivity(lambda: reference_grads(op, full, weights), tiny)
         if measured is None:
             return []
         sensitivity = measured
@@ -341,11 +348,13 @@ def _broadcast_terms(
             terms.append(None)
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
-        if rounding_eps is not None and s is not None:
-            slack = CONDITION_EPS * rounding_eps * s
-            low, high = low - slack, high + slack
         if g.is_complex():  # each term's error may lie in any direction
             low, high = _square_box(g, low, high)
+        if rounding is not None and s is not None:
+            slack = CONDITION_EPS * torch.finfo(rounding).eps * s
+            if g.is_complex():
+                slack = torch.complex(slack, slack)
+            low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
     return terms
 

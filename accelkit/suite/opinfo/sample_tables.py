@@ -21,8 +21,6 @@ from __future__ import annotations
 
 import functools
 
-import torch
-
 from accelkit.suite.opinfo import sample_measures as measure
 from accelkit.suite.opinfo.records import (
     BackwardOverflow,
@@ -50,23 +48,6 @@ SAMPLE_TERMS = by_key(
             "gradient of -3.05 (bfloat16 at seed 33, 'amax': 0.169 absolute where the "
             "normwise bound at the largest input, 9, allowed 0.141; 0.17 of this bound at "
             "worst over seeds 0-40, float16 and float32 under 0.01)"
-        ),
-    ),
-    SampleTerms(
-        op="polar",
-        dtype="float16",
-        grad=True,
-        factor=1.0,
-        terms=functools.partial(measure.polar_terms, dtype=torch.float16),
-        reason=(
-            "the backward forms each element's term in complex float16, Re(conj(w) sgn(r)) "
-            "for abs and Re(conj(w) i r) for angle, and rounds it before autograd sums the "
-            "terms of an input that broadcasts (seed 777777: a 0-d angle's gradient summed "
-            "50 terms of sum |t| = 123 to 2.76 and came out 0.016 off, where the normwise "
-            "bound allowed 0.013); below the smallest normal number (6.1e-5) r's parts round "
-            "by half a subnormal spacing, so sgn(r) turns by up to 2^-24 / |r| (seed 34: "
-            "abs = 1.07e-6, a gradient of 0.449 came out 0.429, where the normwise bound "
-            "allowed 0.018)"
         ),
     ),
     *(

@@ -98,11 +98,12 @@ def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
     relative = (half / g.abs()).tolist()
     assert 100 * EPS32 < relative[0] < 1000 * EPS32
     assert relative[1] < 5 * EPS32
-    # A complex backward that reads the result (tanh's w * conj(1 - y ** 2)) stays normwise.
+    # A complex backward that reads the result (tanh's w * conj(1 - y ** 2)) is the graph's:
+    # the result's parts round apart (`test_a_complex_gradient_that_reads_the_result_...`).
     (tanh,) = sample_rules.grad_brackets(
         _op(torch.tanh), "tanh", torch.complex64, _sample(z), Rules(), weights
     ).brackets
-    assert tanh is None
+    assert tanh is not None
 
 
 def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
@@ -145,6 +146,92 @@ def test_a_complex_broadcast_input_sums_its_terms_square_boxes() -> None:
     total = float(terms.abs().sum())
     assert 2 * EPS32 * total < float(half) < 100 * EPS32 * total  # the pole: wider than T's
     assert not bool((low.real < 1.03 * exact.real) & (1.03 * exact.real < high.real))
+
+
+def test_a_complex_gradient_that_reads_the_result_gets_its_graphs_square_box() -> None:
+    # exp's w * conj(y): the result's parts round apart, each by up to u |y|, which the
+    # graph measures; the kernel's complex64 gradient is within the box, 1e-4 is not.
+    z = torch.tensor([0.3 + 2.0j, -1.5 + 0.1j, 2.0 - 3.0j], dtype=torch.complex128)
+    weights = [torch.tensor([1.0 + 0.5j, -1.0 + 0.0j, 0.25j], dtype=torch.complex64)]
+    (found,) = sample_rules.grad_brackets(
+        _op(torch.exp),
+        "exp",
+        torch.complex64,
+        _sample(z.clone().requires_grad_()),
+        Rules(),
+        [weights[0].to(torch.complex128)],
+    ).brackets
+    assert found is not None
+    low, high = found
+    exact = weights[0].to(torch.complex128) * torch.exp(z).conj()
+    half = (high - exact).real
+    for side in ((high - exact).imag, (exact - low).real, (exact - low).imag):  # square
+        assert side.tolist() == pytest.approx(half.tolist(), rel=1e-6)
+    x = z.to(torch.complex64).requires_grad_()
+    (kernel,) = torch.autograd.grad(torch.exp(x), x, weights[0])
+    kernel = kernel.to(torch.complex128)
+    assert bool((low.real <= kernel.real).all() and (kernel.real <= high.real).all())
+    assert bool((low.imag <= kernel.imag).all() and (kernel.imag <= high.imag).all())
+    assert bool((half < 1e-4 * exact.abs()).all())
+
+
+def _within(found: Any, value: torch.Tensor) -> bool:
+    low, high = found
+    return bool(((low <= value) & (value <= high)).all())
+
+
+def test_polars_float16_gradient_at_a_subnormal_result_is_within_its_graphs_bracket() -> None:
+    # abs = 1.07e-6: the result's parts are subnormal in float16 (seed 34), so the backward's
+    # sgn(r) turns by up to 2^-24 / |r|: the kernel's gradient is 0.02 off 0.449, beyond
+    # the normwise bound; the graph's roundings, absolute below the smallest normal number,
+    # cover it, and a 3% error of the other elements stays outside.
+    size = torch.tensor([1.0728836e-06, 0.5, 3.0], dtype=torch.float16)
+    angle = torch.tensor([0.7705, 2.0, -1.0], dtype=torch.float16)
+    w = torch.tensor([1.25 - 0.646j, 0.3 + 1.0j, -2.0 + 0.5j], dtype=torch.complex128)
+    a64 = size.double().requires_grad_()
+    ref = _sample(a64, args=(angle.double().requires_grad_(),))
+    found = sample_rules.grad_brackets(
+        _op(torch.polar), "polar", torch.float16, ref, Rules(), [w]
+    ).brackets
+    assert found and found[0] is not None
+    a = size.clone().requires_grad_()
+    (kernel,) = torch.autograd.grad(torch.polar(a, angle), a, w.to(torch.complex32))
+    (exact,) = torch.autograd.grad(torch.polar(a64, angle.double()), a64, w)
+    assert float((kernel.double() - exact).abs()[0]) > 2 * torch.finfo(torch.float16).eps * 3.0
+    assert _within(found[0], kernel.double())
+    low, high = found[0][0][1:], found[0][1][1:]
+    assert not _within((low, high), exact[1:] * 1.03)
+    assert not _within((low, high), exact[1:] * 0.97)
+
+
+def test_polars_float16_angle_that_broadcasts_sums_its_rounded_terms() -> None:
+    # A 0-d angle's float16 gradient sums 50 terms, each rounded in complex float16 before
+    # the sum (seed 777777's finding): off by more than the normwise bound at the inputs,
+    # within the sum of its terms' brackets.
+    g = torch.Generator().manual_seed(89)
+    size = (torch.rand(50, generator=g) * 9).half()
+    angle = (torch.rand((), generator=g) * 18 - 9).half()
+    w = torch.complex(torch.randn(50, generator=g), torch.randn(50, generator=g))
+    w16 = w.to(torch.complex32)
+    t64 = angle.double().requires_grad_()
+    ref = _sample(size.double().requires_grad_(), args=(t64,))
+    found = sample_rules.grad_brackets(
+        _op(torch.polar), "polar", torch.float16, ref, Rules(), [w16.to(torch.complex128)]
+    ).brackets
+    assert len(found) == 2 and found[1] is not None
+    t = angle.clone().requires_grad_()
+    (kernel,) = torch.autograd.grad(torch.polar(size, t), t, w16)
+    exact = torch.autograd.grad(torch.polar(size.double(), t64), t64, w16.to(torch.complex128))
+    error = abs(float(kernel) - float(exact[0]))
+    assert error > 2 * torch.finfo(torch.float16).eps * max(9.0, abs(float(exact[0])))
+    low, high = found[1]
+    assert float(low) <= float(kernel) <= float(high)
+    # Each term's graph counts four roundings of u |w| |r| (its complex parts, at up to
+    # 4 u each), so a term errs by up to 16 u |w| |r|, which the sum keeps: a sum of 50
+    # such terms is bounded by its worst case, not by the sqrt(50) a random walk takes.
+    terms = float((w16.to(torch.complex128).abs() * size.double()).sum())
+    u = torch.finfo(torch.float16).eps / 2
+    assert (float(high) - float(low)) / 2 < 40 * u * terms
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

@@ -105,13 +105,38 @@ def test_a_graph_too_large_or_without_roundings_is_not_measured(
     assert roundings.rounding_sensitivity(_grads(lambda t: -t, [0.5])) is None
 
 
-def test_a_graph_with_a_complex_intermediate_is_not_measured() -> None:
-    # polar's gradient reads a complex product's real part, which rounds after a sum that
-    # can cancel inside the one op: a scaling of the product's result misses that.
-    def fn(t: torch.Tensor) -> torch.Tensor:
-        return torch.view_as_real(torch.polar(t, torch.full_like(t, 0.3))).sum(-1)
+def test_a_complex_intermediate_rounds_each_part_by_its_modulus() -> None:
+    # Re(polar(t, 0.3) * c) with c = i exp(-0.3 i): the product is i t, its real part 0, and
+    # the gradient w Re(exp(-0.3 i) conj(c)) = 0 exactly. The backward's complex products
+    # have modulus |w| = 1, and each part rounds by up to u of that: S counts them, where a
+    # rounding relative to each part (Re 0) would count nothing.
+    c = 1j * torch.exp(torch.tensor(-0.3j, dtype=torch.complex128))
 
-    assert roundings.rounding_sensitivity(_grads(fn, [1.0, 2.0])) is None
+    def fn(t: torch.Tensor) -> torch.Tensor:
+        return (torch.polar(t, torch.full_like(t, 0.3)) * c).real
+
+    run = _grads(fn, [1.0, 2.0])
+    (g,) = run()
+    assert g is not None and float(g.abs().max()) < 1e-15
+    names = _names(run)
+    assert names.count("aten::polar") == 2  # one rounding per part
+    (total,) = roundings.rounding_sensitivity(run) or (None,)
+    assert total is not None and bool((total >= 1.0).all())
+
+
+def test_below_the_smallest_normal_number_a_rounding_is_absolute() -> None:
+    # (t s)^2 / s^2 with s = 1e-6: in float16, t s is subnormal (below 6.1e-5) and rounds by
+    # half a subnormal spacing, 6% of itself, which the gradient 2 t w carries twice. Relative
+    # to |t s| each rounding counts u of it (S = 12, six roundings of 2 g); in units of the
+    # floor, t s counts 61 times more.
+    s = 1e-6
+    run = _grads(lambda t: (t * s) ** 2 / s**2, [1.0])
+    tiny = torch.finfo(torch.float16).tiny
+    (relative,) = roundings.rounding_sensitivity(run) or (None,)
+    (floored,) = roundings.rounding_sensitivity(run, floor=tiny) or (None,)
+    assert relative is not None and floored is not None
+    assert float(floored) > 10 * float(relative)
+    assert float(floored) >= 2 * 2 * tiny / s  # d g / d v = 2 w / s, in units of tiny
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,6 @@ error)."""
 
 from __future__ import annotations
 
-import functools
 import math
 from typing import Any
 
@@ -240,58 +239,6 @@ def test_cosine_terms_are_large_where_the_gradient_cancels() -> None:
     out = torch.nn.functional.cosine_similarity(x1, x2, dim=1)
     grads = torch.autograd.grad(out, (x1, x2), w[0])
     assert all(float(g.abs().max()) < 1e-12 for g in grads)
-
-
-def test_polar_terms_cover_a_result_below_the_smallest_normal() -> None:
-    """float16 abs of 1.07e-6: the result's parts are subnormal, sgn(r) turns by s / |r|."""
-    size = torch.tensor([1.0728836e-06, 0.5, 3.0], dtype=torch.float16)
-    angle = torch.tensor([0.7705, 2.0, -1.0], dtype=torch.float16)
-    w = torch.tensor([1.25 - 0.646j, 0.3 + 1.0j, -2.0 + 0.5j], dtype=torch.complex128)
-    terms = functools.partial(measures.polar_terms, dtype=torch.float16)
-    found = terms(_Op(torch.polar), sample(size.double(), args=(angle.double(),)), [w])
-    eps, subnormal = torch.finfo(torch.float16).eps, 2.0**-24
-    magnitude = abs(w[0].real) + abs(w[0].imag)  # a complex weight as |Re| + |Im|
-    turned = magnitude * subnormal / (eps * float(size[0]))
-    assert found[0] >= turned
-    assert found[0] < turned + 2 * float(w.abs().max())  # the normal range adds |w| at most
-
-    def abs_grad(a: torch.Tensor, t: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-        a = a.clone().requires_grad_(True)
-        (grad,) = torch.autograd.grad(torch.polar(a, t), a, weight)
-        return grad.double()
-
-    exact = abs_grad(size.double(), angle.double(), w)
-    error = (abs_grad(size, angle, w.to(torch.complex32)) - exact).abs()
-    assert float(error[0]) > 2 * eps * 3.0  # beyond the normwise bound at the inputs
-    assert float(error[0]) <= 2 * eps * found[0]
-
-
-def test_polar_terms_sum_the_terms_of_an_angle_that_broadcasts() -> None:
-    """A 0-d angle's float16 gradient sums 50 terms, each rounded to float16 before the sum
-    (seed 777777's finding): off by more than the normwise bound at the inputs, within the
-    terms' own worst case."""
-    g = torch.Generator().manual_seed(89)
-    size = (torch.rand(50, generator=g) * 9).half()
-    angle = (torch.rand((), generator=g) * 18 - 9).half()
-    parts = (torch.randn(50, generator=g), torch.randn(50, generator=g))
-    w = torch.complex(*parts).to(torch.complex32)
-
-    def angle_grad(a: torch.Tensor, t: torch.Tensor, weight: torch.Tensor) -> float:
-        t = t.clone().requires_grad_(True)
-        (grad,) = torch.autograd.grad(torch.polar(a, t), t, weight)
-        return float(grad)
-
-    exact = angle_grad(size.double(), angle.double(), w.to(torch.complex128))
-    error = abs(angle_grad(size, angle, w) - exact)
-    eps = torch.finfo(torch.float16).eps
-    terms = measures.polar_terms(
-        _Op(torch.polar),
-        sample(size.double(), args=(angle.double(),)),
-        [w.to(torch.complex128)],
-        dtype=torch.float16,
-    )
-    assert error > 2 * eps * max(9.0, abs(exact))  # beyond the normwise bound
-    assert error <= 2 * eps * terms[1]
 
 
 def test_triplet_terms_sum_the_distances_that_the_loss_subtracts() -> None:
