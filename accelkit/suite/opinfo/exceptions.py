@@ -65,37 +65,6 @@ EXCEPTIONS: tuple[ListedException, ...] = (
     *(
         ListedException(
             op=op,
-            dtype="complex64",
-            grad=True,
-            kind="tolerance",
-            factor=30.0,
-            measured="2.0e-5 relative, complex64",
-            backend="cpu",
-            reason=(
-                "the gradient y * x ** (y - 1) or x ** y * log(x) carries the relative error "
-                "of x ** y, which grows with |y * log(x)|; complex gradients get no "
-                "elementwise bracket (real ones take the graph's roundings)"
-            ),
-        )
-        for op in ("pow", "__rpow__")
-    ),
-    ListedException(
-        op="sinc",
-        dtype="complex64",
-        grad=True,
-        kind="tolerance",
-        factor=4.0,
-        measured="1.6e-6 relative, complex64",
-        backend="cpu",
-        reason=(
-            "the derivative (cos(pi z) pi z - sin(pi z)) / (pi z ** 2) for large complex z: "
-            "pi * z rounds in complex64, and complex gradients get no elementwise bracket "
-            "(real dtypes take the graph's roundings, scales.CANCELLING_GRAD_OPS)"
-        ),
-    ),
-    *(
-        ListedException(
-            op=op,
             grad=True,
             kind="normwise",
             factor=8.0,
@@ -113,19 +82,6 @@ EXCEPTIONS: tuple[ListedException, ...] = (
             ("grid_sampler_3d", "3.12x"),
             ("nn.functional.grid_sample", "4.09x"),
         )
-    ),
-    ListedException(
-        op="logcumsumexp",
-        dtype="complex64",
-        grad=True,
-        kind="normwise",
-        factor=4.0,
-        measured="1.06x the normwise bound, complex64",
-        backend="cpu",
-        reason=(
-            "complex log-sum-exp cancels where exp(a) + exp(b) ~ 0 (opposite phases): the "
-            "running sums lose digits relative to their terms"
-        ),
     ),
     *(
         ListedException(
