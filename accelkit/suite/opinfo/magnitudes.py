@@ -415,7 +415,11 @@ def _reunit(
     if e.numel() * 2 == size:
         return keep, e.repeat_interleave(2), own.repeat_interleave(2)
     if size * 2 == e.numel():
-        return keep, *(v.view(size, 2).square().sum(1).sqrt() for v in (e, own))
+
+        def combined(v: torch.Tensor) -> torch.Tensor:
+            return v.view(size, 2).square().sum(1).sqrt()
+
+        return keep, combined(e), combined(own)
     return None
 
 
