@@ -139,13 +139,12 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
     return pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec)
 
 
-#: The dtypes whose elementwise gradients are compared element by element. Complex ones
-#: only for a backward of one node that reads its inputs alone, for an input of the
-#: output's shape (a relative move of the input, its box made square: atanh's
-#: w / conj(1 - z ** 2) near z = -1, seed 59). A broadcast sum, a graph of several nodes, or
-#: a backward that reads the result stays normwise: a complex kernel's result is several
-#: units of |y| off in a component (tanh's w * conj(1 - y ** 2), expm1's, tan's), more than
-#: the one rounding `_result_sensitivity` stands for.
+#: The dtypes whose elementwise gradients are compared element by element. A complex one
+#: gets a square box (the kernel's error may lie in any direction: atanh's
+#: w / conj(1 - z ** 2) near z = -1, seed 59); a backward that reads a complex result takes
+#: the graph's roundings, each part of the result rounded by up to u |y| (tanh's
+#: w * conj(1 - y ** 2), expm1's, tan's were several units of |y| off in a component, more
+#: than the one rounding of |y| `_result_sensitivity` stands for).
 GRAD_BRACKET_DTYPES = frozenset(
     {torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64, torch.complex128}
 )
