@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from accelkit.containers.run import MANAGED_LABEL
@@ -49,6 +51,17 @@ def run_cli(
         env={**os.environ, **(env or {})},
         check=False,
     )
+
+
+def load_script(path: Path) -> ModuleType:
+    """A script that is not a package module (benchmarks/*.py), imported by path and
+    registered under its stem (dataclasses look their module up by name)."""
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 def run_python(script: str, *args: str, timeout: float = 240) -> Any:

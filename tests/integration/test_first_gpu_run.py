@@ -4,7 +4,6 @@ with its reason), and the device logic a GPU host takes, on given values."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -14,19 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, load_script
 
 SCRIPT = REPO / "benchmarks" / "first_gpu_run.py"
 
 
 @pytest.fixture(scope="module")
 def first_run() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("first_gpu_run", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_device_targets_and_slugs(first_run: ModuleType) -> None:

@@ -3,25 +3,18 @@ the script itself prints the measured table)."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from types import ModuleType
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, load_script
 
 SCRIPT = REPO / "benchmarks" / "bench_timing_fidelity.py"
 
 
 @pytest.fixture(scope="module")
 def bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("bench_timing_fidelity", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_row_takes_medians_over_rounds_and_ratios_per_reference(bench: ModuleType) -> None:

@@ -2,25 +2,19 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from types import ModuleType
 
 import pytest
 
-from tests.helpers import REPO
+from tests.helpers import REPO, load_script
 
 SCRIPT = REPO / "benchmarks" / "sweep_seeds.py"
 
 
 @pytest.fixture(scope="module")
 def sweep() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("sweep_seeds", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT)
 
 
 def test_a_correct_kernel_passes_and_a_planted_error_fails(sweep: ModuleType) -> None:
