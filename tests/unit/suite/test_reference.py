@@ -102,6 +102,14 @@ def test_scale_and_element_faults_touch_only_their_dtype() -> None:
     assert float(y[3]) == pytest.approx(float(clean[3]) * 1.5)
 
 
+def test_a_scale_fault_scales_a_complex_answer_whole() -> None:
+    a = torch.tensor([[1.0 + 2.0j, -0.5j], [3.0 + 0.0j, 1.0 - 1.0j]], dtype=torch.complex64)
+    with faults.injected(faults.parse("aten.mm.default:complex64:scale:1e-3")):
+        wrong = a @ a
+    clean = a @ a
+    assert torch.allclose(wrong, clean * (1 + 1e-3), rtol=1e-6)  # its imaginary part too
+
+
 def test_a_fault_spec_with_an_unknown_kind_is_an_error() -> None:
     with pytest.raises(ValueError, match="fault kind"):
         faults.parse("mm:float32:sometimes")
