@@ -53,7 +53,6 @@ from accelkit.suite.opinfo.planning import OpinfoCase
 from accelkit.suite.opinfo.sample_measures import differentiable
 from accelkit.suite.opinfo.sample_rules import (
     NoDigits,
-    composite_rules,
     graph_rules,
     overflow_rules,
     reaches,
@@ -390,7 +389,6 @@ def compare_with_steps(
         step = DISCONTINUOUS.get(op_name)
         if step is None:
             graph = graph_rules(op, dtype, ref, rules, expected)
-            graph = graph or composite_rules(op, dtype, ref, rules)
             graph = graph or overflow_rules(op, dtype, ref, rules)
             if graph is None:
                 raise

@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
-import types
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -506,7 +505,6 @@ GRAPH_FACTOR = 2.0
 GRAPH_RECHECK = "re-checked with the roundings of its graph"
 STABLE_RECHECK = "re-checked as a backward-stable kernel's answer"
 OVERFLOW_RECHECK = "re-checked where its graph leaves the dtype's range"
-COMPOSITE_RECHECK = "re-checked with the roundings of its composition"
 
 
 def _graph_run(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> Callable[[], Any]:
@@ -528,43 +526,6 @@ def _graph_overflows(run: Callable[[], Any], dtype: torch.dtype) -> bool:
     ops form their values in the dtype, so inf or NaN are then right where the exact answer
     is finite (`Rules.may_overflow`), whether or not its roundings can be measured."""
     return _overflows(measure_graph(run, sensitivity=False).largest, dtype)
-
-
-def composite_rules(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> Rules | None:
-    """The re-check of an elementwise op's answer that its bracket failed, where the op is
-    defined as a composition of torch's operators in Python (its OpInfo's op a Python
-    function whose call runs several of them, each rounding its result to the dtype:
-    tanhshrink's x - tanh(x), which cancels for small x): its bracket widened by
-    CONDITION_EPS * eps * S, S over those roundings (`roundings.measure_graph` of the
-    forward, as a deeper backward's gradient is). None for one of torch's operators, which
-    owes the function's condition however its kernel is built (special.ndtr's CPU kernel is
-    0.5 * (1 + erf(x / sqrt(2))), whose cancellation is a known failure), and where the
-    roundings cannot be measured."""
-    if not is_elementwise(op) or rules.bracket is None:
-        return None
-    if not isinstance(getattr(op, "op", None), types.FunctionType):
-        return None
-    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
-    run = _graph_run(op, ref, None)
-    tiny = torch.finfo(least).tiny
-    found = measure_graph(lambda: tuple(pytree.tree_leaves(run())), floor=tiny)
-    if found.ops < 2 or found.terms is None:
-        return None
-    eps = torch.finfo(least).eps
-    lows, spec = pytree.tree_flatten(rules.bracket[0])
-    highs = pytree.tree_leaves(rules.bracket[1])
-    if len(found.terms) != len(lows):
-        return None
-    for i, s in enumerate(found.terms):
-        low = lows[i]
-        if s is None or not isinstance(low, torch.Tensor) or s.shape != low.shape:
-            continue
-        slack = CONDITION_EPS * eps * s.to(low.real.dtype)
-        if low.is_complex():  # the box around the disc of radius slack
-            slack = torch.complex(slack, slack)
-        lows[i], highs[i] = low - slack, highs[i] + slack
-    bracket = (pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec))
-    return dataclasses.replace(rules, bracket=bracket, recheck=COMPOSITE_RECHECK)
 
 
 def overflow_rules(
