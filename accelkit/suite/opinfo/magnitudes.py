@@ -40,11 +40,10 @@ its elements, from the inputs (e = 0: the reference reads the same rounded value
 A complex tensor's e bounds the modulus of its error, and so each part's: a real view of it
 (view_as_real, which autograd takes Re through) reads that e for both parts. An op with
 none of these leaves the sample unmeasured (None: the sample keeps the normwise bound).
-The output's bound is
-`slack`: the propagated e of each element, without its own last rounding, which rtol(d)
-already covers. Terms that cancel count at their own size, so the bound needs no formula
-per op: a loss whose signed weights cancel, a norm's backward, a repeat's partial sums,
-addcdiv's broadcast divisor.
+The output's bound is `slack`: the propagated e of each element, without its own last
+rounding, which rtol(d) already covers. Terms that cancel count at their own size, so the
+bound needs no formula per op: a loss whose signed weights cancel, a norm's backward, a
+repeat's partial sums, addcdiv's broadcast divisor.
 
 Longer than 600 lines because it is the one table of the primitives' rules, a small
 function each, which read best side by side.

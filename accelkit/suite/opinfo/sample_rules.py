@@ -193,9 +193,9 @@ def grad_brackets(
     roundings of all its intermediates instead (`_graph_brackets`; in float32 each
     intermediate of a kernel with a listed error in ulps, `exceptions.kernel_exceptions`,
     counts that many roundings), as does every 16-bit backward (CHAINED_ROUNDING_DTYPES)
-    and every backward of `scales.CANCELLING_GRAD_OPS` (a formula
-    whose terms cancel). None (normwise) outside GRAD_BRACKET_DTYPES and for an op of
-    several outputs whose backward is not one node.
+    and every backward of `scales.CANCELLING_GRAD_OPS` (a formula whose terms cancel). None
+    (normwise) outside GRAD_BRACKET_DTYPES and for an op of several outputs whose backward
+    is not one node.
 
     With `GradBrackets.may_overflow`: whether an intermediate of the forward and backward
     leaves the range of the dtype the sample computes in (`roundings.leaves_range`; the
@@ -296,10 +296,9 @@ def _graph_brackets(
             brackets.append(_broadcast_bracket(op, dtype, ref, weights, i, x, g, summed))
             continue
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
-        slack = CONDITION_EPS * eps * s
-        if g.is_complex():  # the box around the disc of radius slack
+        if g.is_complex():
             low, high = _square_box(g, low, high)
-            slack = torch.complex(slack, slack)
+        slack = _half_side(CONDITION_EPS * eps * s, g)
         brackets.append(((low - slack).detach(), (high + slack).detach()))
     return tuple(brackets)
 
@@ -350,9 +349,7 @@ def _broadcast_terms(
         if g.is_complex():  # each term's error may lie in any direction
             low, high = _square_box(g, low, high)
         if rounding is not None and s is not None:
-            slack = CONDITION_EPS * torch.finfo(rounding).eps * s
-            if g.is_complex():
-                slack = torch.complex(slack, slack)
+            slack = _half_side(CONDITION_EPS * torch.finfo(rounding).eps * s, g)
             low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
     return terms
@@ -394,9 +391,7 @@ def _propagated_bracket(
     slack = graph.slack[index]
     if not isinstance(slack, torch.Tensor) or slack.shape != g.shape:
         return None
-    width = GRAPH_FACTOR * slack.to(g.real.dtype)
-    if g.is_complex():  # the box around the disc of radius width
-        width = torch.complex(width, width)
+    width = _half_side(GRAPH_FACTOR * slack.to(g.real.dtype), g)
     return (g - width).detach(), (g + width).detach()
 
 
@@ -413,9 +408,9 @@ def _summed_bracket(
     try:
         total = magnitude.sum_to_size(x.shape)
         # each term rounded to the dtype before the sum, then the sum's own rounding
-        acc = torch.finfo(dtype).eps * total + accumulation_atol(dtype, total, count)
-        if low.is_complex():  # the box around the disc
-            acc = torch.complex(acc, acc)
+        acc = _half_side(
+            torch.finfo(dtype).eps * total + accumulation_atol(dtype, total, count), low
+        )
         return (low.sum_to_size(x.shape) - acc).detach(), (high.sum_to_size(x.shape) + acc).detach()
     except RuntimeError:
         return None
@@ -484,6 +479,12 @@ def _result_sensitivity(
     dy, dg = y_up - y_down, g_up - g_down
     slope = torch.where(dy != 0, dg / dy, torch.zeros_like(dg)).nan_to_num(0.0, 0.0, 0.0)
     return result.detach().abs() * slope.abs()
+
+
+def _half_side(radius: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A real `radius` as what widens a bracket of `like`'s values: itself, or where they are
+    complex the half-side of the square box around the disc of that radius."""
+    return torch.complex(radius, radius) if like.is_complex() else radius
 
 
 def _square_box(
@@ -678,9 +679,7 @@ def _bracketed(
             lows.append(None)
             highs.append(None)
             continue
-        width = GRAPH_FACTOR * slack.to(value.real.dtype)
-        if value.is_complex():  # the box around the disc of radius width
-            width = torch.complex(width, width)
+        width = _half_side(GRAPH_FACTOR * slack.to(value.real.dtype), value)
         lows.append((value - width).detach())
         highs.append((value + width).detach())
     if all(x is None for x in lows):
