@@ -34,21 +34,6 @@ _ATTENTION_OPS = (
 )
 
 EXCEPTIONS: tuple[ListedException, ...] = (
-    *(
-        ListedException(
-            op=op,
-            grad=True,
-            kind="tolerance",
-            factor=100.0,
-            measured="14x the dtype's tolerance, complex64 (13x float32)",
-            backend="cpu",
-            reason=(
-                "the gradient of an eigendecomposition divides by eigenvalue gaps, not by the "
-                "matrix's condition number that linear algebra's bound measures"
-            ),
-        )
-        for op in ("linalg.eig", "linalg.eigvals")
-    ),
     ListedException(
         op="nn.functional.ctc_loss",
         grad=True,
