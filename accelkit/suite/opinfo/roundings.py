@@ -92,6 +92,7 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
         super().__init__()  # type: ignore[no-untyped-call]
         self.target, self.floor = target, floor
         self.names: list[str] = []
+        self.ops = 0
         self.largest = 0.0
         """The largest finite magnitude among the rounding intermediates."""
 
@@ -104,6 +105,7 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
     ) -> Any:
         out = func(*args, **(kwargs or {}))
         if _rounds(func, out, args):
+            self.ops += 1
             for part in range(2 if out.is_complex() else 1):
                 if len(self.names) == self.target:
                     _move(out, part, self.floor)
@@ -143,6 +145,8 @@ class Roundings:
     """The largest finite magnitude among the rounding intermediates (`leaves_range`)."""
     weighted: tuple[str, ...] = ()
     """The kernels of `measure_graph`'s `ulps` among the intermediates whose terms count."""
+    ops: int = 0
+    """How many of the graph's op calls rounded a result (a complex one counts once)."""
 
 
 def measure_graph(
@@ -160,11 +164,11 @@ def measure_graph(
     times."""
     with _Intermediates() as counting:
         base = gradients()
-    names, largest = counting.names, counting.largest
+    names, largest, ops = counting.names, counting.largest, counting.ops
     if not sensitivity:
-        return Roundings(None, largest)
+        return Roundings(None, largest, ops=ops)
     if not names or len(names) > MAX_INTERMEDIATES:
-        return Roundings(None, largest)
+        return Roundings(None, largest, ops=ops)
     totals: list[torch.Tensor | None] = [
         torch.zeros(g.shape, dtype=g.real.dtype) if isinstance(g, torch.Tensor) else None
         for g in base
@@ -182,7 +186,7 @@ def measure_graph(
             weight = ulps.get(names[target], 1.0) if ulps else 1.0
             totals[i] = total + weight * term.detach()
     weighted = tuple(sorted({n for n in names if ulps and n in ulps}))
-    return Roundings(tuple(totals), largest, weighted)
+    return Roundings(tuple(totals), largest, weighted, ops)
 
 
 def rounding_sensitivity(

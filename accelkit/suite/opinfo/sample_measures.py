@@ -221,12 +221,6 @@ def airy_series_condition(op: Any, ref: Any) -> float:
     return max(1.0, float(ratio.max()))
 
 
-def tanh_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """tanhshrink's x - tanh(x): max |tanh(x)|, the intermediate its decomposition rounds to
-    the dtype before the difference, which cancels for small x."""
-    return max_magnitude(torch.tanh(_real64(ref.input)))
-
-
 def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """cosine_similarity(x1, x2, dim)'s gradients, per input that needs one: the gradient
     w.r.t. x1 is w * (x2 / (|x1| |x2|) - cos * x1 / |x1| ** 2), two terms that cancel where

@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import types
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -506,6 +507,7 @@ GRAPH_FACTOR = 2.0
 GRAPH_RECHECK = "re-checked with the roundings of its graph"
 STABLE_RECHECK = "re-checked as a backward-stable kernel's answer"
 OVERFLOW_RECHECK = "re-checked where its graph leaves the dtype's range"
+COMPOSITE_RECHECK = "re-checked with the roundings of its composition"
 
 
 def _graph_run(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> Callable[[], Any]:
@@ -566,11 +568,9 @@ def graph_rules(
     kernel's decomposition in its place (`Graph.kernels`), whose own algorithm may round
     otherwise, the normwise atol stays beside the bracket. An output the decomposition does
     not give keeps the plain bound (its bracket None). None where the graph cannot be
-    measured, and for elementwise ops, whose brackets are their own: an elementwise kernel
-    owes the function's own condition, however its decomposition rounds (special.ndtr's
-    0.5 * (1 + erf(x / sqrt(2))) cancels, a known CPU failure the graph would pass)."""
+    measured. An elementwise op's forward is re-checked by `composite_rules` instead."""
     if is_elementwise(op):
-        return None
+        return composite_rules(op, dtype, ref, rules) if weights is None else None
     if rules.terms or rules.input_terms or rules.own_units:  # the op's own terms judge it
         return None
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
@@ -604,6 +604,40 @@ def graph_rules(
     # rounds otherwise) the normwise atol still adds to it.
     rules = dataclasses.replace(rules, recheck=GRAPH_RECHECK)
     return _bracketed(rules, expected, pytree.tree_leaves(found), normwise_too=bool(graph.kernels))
+
+
+def composite_rules(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> Rules | None:
+    """The re-check of an elementwise op's answer that its condition bracket failed, where
+    the op is a Python function that runs several of torch's operators, each rounding its
+    result to the dtype: tanhshrink's x - tanh(x) cancels for small x, where tanh(x)
+    rounded. Its bracket widens by unit * S, S the sum over those
+    roundings of |dy / d ln v| (`roundings.measure_graph` of the forward), and the unit is
+    what one such op may leave: CONDITION_EPS units of the precision it computes in, plus,
+    for a 16-bit dtype, the rounding of its result to the dtype (u = eps / 2, exact for
+    round to nearest). None for one of torch's operators, which owes the function's
+    condition however ATen builds it (special.ndtr is 0.5 * (1 + erf(x / sqrt(2))) inside,
+    whose cancellation for x < -5 is a known failure), and where the roundings cannot be
+    measured."""
+    if rules.bracket is None or not isinstance(getattr(op, "op", None), types.FunctionType):
+        return None
+    least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
+    compute = ACCUMULATION_DTYPE.get(least, least)
+    run = _graph_run(op, ref, None)
+    found = measure_graph(lambda: tuple(pytree.tree_leaves(run())), floor=torch.finfo(least).tiny)
+    lows, spec = pytree.tree_flatten(rules.bracket[0])
+    highs = pytree.tree_leaves(rules.bracket[1])
+    if found.ops < 2 or found.terms is None or len(found.terms) != len(lows):
+        return None
+    unit = CONDITION_EPS * torch.finfo(compute).eps
+    if compute != least:
+        unit += torch.finfo(least).eps / 2
+    for i, s in enumerate(found.terms):
+        if s is None or not isinstance(lows[i], torch.Tensor) or s.shape != lows[i].shape:
+            continue
+        slack = _half_side(unit * s, lows[i])
+        lows[i], highs[i] = lows[i] - slack, highs[i] + slack
+    bracket = (pytree.tree_unflatten(lows, spec), pytree.tree_unflatten(highs, spec))
+    return dataclasses.replace(rules, bracket=bracket, recheck=COMPOSITE_RECHECK)
 
 
 def stable_slack(

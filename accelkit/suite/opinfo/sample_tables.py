@@ -135,17 +135,6 @@ SAMPLE_TERMS = by_key(
         ),
     ),
     SampleTerms(
-        op="nn.functional.tanhshrink",
-        factor=1.0,
-        terms=measure.tanh_terms,
-        reason=(
-            "tanhshrink is x - tanh(x), each op rounded to the dtype: tanh(x)'s rounding "
-            "stays in a difference that cancels for small x (float32 3.1e-10 absolute, 0.14% "
-            "relative; float16 8.4e-5 on an answer of 0.024, where tanh(x) rounds by 2.4e-4; "
-            "seed 3, sample 0). Kept: an elementwise op, which the graph does not re-check"
-        ),
-    ),
-    SampleTerms(
         op="nn.functional.cosine_similarity",
         grad=True,
         factor=1.0,

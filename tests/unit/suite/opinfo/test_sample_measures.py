@@ -107,11 +107,6 @@ def test_complex_corrcoef_gradient_terms_judge_each_clamped_part() -> None:
     assert clamped > free
 
 
-def test_tanhshrink_terms_are_the_largest_tanh_it_rounds() -> None:
-    x = torch.tensor([-3.0, 1e-3, 0.5], dtype=torch.float64)
-    assert measures.tanh_terms(None, sample(x), None) == pytest.approx(math.tanh(3.0))
-
-
 def test_digamma_terms_sum_the_recurrence_and_the_logarithm_it_cancels() -> None:
     """Near digamma's root the terms are about 4.6 (the answer is about 0); above 10 only the
     logarithm remains; negative x (the reflection) add nothing."""
