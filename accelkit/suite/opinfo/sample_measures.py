@@ -316,12 +316,6 @@ def householder_condition(op: Any, ref: Any) -> float:
     return float(kappa.max())
 
 
-def exp_square_condition(op: Any, ref: Any) -> float:
-    """1 + max(x ** 2) / 2: the relative condition of exp(-x ** 2 / 2) (and of ndtr's tail,
-    which the same x ** 2 decides), whose argument rounds relative to x ** 2 / 2."""
-    return 1.0 + max_magnitude(ref.input) ** 2 / 2
-
-
 def _group_statistics(
     x: torch.Tensor, dims: tuple[int, ...], eps: float
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -297,19 +297,6 @@ SAMPLE_CONDITION = by_key(
         ),
     ),
     SampleCondition(
-        op="special.log_ndtr",
-        dtype="float32",
-        grad=True,
-        kind="relative",
-        factor=4.0,
-        kappa=measure.exp_square_condition,
-        reason=(
-            "the derivative exp(-x ** 2 / 2) / (sqrt(2 pi) ndtr(x)) rounds x ** 2 / 2 in "
-            "float32: relative error eps * x ** 2 / 2 (3.9e-6 at x = -7.6 measured, 1.1 eps * "
-            "kappa)"
-        ),
-    ),
-    SampleCondition(
         op="nn.functional.scaled_dot_product_attention",
         dtype="float32",
         grad=True,
