@@ -10,8 +10,8 @@ measures and rules, the rounding analyses, the backward-stable bound), the liste
 it replaced: TOLERANCE_SCALE, NORMWISE_SCALE and KERNEL_ULPS in `scales`), the entries of
 each per-op table and the functions `sample_measures` defines, and how many ops carry a rule
 of their own (an entry in a bound table: SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW,
-SQUARED, DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CANCELLING_GRAD_OPS,
-RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git (`git archive`) into a
+SQUARED, DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CONDITION_SCALE,
+CANCELLING_GRAD_OPS, RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git (`git archive`) into a
 temporary folder and its tables counted by importing it there, in a subprocess of its own.
 """
 
@@ -54,12 +54,13 @@ TABLES = (
     (("exceptions", "scales"), "TOLERANCE_SCALE"),
     (("exceptions", "scales"), "NORMWISE_SCALE"),
     (("exceptions", "scales"), "KERNEL_ULPS"),
+    (("exceptions",), "CONDITION_SCALE"),
     (("scales",), "CANCELLING_GRAD_OPS"),
     (("scales",), "RECURRENCE_OPS"),
 )
 """Each table's name and the modules it may live in (the first that has it counts): the
 constant widenings moved from `scales` into `exceptions` as kinds of listed exception."""
-WIDENINGS = ("TOLERANCE_SCALE", "NORMWISE_SCALE", "KERNEL_ULPS")
+WIDENINGS = ("TOLERANCE_SCALE", "NORMWISE_SCALE", "KERNEL_ULPS", "CONDITION_SCALE")
 """The tables whose entries are listed exceptions (all of them, before `EXCEPTIONS`)."""
 
 # Run inside a revision's folder: its tables' sizes and the ops they name, as JSON.

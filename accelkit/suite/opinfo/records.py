@@ -44,7 +44,7 @@ SamplePredicate = Callable[[Any], bool]
 ConditionKind = Literal["relative", "normwise", "tie"]
 DiscontinuityMode = Literal["relative", "normwise", "coordinates", "exponent", "clamp"]
 CaseKind = Literal["forward", "grad"]
-ExceptionKind = Literal["tolerance", "normwise", "kernel_ulps"]
+ExceptionKind = Literal["tolerance", "normwise", "kernel_ulps", "condition"]
 
 
 @dataclass(frozen=True)

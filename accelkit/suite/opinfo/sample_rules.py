@@ -23,7 +23,7 @@ from torch.utils import _pytree as pytree
 from accelkit.suite.numerics.reference import ACCUMULATION_DTYPE, REFERENCE_DTYPE, accumulation_atol
 from accelkit.suite.opinfo import stability
 from accelkit.suite.opinfo.discontinuity import perturbed, reference_bracket, with_parts
-from accelkit.suite.opinfo.exceptions import kernel_exceptions
+from accelkit.suite.opinfo.exceptions import exception_for, kernel_exceptions
 from accelkit.suite.opinfo.magnitudes import propagate
 from accelkit.suite.opinfo.records import ListedException, entry_for
 from accelkit.suite.opinfo.roundings import (
@@ -93,8 +93,13 @@ def sample_rules(
     base = op_name.partition("/")[0]
     if is_elementwise(op) and base not in RECURRENCE_OPS:
         if weights is None:
+            widen = exception_for("condition", op_name, dtype)
+            factor = CONDITION_EPS * (widen.factor if widen else 1.0)
             rules = dataclasses.replace(
-                rules, elementwise=True, bracket=condition_bracket(op, dtype, ref, rules)
+                rules,
+                elementwise=True,
+                bracket=condition_bracket(op, dtype, ref, rules, factor),
+                exceptions=(*rules.exceptions, *([widen] if widen else [])),
             )
         else:
             graph = grad_brackets(op, base, dtype, ref, rules, weights)
@@ -118,10 +123,13 @@ def sample_rules(
     return rules
 
 
-def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tuple[Any, Any]:
+def condition_bracket(
+    op: Any, dtype: torch.dtype, ref: Any, rules: Rules, factor: float = CONDITION_EPS
+) -> tuple[Any, Any]:
     """An elementwise op's (low, high): the reference's range, element by element, over the
-    sample's inputs (tensors and Python numbers) moved by CONDITION_EPS units of the precision
-    the kernel computes in (`reference.ACCUMULATION_DTYPE`: float32 for the 16-bit dtypes)."""
+    sample's inputs (tensors and Python numbers) moved by `factor` (CONDITION_EPS, times a
+    "condition" listed exception's factor) units of the precision the kernel computes in
+    (`reference.ACCUMULATION_DTYPE`: float32 for the 16-bit dtypes)."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     compute = ACCUMULATION_DTYPE.get(least, least)
     process = ref.output_process_fn_grad
@@ -129,7 +137,7 @@ def condition_bracket(op: Any, dtype: torch.dtype, ref: Any, rules: Rules) -> tu
         expected = process(op(ref.input, *ref.args, **ref.kwargs))
         variants = [
             process(op(p.input, *p.args, **p.kwargs))
-            for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
+            for p in perturbed(ref, compute, "relative", numbers=True, factor=factor)
         ]
     low, high = reference_bracket(expected, variants)
     centres, spec = pytree.tree_flatten(expected)

@@ -73,18 +73,6 @@ SAMPLE_TERMS = by_key(
         )
         for dtype in ("float16", "bfloat16")
     ),
-    SampleTerms(
-        op="digamma",
-        factor=1.0,
-        terms=measure.digamma_terms,
-        reason=(
-            "digamma sums the recurrence's 1 / (x + k) and log(x + K) (Cephes' psi), which "
-            "cancel near its root x = 1.46: an element there is 1.2e-7 off in float32 (3.8e-6 "
-            "relative, seed 3, sample 0) where the terms sum to 4.6 (0.1 of this bound). Kept: "
-            "an elementwise op, which the graph does not re-check (its kernel owes the "
-            "function's condition)"
-        ),
-    ),
     *(
         SampleTerms(
             op=f"mvlgamma.mvlgamma_p_{p}",

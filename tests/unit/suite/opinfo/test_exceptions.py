@@ -13,6 +13,7 @@ from torch.testing._internal.opinfo.core import SampleInput
 from accelkit.suite.numerics.reference import tolerance
 from accelkit.suite.opinfo.comparison import compare
 from accelkit.suite.opinfo.exceptions import (
+    CONDITION_SCALE,
     EXCEPTIONS,
     KERNEL_ULPS,
     NORMWISE_SCALE,
@@ -26,6 +27,7 @@ from accelkit.suite.opinfo.sample_rules import (
     GRAPH_RECHECK,
     OVERFLOW_RECHECK,
     STABLE_RECHECK,
+    condition_bracket,
     graph_rules,
     overflow_rules,
     sample_rules,
@@ -38,9 +40,10 @@ ATTENTION = "nn.functional.scaled_dot_product_attention"
 
 
 def test_each_kind_reads_its_own_entries_and_every_entry_is_read() -> None:
-    views = (TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS)
+    views = (TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CONDITION_SCALE)
     assert sum(len(v) for v in views) == len(EXCEPTIONS)
-    for kind, view in zip(("tolerance", "normwise", "kernel_ulps"), views, strict=True):
+    kinds = ("tolerance", "normwise", "kernel_ulps", "condition")
+    for kind, view in zip(kinds, views, strict=True):
         assert {e.kind for e in view.values()} == {kind}
 
 
@@ -154,6 +157,25 @@ def test_a_kernels_listed_error_is_named_by_the_gradients_it_widened() -> None:
     # compared normwise (no bracket), the graph's weights widened nothing
     unbracketed = Rules(exceptions=(i1e,))
     assert "listed exception" not in _fails("special.i0e/grad", 1.01, 1.0, unbracketed)
+
+
+def test_a_kernels_condition_units_widen_its_bracket_and_are_named() -> None:
+    # digamma's float32 kernel (Cephes' psi) near its root 1.4616: its terms cancel, and it is
+    # 4 eps |x psi'(x)| off at x = 1.4470017, twice what the function's condition allows
+    op = op_db_by_name()["digamma"]
+    x = torch.tensor([1.4470016956329346, 3.0], dtype=torch.float32)
+    ref = SampleInput(x.double())
+    expected = torch.digamma(x.double())
+    rules = {d: sample_rules(op, "digamma", d, ref, Rules()) for d in (F32, torch.float64)}
+    assert [e.key for e in rules[F32].exceptions] == ["digamma/float32"]
+    assert rules[torch.float64].exceptions == ()
+    bare = Rules(elementwise=True, bracket=condition_bracket(op, F32, ref, Rules()))
+    actual = torch.digamma(x)
+    with pytest.raises(AssertionError):
+        compare(actual, expected, F32, "digamma", "sample 0", 1.0, bare)
+    compare(actual, expected, F32, "digamma", "sample 0", 1.0, rules[F32])
+    with pytest.raises(AssertionError, match=r"listed exception: digamma/float32 condition x3"):
+        compare((expected * (1 + 1e-4)).float(), expected, F32, "digamma", "s", 1.0, rules[F32])
 
 
 def test_a_failing_case_names_the_sample_entry_that_widened_its_bound() -> None:
