@@ -124,6 +124,20 @@ EXCEPTIONS: tuple[ListedException, ...] = (
             "against a condition |x psi'(x)| of 1.42), and the answer keeps eps times them"
         ),
     ),
+    ListedException(
+        op="special.airy_ai",
+        dtype="float32",
+        kind="condition",
+        factor=20.0,
+        measured="30.8 eps |x Ai'(x)| beyond rtol at x = 2.088 (every float32 input in "
+        "[-9, 9] on a grid of 4e6), under 1 outside (0, 2.09)",
+        backend="cpu",
+        reason=(
+            "for |x| < 2.09 Cephes' airy sums the Maclaurin series c1 f(x) - c2 g(x), whose "
+            "positive terms cancel towards 2.09 (c1 f + c2 g reaches 70 |Ai|), and the "
+            "answer keeps eps times them"
+        ),
+    ),
 )
 
 

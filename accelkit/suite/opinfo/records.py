@@ -41,7 +41,7 @@ SquaredTermsFunction = Callable[[Any], float | None]
 # f(sample): whether a rule applies to this sample
 SamplePredicate = Callable[[Any], bool]
 
-ConditionKind = Literal["relative", "normwise", "tie"]
+ConditionKind = Literal["normwise", "tie"]
 DiscontinuityMode = Literal["relative", "normwise", "coordinates", "exponent", "clamp"]
 CaseKind = Literal["forward", "grad"]
 ExceptionKind = Literal["tolerance", "normwise", "kernel_ulps", "condition"]
@@ -150,11 +150,10 @@ class SampleTerms(CaseRule):
 class SampleCondition(CaseRule):
     """An error of eps times a condition number kappa that each sample decides.
 
-    kind "relative": rtol >= factor * eps * kappa (an elementwise function); "normwise":
-    atol >= factor * eps * kappa * magnitude (the largest input, output or reference
-    magnitude); "tie": no wider bound. For every kind, where factor * eps * kappa reaches 1
-    the sample carries no digits of the dtype (for "tie": the answer depends on a choice that
-    rounding decides) and is not compared.
+    kind "normwise": atol >= factor * eps * kappa * magnitude (the largest input, output or
+    reference magnitude); "tie": no wider bound. For every kind, where factor * eps * kappa
+    reaches 1 the sample carries no digits of the dtype (for "tie": the answer depends on a
+    choice that rounding decides) and is not compared.
     """
 
     kind: ConditionKind

@@ -185,33 +185,6 @@ def class_loss_terms(op: Any, ref: Any, logs: torch.Tensor, smoothing: float) ->
 
 # Cephes' airy (PyTorch's kernels) sums the Maclaurin series Ai(x) = c1 f(x) - c2 g(x) for
 # |x| < 2.09 (asymptotic expansions beyond): c1 = Ai(0), c2 = -Ai'(0).
-_AIRY_SERIES_END = 2.09
-_AIRY_C1 = 0.355028053887817239260
-_AIRY_C2 = 0.258819403792806798405
-
-
-def airy_series_condition(op: Any, ref: Any) -> float:
-    """The largest (c1 f(|x|) + c2 g(|x|)) / |Ai(x)| over the elements that Cephes' airy
-    sums as c1 f(x) - c2 g(x) (|x| < 2.09): the series' terms f = sum x^3k / ((2 * 3)(5 *
-    6)...), g = sum x^(3k+1) / ((3 * 4)(6 * 7)...) are positive for x > 0 and cancel towards
-    2.09 (c1 f + c2 g is 70 times Ai there), so an element keeps eps times their sum; 1 where
-    no element is summed so."""
-    x = _real64(ref.input).flatten()
-    x = x[x.abs() < _AIRY_SERIES_END]
-    if not x.numel():
-        return 1.0
-    cube = x.abs() ** 3
-    f, g = torch.ones_like(x), x.abs()
-    f_term, g_term = f.clone(), g.clone()
-    for k in range(0, 60, 3):  # terms fall below 1e-17 of the sum long before k = 60
-        f_term = f_term * cube / ((k + 2) * (k + 3))
-        g_term = g_term * cube / ((k + 3) * (k + 4))
-        f, g = f + f_term, g + g_term
-    answer = torch.special.airy_ai(x).abs()
-    ratio = (_AIRY_C1 * f + _AIRY_C2 * g) / answer
-    return max(1.0, float(ratio.max()))
-
-
 def cosine_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> list[float]:
     """cosine_similarity(x1, x2, dim)'s gradients, per input that needs one: the gradient
     w.r.t. x1 is w * (x2 / (|x1| |x2|) - cos * x1 / |x1| ** 2), two terms that cancel where

@@ -85,9 +85,7 @@ def sample_rules(
         bound = factor * condition.kappa(op, ref)
         if not bound * eps < 1:
             raise NoDigits(f"{kind} condition {bound / factor:.3g}")
-        if kind == "relative":
-            rules = dataclasses.replace(rules, relative_condition=bound)
-        elif kind == "normwise":
+        if kind == "normwise":
             rules = dataclasses.replace(rules, normwise_condition=bound)
         rules = dataclasses.replace(rules, entries=(*rules.entries, condition))
     base = op_name.partition("/")[0]

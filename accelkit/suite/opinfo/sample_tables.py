@@ -239,19 +239,6 @@ SAMPLE_CONDITION = by_key(
             "has one, is judged by it)"
         ),
     ),
-    SampleCondition(
-        op="special.airy_ai",
-        dtype="float32",
-        kind="relative",
-        factor=4.0,
-        kappa=measure.airy_series_condition,
-        reason=(
-            "for |x| < 2.09 Cephes' airy sums the Maclaurin series c1 f(x) - c2 g(x), whose "
-            "positive terms cancel towards 2.09 (c1 f + c2 g reaches 70 |Ai|): 2.4e-6 relative "
-            "measured at x = 1.72 (seed 1), where the condition x Ai'(x) / Ai(x) is 2.5; up "
-            "to 1.9 eps * kappa over 2e6 float32 points of (-2.09, 2.09)"
-        ),
-    ),
     *(
         SampleCondition(
             op=op,

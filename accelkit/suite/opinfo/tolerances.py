@@ -82,8 +82,8 @@ class Rules:
     terms: the magnitude of the terms the kernel rounds (SAMPLE_TERMS, times the entry's
     factor): atol >= NORMWISE_EPS * eps * terms; input_terms: the same per input that needs a
     gradient (run_grad uses the entry of each input's gradient as its terms).
-    relative_condition, normwise_condition: factor * kappa of a SAMPLE_CONDITION entry:
-    rtol >= relative_condition * eps, atol >= normwise_condition * eps * magnitude.
+    normwise_condition: factor * kappa of a SAMPLE_CONDITION entry: atol >=
+    normwise_condition * eps * magnitude.
     elementwise: an elementwise op's output, compared element by element (its `bracket` is
     the reference's range over the inputs' rounding): no normwise atol.
     input_brackets: an elementwise op's gradients, per input that needs one: its `bracket`
@@ -108,7 +108,6 @@ class Rules:
     terms: float = 0.0
     input_terms: tuple[float, ...] = ()
     input_brackets: tuple[tuple[Any, Any] | None, ...] = ()
-    relative_condition: float = 0.0
     normwise_condition: float = 0.0
     elementwise: bool = False
     device_type: str = "cpu"
@@ -184,9 +183,7 @@ def widening_rules(
         if entry is not None and tighter(rules, without)
     ]
     named = [e.describe() for e in (*found, *own)]
-    bare = dataclasses.replace(
-        rules, terms=0.0, input_terms=(), relative_condition=0.0, normwise_condition=0.0
-    )
+    bare = dataclasses.replace(rules, terms=0.0, input_terms=(), normwise_condition=0.0)
     if rules.entries and tighter(bare, factors):
         named += [_describe_entry(entry, rules) for entry in rules.entries]
     return tuple(named)
@@ -197,8 +194,6 @@ def _describe_entry(entry: SampleTerms | SampleCondition, rules: Rules) -> str:
     factor included)."""
     if isinstance(entry, SampleTerms):
         return f"sample terms: {entry.key} (atol >= {NORMWISE_EPS:g} eps x {rules.terms:.3g})"
-    if entry.kind == "relative":
-        return f"relative condition: {entry.key} (rtol >= {rules.relative_condition:.3g} eps)"
     return f"normwise condition: {entry.key} (atol >= {rules.normwise_condition:.3g} eps M)"
 
 
@@ -239,7 +234,6 @@ def _case_tolerance(
     kind = "grad" if op_name.endswith("/grad") else rules.kind
     for override in overrides(op_name.removesuffix("/grad"), case_dtype, rules.device_type, kind):
         rtol, atol = max(rtol, override.rtol), max(atol, override.atol)
-    rtol = max(rtol, rules.relative_condition * eps)
     if rules.terms or rules.normwise_condition:
         magnitude = max(magnitude, max_magnitude(reference))
         atol = max(

@@ -159,37 +159,49 @@ def test_a_kernels_listed_error_is_named_by_the_gradients_it_widened() -> None:
     assert "listed exception" not in _fails("special.i0e/grad", 1.01, 1.0, unbracketed)
 
 
-def test_a_kernels_condition_units_widen_its_bracket_and_are_named() -> None:
-    # digamma's float32 kernel (Cephes' psi) near its root 1.4616: its terms cancel, and it is
-    # 4 eps |x psi'(x)| off at x = 1.4470017, twice what the function's condition allows
-    op = op_db_by_name()["digamma"]
-    x = torch.tensor([1.4470016956329346, 3.0], dtype=torch.float32)
+@pytest.mark.parametrize(
+    ("name", "point", "factor"),
+    [
+        # Cephes' psi near its root 1.4616: 4 eps |x psi'(x)| off, twice the condition's
+        ("digamma", 1.4470016956329346, 3),
+        # Cephes' airy sums a Maclaurin series that cancels towards 2.09: 30.8 units off
+        ("special.airy_ai", 2.088184356689453, 20),
+    ],
+)
+def test_a_kernels_condition_units_widen_its_bracket_and_are_named(
+    name: str, point: float, factor: int
+) -> None:
+    op = op_db_by_name()[name]
+    x = torch.tensor([point, 3.0], dtype=torch.float32)
     ref = SampleInput(x.double())
-    expected = torch.digamma(x.double())
-    rules = {d: sample_rules(op, "digamma", d, ref, Rules()) for d in (F32, torch.float64)}
-    assert [e.key for e in rules[F32].exceptions] == ["digamma/float32"]
+    expected = op(x.double())
+    rules = {d: sample_rules(op, name, d, ref, Rules()) for d in (F32, torch.float64)}
+    assert [e.key for e in rules[F32].exceptions] == [f"{name}/float32"]
     assert rules[torch.float64].exceptions == ()
     bare = Rules(elementwise=True, bracket=condition_bracket(op, F32, ref, Rules()))
-    actual = torch.digamma(x)
+    actual = op(x)
     with pytest.raises(AssertionError):
-        compare(actual, expected, F32, "digamma", "sample 0", 1.0, bare)
-    compare(actual, expected, F32, "digamma", "sample 0", 1.0, rules[F32])
-    with pytest.raises(AssertionError, match=r"listed exception: digamma/float32 condition x3"):
-        compare((expected * (1 + 1e-4)).float(), expected, F32, "digamma", "s", 1.0, rules[F32])
+        compare(actual, expected, F32, name, "sample 0", 1.0, bare)
+    compare(actual, expected, F32, name, "sample 0", 1.0, rules[F32])
+    planted = (expected * (1 + 1e-4)).float()
+    with pytest.raises(
+        AssertionError, match=rf"listed exception: {name}/float32 condition x{factor}"
+    ):
+        compare(planted, expected, F32, name, "s", 1.0, rules[F32])
 
 
 def test_a_failing_case_names_the_sample_entry_that_widened_its_bound() -> None:
     (terms,) = (e for e in SAMPLE_TERMS.values() if e.op == "sparse.mm.reduce")
-    (condition,) = (e for e in SAMPLE_CONDITION.values() if e.op == "special.airy_ai")
+    condition = SAMPLE_CONDITION["linalg.householder_product/grad"]
     wide = Rules(terms=1e4, entries=(terms,))
     message = _fails("sparse.mm.reduce/grad", 1.1, 1.0, wide)
     assert "sample terms: sparse.mm.reduce/grad (atol >= 2 eps x 1e+04)" in message
     # terms below the plain normwise atol's magnitude widened nothing: not named
     narrow = Rules(terms=0.1, entries=(terms,))
     assert "sample terms" not in _fails("sparse.mm.reduce/grad", 1.1, 1.0, narrow)
-    relative = Rules(relative_condition=50.0, entries=(condition,))
-    message = _fails("special.airy_ai", 1.1, 1.0, relative)
-    assert "relative condition: special.airy_ai/float32 (rtol >= 50 eps)" in message
+    normwise = Rules(normwise_condition=5e4, entries=(condition,))
+    message = _fails("linalg.householder_product/grad", 1.1, 1.0, normwise)
+    assert "normwise condition: linalg.householder_product/grad (atol >= 5e+04 eps M)" in message
 
 
 def test_a_recheck_is_named_by_what_judged_the_answer() -> None:

@@ -216,7 +216,7 @@ def test_sample_tables_give_reasons_and_known_kinds() -> None:
     for terms in (*sample_tables.SAMPLE_TERMS.values(), *sample_tables.SQUARED.values()):
         assert terms.factor > 0 and callable(terms.terms) and len(terms.reason) > 40, terms.key
     for condition in sample_tables.SAMPLE_CONDITION.values():
-        assert condition.kind in ("relative", "normwise", "tie"), condition.key
+        assert condition.kind in ("normwise", "tie"), condition.key
         assert condition.factor > 0 and callable(condition.kappa), condition.key
         assert len(condition.reason) > 40, condition.key
     for overflow in sample_tables.BACKWARD_OVERFLOW.values():
