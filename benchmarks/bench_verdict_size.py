@@ -11,8 +11,9 @@ it replaced: TOLERANCE_SCALE, NORMWISE_SCALE and KERNEL_ULPS in `scales`), the e
 each per-op table and the functions `sample_measures` defines, and how many ops carry a rule
 of their own (an entry in a bound table: SAMPLE_TERMS, SAMPLE_CONDITION, BACKWARD_OVERFLOW,
 SQUARED, DISCONTINUOUS, TOLERANCE_SCALE, NORMWISE_SCALE, KERNEL_ULPS, CONDITION_SCALE,
-CANCELLING_GRAD_OPS, RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git (`git archive`) into a
-temporary folder and its tables counted by importing it there, in a subprocess of its own.
+CANCELLING_GRAD_OPS, RECURRENCE_OPS; and with KNOWN_SKIPS). A revision is read from git
+(`git archive`) into a temporary folder and its tables counted by importing it there, in a
+subprocess of its own.
 """
 
 from __future__ import annotations
