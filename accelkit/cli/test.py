@@ -118,8 +118,8 @@ def _summary(console: Any, outcome: Any, wall_s: float, request: Any) -> None:
         )
     verdict = "OK" if int(outcome.exit_code) == 0 else "FAILED"
     count = len(results.cases)
-    cases = "1 case" if count == 1 else f"{count} cases"
-    console.print(f"{verdict}: {cases} in {wall_s:.1f} s", highlight=False)
+    counted = "1 case" if count == 1 else f"{count} cases"
+    console.print(f"{verdict}: {counted} in {wall_s:.1f} s", highlight=False)
     for label, path in (("results", request.json_path), ("junit", request.junit_path)):
         if path is not None:
             console.print(f"{label}: {path}", highlight=False)
