@@ -547,26 +547,6 @@ def _smallest_gaps(values: torch.Tensor) -> torch.Tensor:
     return (distances + torch.diag_embed(torch.full_like(values, math.inf))).amin((-1, -2))
 
 
-def svd_gradient_condition(op: Any, ref: Any) -> float:
-    """n * max(kappa_2 ** 2, sigma_max / gap) of the input (the largest over the batch), gap
-    the smallest distance between two of its singular values. The singular vectors move by
-    eps * ||A|| / gap under a backward-stable SVD's perturbation, and the backward divides by
-    sigma_j ** 2 - sigma_i ** 2, whose rounding is relative to sigma_max ** 2: the gradient's
-    normwise error grows with sigma_max / gap, which kappa (OpInfo's samples have singular
-    values 1.5, 1.25, 1.17, 0.8, 0.67: kappa 2.25, sigma_max / gap 18) does not see. Times
-    `_phase_condition` where the gradient flows through complex singular vectors' magnitudes."""
-    a = _real64(ref.input)
-    if a.dim() < 2 or a.numel() == 0:
-        return 1.0
-    values = torch.linalg.svdvals(a)
-    low, high = values.amin(-1), values.amax(-1)
-    kappa = torch.where(low > 0, high / low, torch.where(high > 0, math.inf, 1.0))
-    gap = _smallest_gaps(values)  # inf for one singular value: no spread
-    spread = torch.where(gap > 0, high / gap, math.inf)
-    condition = max(a.shape[-2:]) * float(torch.maximum(kappa**2, spread).max())
-    return condition * _phase_condition(a, ref.output_process_fn_grad)
-
-
 def _lowrank_spectrum(op: Any, ref: Any) -> tuple[int, int, torch.Tensor]:
     """(n, q, singular values) of the matrix that OpInfo's svd_lowrank and pca_lowrank
     samples factorise: a b^T, minus M (svd_lowrank) or centred over its rows (pca_lowrank's
@@ -605,7 +585,8 @@ def lowrank_condition(op: Any, ref: Any) -> float:
 def lowrank_gradient_condition(op: Any, ref: Any) -> float:
     """n * max(kappa ** 2, sigma_1 / gap) over the top q singular values of the factorised
     matrix (`_lowrank_spectrum`), gap the smallest distance among them and to sigma_q+1: the
-    SVD's backward (`svd_gradient_condition`) of the rank-q factors."""
+    SVD's backward of the rank-q factors: its singular vectors move by eps * ||A|| / gap
+    under a backward-stable SVD's perturbation, and it divides by sigma_j ** 2 - sigma_i ** 2."""
     n, q, values = _lowrank_spectrum(op, ref)
     if values.numel() == 0 or q == 0:
         return 1.0
@@ -617,24 +598,6 @@ def lowrank_gradient_condition(op: Any, ref: Any) -> float:
         gap = torch.minimum(gap, values[..., q - 1] - values[..., q])
     spread = torch.where(gap > 0, high / gap, math.inf)
     return n * float(torch.maximum(kappa**2, spread).max())
-
-
-# OpInfo's SVD samples whose output_process_fn_grad returns the magnitudes of U (fn_U) or of
-# Vh (fn_Vh): which of (U, S, Vh) it takes |.| of.
-_MAGNITUDE_OUTPUTS = {"fn_U": 0, "fn_Vh": 2}
-
-
-def _phase_condition(a: torch.Tensor, process: Any) -> float:
-    """1 / the smallest magnitude of a complex singular vector's entries where the sample's
-    gradient flows through their magnitudes (OpInfo's fn_U, fn_Vh), else 1: the backward of
-    |z| is the phase z / |z|, which an error d in z moves by d / |z| (1 / 0.037 for a Vh of
-    the samples)."""
-    which = _MAGNITUDE_OUTPUTS.get(getattr(process, "__name__", ""))
-    if which is None or not a.is_complex():
-        return 1.0
-    factors = torch.linalg.svd(a, full_matrices=False)
-    smallest = float(factors[which].abs().min())
-    return 1.0 / smallest if smallest > 0 else math.inf
 
 
 def interpolation_condition(op: Any, ref: Any, slope: float) -> float:

@@ -21,46 +21,6 @@ def sample(inp: Any, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None =
     return SampleInput(inp, args=args, kwargs=kwargs or {})  # type: ignore[no-untyped-call]
 
 
-def with_singular_values(values: list[float], complex_: bool = False) -> torch.Tensor:
-    n = len(values)
-    dtype = torch.complex128 if complex_ else torch.float64
-    torch.manual_seed(0)
-    u, _ = torch.linalg.qr(torch.randn(n, n, dtype=dtype))
-    v, _ = torch.linalg.qr(torch.randn(n, n, dtype=dtype))
-    return u @ torch.diag(torch.tensor(values, dtype=dtype)) @ v.mH
-
-
-def test_svd_gradient_condition_grows_as_singular_values_approach() -> None:
-    far = measures.svd_gradient_condition(None, sample(with_singular_values([3.0, 2.0, 1.0])))
-    assert math.isclose(far, 3 * 9.0, rel_tol=1e-9)  # kappa ** 2 dominates: n * 9
-    near = measures.svd_gradient_condition(None, sample(with_singular_values([3.0, 1.01, 1.0])))
-    assert math.isclose(near, 3 * 3.0 / 0.01, rel_tol=1e-6)  # n * sigma_max / gap
-    # OpInfo's samples: kappa 2.25, sigma_max / gap 18, so 90 where kappa ** 2 gave 25.
-    opinfo = with_singular_values([1.5, 1.25, 7 / 6, 0.8, 2 / 3])
-    assert math.isclose(measures.svd_gradient_condition(None, sample(opinfo)), 90, rel_tol=1e-6)
-    assert measures.linalg_condition_squared(None, sample(opinfo)) < 26
-
-
-def test_svd_gradient_condition_divides_by_magnitudes_only_where_the_gradient_takes_them() -> None:
-    a = with_singular_values([1.5, 1.25, 7 / 6, 0.8, 2 / 3], complex_=True)
-
-    def fn_Vh(usv: Any) -> Any:
-        return usv[1], usv[2].abs()
-
-    def fn_UVh(usv: Any) -> Any:
-        return usv[0] @ usv[2], usv[1]
-
-    plain = sample(a).with_metadata(output_process_fn_grad=fn_UVh)
-    through_magnitudes = sample(a).with_metadata(output_process_fn_grad=fn_Vh)
-    smallest = float(torch.linalg.svd(a).Vh.abs().min())
-    assert math.isclose(measures.svd_gradient_condition(None, plain), 90, rel_tol=1e-6)
-    assert math.isclose(
-        measures.svd_gradient_condition(None, through_magnitudes), 90 / smallest, rel_tol=1e-6
-    )
-    real = sample(a.real.contiguous()).with_metadata(output_process_fn_grad=fn_Vh)
-    assert measures._phase_condition(real.input, fn_Vh) == 1.0  # sign(x): no phase to round
-
-
 def test_conv_terms_sum_the_product_magnitudes() -> None:
     x = torch.tensor([[[1.0, -2.0, 3.0, -4.0]]], dtype=torch.float64)
     w = torch.tensor([[[1.0, 1.0]]], dtype=torch.float64, requires_grad=True)
