@@ -14,7 +14,8 @@ measured, the backend it was measured on and the reason. Its kind says what it w
   read by `sample_rules.grad_brackets` for `roundings.measure_graph`);
 - "condition": an elementwise kernel's error in units of its function's condition: a factor
   on the CONDITION_EPS by which its bracket moves the inputs (`CONDITION_SCALE`, read by
-  `sample_rules.condition_bracket`).
+  `sample_rules.condition_bracket`), and by which a gradient's graph moves that kernel's
+  intermediates (`kernel_exceptions`).
 
 At most 20: tests/unit/test_architecture.py enforces the cap. An exception comes from a reviewed
 finding, never from a failing seed alone; a case whose bound one widened names it in its
@@ -173,8 +174,14 @@ def exception_for(
 
 
 def kernel_exceptions(dtype: torch.dtype) -> Mapping[str, ListedException]:
-    """The "kernel_ulps" exceptions of `dtype`'s kernels, by aten name ("aten::special_i1e"):
-    a gradient's graph in `dtype` weighs each one's intermediates by its factor (empty for a
-    dtype without any)."""
+    """The "kernel_ulps" and "condition" exceptions of `dtype`'s kernels, by aten name
+    ("aten::special_i1e"; a "condition" one under its op's kernel and that kernel's in-place
+    form: "aten::digamma", "aten::digamma_"): a gradient's graph in `dtype` weighs each one's
+    intermediates by its factor (empty for a dtype without any)."""
     name = next((n for n, d in DTYPES.items() if d == dtype), None)
-    return MappingProxyType({e.op: e for e in KERNEL_ULPS.values() if e.dtype == name})
+    found = {e.op: e for e in KERNEL_ULPS.values() if e.dtype == name}
+    for entry in CONDITION_SCALE.values():
+        if entry.dtype == name and not entry.grad:
+            kernel = "aten::" + entry.op.replace(".", "_")
+            found.update({kernel: entry, kernel + "_": entry})
+    return MappingProxyType(found)

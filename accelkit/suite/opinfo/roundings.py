@@ -88,9 +88,12 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
     one per part of a complex one (`names`: the op of each); moves the `target`-th by STEP
     times its unit (`_move`; in place, so an in-place op's target carries it on)."""
 
-    def __init__(self, target: int = -1, floor: float = 0.0) -> None:
+    def __init__(
+        self, target: int = -1, floor: float = 0.0, conditions: Mapping[str, float] | None = None
+    ) -> None:
         super().__init__()  # type: ignore[no-untyped-call]
         self.target, self.floor = target, floor
+        self.conditions = conditions or {}
         self.names: list[str] = []
         self.ops = 0
         self.largest = 0.0
@@ -103,12 +106,16 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
         args: tuple[Any, ...] = (),
         kwargs: dict[str, Any] | None = None,
     ) -> Any:
-        out = func(*args, **(kwargs or {}))
+        kwargs = kwargs or {}
+        factor = self.conditions.get(func._schema.name) if len(self.names) == self.target else None
+        before = args[0].detach().clone() if factor else None
+        out = func(*args, **kwargs)
         if _rounds(func, out, args):
             self.ops += 1
             for part in range(2 if out.is_complex() else 1):
                 if len(self.names) == self.target:
-                    _move(out, part, self.floor)
+                    spread = factor * _slope(func, before, args, kwargs) if factor else 0.0
+                    _move(out, part, self.floor, spread)
                 self.names.append(func._schema.name)
             if self.target < 0 and out.numel():
                 with torch.no_grad():
@@ -119,15 +126,24 @@ class _Intermediates(TorchDispatchMode):  # type: ignore[no-untyped-call]
         return out
 
 
-def _move(v: torch.Tensor, part: int, floor: float) -> None:
+def _slope(func: Any, a: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """|a f'(a)| of a one-input kernel f at its input a (as it was before an in-place op), by
+    a central difference in float64: what an error of eps in units of f's condition is."""
+    h = 1e-5
+    up, down = (func(a * (1 + s), *args[1:], **kwargs) for s in (h, -h))
+    return ((up - down) / (2 * h)).abs().nan_to_num(nan=0.0, posinf=0.0)
+
+
+def _move(v: torch.Tensor, part: int, floor: float, spread: Any = 0.0) -> None:
     """Move `v` in place by STEP times the unit its rounding is relative to, max(|v|, floor):
     a real v away from zero (v * (1 + STEP) where |v| >= floor), a complex v along its real
     (`part` 0) or imaginary part (1), each of which a kernel rounds apart and by up to u |v|
     (a product's parts sum real products, which may cancel: Re(a b) = Re a Re b - Im a Im
     b). Below `floor` (the dtype's smallest normal number) a rounding is absolute: half a
-    subnormal spacing, u * floor."""
+    subnormal spacing, u * floor. `spread`: a kernel's error beyond its rounding, in the
+    same units (a "condition" exception's factor times |a f'(a)|, `_slope`)."""
     with torch.no_grad():
-        unit = STEP * v.abs().clamp_min(floor)
+        unit = STEP * (v.abs().clamp_min(floor) + spread)
         if v.is_complex():
             v.add_(torch.complex(unit, torch.zeros_like(unit)) if part == 0 else unit * 1j)
         else:
@@ -144,7 +160,7 @@ class Roundings:
     largest: float
     """The largest finite magnitude among the rounding intermediates (`leaves_range`)."""
     weighted: tuple[str, ...] = ()
-    """The kernels of `measure_graph`'s `ulps` among the intermediates whose terms count."""
+    """The kernels of `measure_graph`'s `ulps` and `conditions` among the intermediates."""
     ops: int = 0
     """How many of the graph's op calls rounded a result (a complex one counts once)."""
 
@@ -154,6 +170,7 @@ def measure_graph(
     *,
     sensitivity: bool = True,
     ulps: Mapping[str, float] | None = None,
+    conditions: Mapping[str, float] | None = None,
     floor: float = 0.0,
 ) -> Roundings:
     """The graph that `gradients()` runs (forward and backward on float64 leaves, anew each
@@ -161,20 +178,21 @@ def measure_graph(
     from one more run per rounding (`_move`; `floor`: the smallest normal number of the
     dtype the graph stands for). `ulps`: per aten op, how many roundings its kernel's
     error is worth (`exceptions.kernel_exceptions`); its intermediates' terms count that many
-    times."""
+    times. `conditions`: per one-input aten op, its error in units of its function's
+    condition; its intermediates move by that times |a f'(a)| as well (`_slope`)."""
     with _Intermediates() as counting:
         base = gradients()
     names, largest, ops = counting.names, counting.largest, counting.ops
-    if not sensitivity:
-        return Roundings(None, largest, ops=ops)
-    if not names or len(names) > MAX_INTERMEDIATES:
-        return Roundings(None, largest, ops=ops)
+    listed = {**(ulps or {}), **(conditions or {})}
+    weighted = tuple(sorted({n for n in names if n in listed}))
+    if not sensitivity or not names or len(names) > MAX_INTERMEDIATES:
+        return Roundings(None, largest, weighted, ops)
     totals: list[torch.Tensor | None] = [
         torch.zeros(g.shape, dtype=g.real.dtype) if isinstance(g, torch.Tensor) else None
         for g in base
     ]
     for target in range(len(names)):
-        with _Intermediates(target, floor) as scaled:
+        with _Intermediates(target, floor, conditions) as scaled:
             moved = gradients()
         if scaled.names != names:
             return Roundings(None, largest)
@@ -185,7 +203,6 @@ def measure_graph(
             term = ((m - g) / STEP).abs().nan_to_num(nan=0.0, posinf=torch.inf)
             weight = ulps.get(names[target], 1.0) if ulps else 1.0
             totals[i] = total + weight * term.detach()
-    weighted = tuple(sorted({n for n in names if ulps and n in ulps}))
     return Roundings(tuple(totals), largest, weighted, ops)
 
 

@@ -59,31 +59,6 @@ def _magnitude(x: torch.Tensor) -> torch.Tensor:
     return x.real.abs() + x.imag.abs() if x.is_complex() else x.abs()
 
 
-def _digamma_term_sums(x: torch.Tensor) -> torch.Tensor:
-    """Per element of x, the sum of the magnitudes of digamma's terms as Cephes' psi (the CPU's
-    and CUDA's kernel) forms them: the recurrence psi(x) = psi(x + 1) - 1 / x up to
-    x + K >= 10, then the series led by log(x + K); 0 where x <= 0 or x is not finite."""
-    positive = torch.where((x > 0) & torch.isfinite(x), x, 1.0).unsqueeze(-1)
-    steps = torch.clamp(torch.ceil(10 - positive), min=0)  # K, at most 10
-    k = torch.arange(10, dtype=torch.float64)
-    recurrence = torch.where(k < steps, 1 / (positive + k), 0.0).sum(-1)
-    sums = recurrence + torch.log(positive + steps).squeeze(-1).abs()
-    return torch.where((x > 0) & torch.isfinite(x), sums, 0.0)
-
-
-def mvlgamma_grad_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
-    """mvlgamma's gradient w * sum_j digamma(x - j / 2): per element |w| times the sum over
-    j of digamma's terms (`_digamma_term_sums`), which cancel near digamma's root, so an element
-    there keeps eps times them (float32 at seed 30, p = 1: a gradient of 0.016 off by 3.6e-8,
-    2.2e-6 relative)."""
-    if not weights:
-        return 0.0
-    sums = _digamma_term_sums(_mvlgamma_arguments(ref)).sum(-1)
-    w = _real64(weights[0]).abs()
-    terms = sums * w if w.shape == sums.shape else sums * float(w.max())
-    return float(terms.max()) if terms.numel() else 0.0
-
-
 def mvlgamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> float:
     """mvlgamma(x, p) = sum_j lgamma(x - j / 2) + p (p - 1) / 4 log(pi), as torch's composite
     forms it: each lgamma term rounds to the dtype before the sum, so an answer keeps eps / 2
@@ -98,7 +73,7 @@ def mvlgamma_terms(op: Any, ref: Any, weights: list[torch.Tensor] | None) -> flo
 
 def _mvlgamma_arguments(ref: Any) -> torch.Tensor:
     """x - j / 2 for j < p, along a new last dimension: the arguments of mvlgamma's lgamma
-    terms (and of its gradient's digammas)."""
+    terms."""
     p = int(argument(ref, 0, "p", 1))
     return _real64(ref.input).unsqueeze(-1) - torch.arange(p, dtype=torch.float64) / 2
 

@@ -199,7 +199,9 @@ def grad_brackets(
     than one node, or one that reads both the result and the inputs, widens the range by the
     roundings of all its intermediates instead (`_graph_brackets`; in float32 each
     intermediate of a kernel with a listed error in ulps, `exceptions.kernel_exceptions`,
-    counts that many roundings), as does every 16-bit backward (CHAINED_ROUNDING_DTYPES)
+    counts that many roundings, and one of a kernel with a listed "condition" error moves by
+    its factor times |a f'(a)| too: a backward that runs one is measured so), as does every
+    16-bit backward (CHAINED_ROUNDING_DTYPES)
     and every backward of `scales.CANCELLING_GRAD_OPS` (a formula whose terms cancel). None
     (normwise) outside GRAD_BRACKET_DTYPES and for an op of several outputs whose backward
     is not one node.
@@ -218,11 +220,19 @@ def grad_brackets(
     uses = _saved(outputs)  # before the backward below frees what the node saved
     # a complex result's rounding (its parts apart) is the graph's to measure
     complex_result = any(y.is_complex() for y in outputs)
+    kernels = kernel_exceptions(least)
+    ulps, conditions = (
+        {n: e.factor for n, e in kernels.items() if e.kind == kind}
+        for kind in ("kernel_ulps", "condition")
+    )
+    run = functools.partial(reference_grads, op, ref, weights)
+    plain = measure_graph(run, sensitivity=False, conditions=conditions)
     one_node = (
         uses is not None
         and least not in CHAINED_ROUNDING_DTYPES
         and op_name not in CANCELLING_GRAD_OPS
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1 or complex_result))
+        and not plain.weighted  # a kernel that owes more than its rounding: the graph weighs it
     )
     if not one_node and len(outputs) != 1:
         return GradBrackets((), False)
@@ -233,10 +243,8 @@ def grad_brackets(
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
     if not one_node:
-        kernels = kernel_exceptions(least)
-        ulps = {name: entry.factor for name, entry in kernels.items()} or None
         tiny = torch.finfo(least).tiny
-        found = measure_graph(lambda: reference_grads(op, ref, weights), ulps=ulps, floor=tiny)
+        found = measure_graph(run, ulps=ulps, conditions=conditions, floor=tiny)
         graph = _graph_brackets(
             op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
         )
@@ -258,8 +266,7 @@ def grad_brackets(
         if g.is_complex():  # the kernel's error may lie in any direction
             low, high = _square_box(g, low, high)
         brackets.append((low.detach(), high.detach()))
-    largest = measure_graph(lambda: reference_grads(op, ref, weights), sensitivity=False).largest
-    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(largest, least))
+    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(plain.largest, least))
 
 
 def _overflows(largest: float, dtype: torch.dtype) -> bool:

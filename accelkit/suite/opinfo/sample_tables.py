@@ -88,23 +88,6 @@ SAMPLE_TERMS = by_key(
         )
         for p in (1, 3, 5)
     ),
-    *(
-        SampleTerms(
-            op=f"mvlgamma.mvlgamma_p_{p}",
-            grad=True,
-            factor=1.0,
-            terms=measure.mvlgamma_grad_terms,
-            reason=(
-                "the gradient w * sum_j digamma(x - j / 2) sums each digamma's terms (Cephes' "
-                "recurrence and asymptotic series), which cancel near its root x = 1.46: "
-                "float32 at seed 30 (p = 1) was 2.2e-6 relative off a gradient of 0.016; "
-                "0.05 of this bound sufficed for every seed 0-40 in float32, where p = 3 "
-                "needed an 8-fold rtol before). Kept: an elementwise op, which the graph does "
-                "not re-check"
-            ),
-        )
-        for p in (1, 3, 5)
-    ),
     SampleTerms(
         op="nn.functional.nll_loss",
         factor=1.5,

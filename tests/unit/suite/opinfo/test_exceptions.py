@@ -11,6 +11,7 @@ import torch
 from torch.testing._internal.opinfo.core import SampleInput
 
 from accelkit.suite.numerics.reference import tolerance
+from accelkit.suite.opinfo import sample_rules as sample_rules_module
 from accelkit.suite.opinfo.comparison import compare
 from accelkit.suite.opinfo.exceptions import (
     CONDITION_SCALE,
@@ -28,6 +29,7 @@ from accelkit.suite.opinfo.sample_rules import (
     OVERFLOW_RECHECK,
     STABLE_RECHECK,
     condition_bracket,
+    grad_brackets,
     graph_rules,
     overflow_rules,
     sample_rules,
@@ -74,15 +76,53 @@ def test_a_case_finds_the_entry_for_its_op_dtype_and_kind(
     assert (found.key if found else None) == key
 
 
-def test_kernel_ulps_are_float32s_only() -> None:
+def test_kernel_ulps_and_conditions_are_float32s_only() -> None:
     kernels = kernel_exceptions(F32)
-    assert {name: e.factor for name, e in kernels.items()} == {
+    assert {name: e.factor for name, e in kernels.items() if e.kind == "kernel_ulps"} == {
         "aten::special_i1e": 10.0,
         "aten::special_i1": 10.0,
         "aten::special_i0e": 3.5,
         "aten::i0": 3.5,
     }
+    # a "condition" exception under its op's kernel, and that kernel's in-place form
+    conditions = {name: e.key for name, e in kernels.items() if e.kind == "condition"}
+    assert conditions == {
+        "aten::digamma": "digamma/float32",
+        "aten::digamma_": "digamma/float32",
+        "aten::special_airy_ai": "special.airy_ai/float32",
+        "aten::special_airy_ai_": "special.airy_ai/float32",
+    }
     assert not kernel_exceptions(torch.float64) and not kernel_exceptions(torch.float16)
+
+
+def test_a_kernels_condition_units_weigh_it_in_a_gradients_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """mvlgamma's backward sums digamma_(x - j / 2) (p = 1: digamma(x)), read from the
+    inputs alone; near digamma's root the float32 kernel is 5.8 eps off, past the bracket of
+    the inputs' rounding (2.8 eps). The graph weighs digamma_'s intermediate by its
+    exception's 3 units of |x psi'(x)| (1.42), and names it."""
+    op = op_db_by_name()["mvlgamma.mvlgamma_p_1"]
+    point = 1.4470016956329346
+    x = torch.tensor([point, 3.0], dtype=torch.float64, requires_grad=True)
+    ref, weights = SampleInput(x, kwargs={"p": 1}), [torch.ones(2, dtype=torch.float64)]
+    leaf = x.detach().float().requires_grad_(True)
+    (actual,) = torch.autograd.grad(torch.mvlgamma(leaf, 1), leaf, torch.ones(2))
+    error = float(actual[0].double() - torch.special.digamma(x.detach()[0]))
+
+    def bracket() -> tuple[float, float, tuple[ListedException, ...]]:
+        found = grad_brackets(op, "mvlgamma.mvlgamma_p_1/grad", F32, ref, Rules(), weights)
+        ((low, high),) = found.brackets
+        exact = float(torch.special.digamma(x.detach()[0]))
+        return float(low[0]) - exact, float(high[0]) - exact, found.exceptions
+
+    eps = torch.finfo(F32).eps
+    low, high, listed = bracket()
+    assert [e.key for e in listed] == ["digamma/float32"]
+    assert low < error < high and high - low > 2 * 3 * 2 * eps * 1.41
+    monkeypatch.setattr(sample_rules_module, "kernel_exceptions", lambda dtype: {})
+    low, high, listed = bracket()
+    assert listed == () and not low < error < high  # the inputs' rounding alone
 
 
 def test_a_tolerance_exception_scales_rtol_and_atol() -> None:

@@ -70,6 +70,22 @@ def test_a_less_accurate_kernel_counts_its_own_error() -> None:
     assert (w - p).tolist() == pytest.approx((9 * i1e_term).tolist(), rel=1e-4)
 
 
+def test_a_kernel_off_by_its_condition_moves_by_its_slope() -> None:
+    # lgamma's backward is w * digamma(x); near digamma's root (1.4616) its value, hence its
+    # rounding, is ~0, but a kernel off by c units of its condition moves g by c |x psi'(x)|.
+    run = _grads(torch.lgamma, [1.4616, 5.0])
+    assert _names(run) == ["aten::lgamma", "aten::digamma", "aten::mul"]
+    plain = roundings.measure_graph(run)
+    found = roundings.measure_graph(run, conditions={"aten::digamma": 3.0})
+    assert found.weighted == ("aten::digamma",)
+    assert plain.terms is not None and found.terms is not None
+    p, f = plain.terms[0], found.terms[0]
+    assert p is not None and f is not None
+    x = torch.tensor([1.4616, 5.0], dtype=torch.float64)
+    slope = 3 * x * torch.special.polygamma(1, x)
+    assert (f - p).tolist() == pytest.approx(slope.tolist(), rel=1e-4)
+
+
 def test_views_copies_and_selections_round_nothing() -> None:
     def fn(t: torch.Tensor) -> torch.Tensor:
         v = t.view(2, 1).expand(2, 3).clone()  # no rounding in any of these

@@ -67,29 +67,6 @@ def test_complex_corrcoef_gradient_terms_judge_each_clamped_part() -> None:
     assert clamped > free
 
 
-def _psi_terms(x: float) -> float:
-    """Cephes' psi terms at 0 < x < 10: the recurrence up to x + K >= 10, and the logarithm."""
-    steps = math.ceil(10 - x)
-    return sum(1 / (x + k) for k in range(steps)) + math.log(x + steps)
-
-
-def test_digammas_terms_sum_the_recurrence_and_the_logarithm_it_cancels() -> None:
-    """Near digamma's root the terms are about 4.6 (the answer is about 0); above 10 only the
-    logarithm remains; negative x (the reflection) add nothing."""
-    root = 1.4616321449683623
-
-    def terms(*x: float) -> float:
-        ones = [torch.ones(len(x), dtype=torch.float64)]
-        return measures.mvlgamma_grad_terms(
-            _Op(torch.mvlgamma), sample(torch.tensor(x), args=(1,)), ones
-        )
-
-    assert terms(root, -0.5) == pytest.approx(_psi_terms(root))
-    assert 4.5 < _psi_terms(root) < 4.8
-    assert terms(12.0) == pytest.approx(math.log(12.0))
-    assert terms(-0.5) == 0.0
-
-
 class _Named:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -215,15 +192,3 @@ def test_triplet_terms_sum_the_distances_that_the_loss_subtracts() -> None:
     error = abs(float(loss(a.half(), p.half(), n.half(), margin=1.0)) - exact)
     bound = measures.triplet_terms(_Op(loss), sample(a, args=(p, n)), None)
     assert error <= 2 * torch.finfo(torch.float16).eps * bound
-
-
-def test_mvlgamma_grad_terms_sum_digammas_terms_times_the_weights() -> None:
-    """Near digamma's root (1.46) the terms stay ~4.6 while the gradient goes to 0."""
-    x = torch.tensor([1.4616, 3.0, 30.0], dtype=torch.float64)
-    w = torch.tensor([2.0, -1.0, 0.5], dtype=torch.float64)
-    one = measures.mvlgamma_grad_terms(_Op(torch.mvlgamma), sample(x, args=(1,)), [w])
-    assert one == pytest.approx(2 * _psi_terms(1.4616))
-    three = measures.mvlgamma_grad_terms(_Op(torch.mvlgamma), sample(x, args=(3,)), [w])
-    assert three > one  # three digammas per element
-    exact = float(torch.special.digamma(x[:1]) * 2)
-    assert abs(exact) < 1e-4 < 0.5 < one
