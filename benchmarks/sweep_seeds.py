@@ -17,7 +17,8 @@ so that one command gives the before and after of removing it.
 
 Prints one line per case: the seeds that failed (or, planted, that passed), then the
 counts; a case listed in `suite/expectations/cpu.yaml` says so (its failures are known).
-Exits 0 (a measurement, not a gate).
+`--verbose` prints each failure's whole message first (the element, the error and what the
+bound allowed). Exits 0 (a measurement, not a gate).
 
 Usage: python benchmarks/sweep_seeds.py CASE [CASE ...] [--seeds 0-40] [--plant 0.03]
        [--drop KEY ...] [--jobs N] [--verbose]
@@ -157,8 +158,9 @@ def parse_seeds(text: str) -> list[int]:
     return seeds
 
 
-def run(case: opinfo.OpinfoCase, seed: int, rel: float) -> str:
-    """'pass', 'fail: <first line>' or 'skip: <reason>' for the case at base seed `seed`."""
+def run(case: opinfo.OpinfoCase, seed: int, rel: float, whole: bool = False) -> str:
+    """'pass', 'fail: <first line>' or 'skip: <reason>' for the case at base seed `seed`
+    (`whole`: the failure's whole message, whose later lines hold the numbers)."""
     info = opinfo.op_db_by_name()[case.op]
     reason = opinfo.skip_reason(info, case, "cpu", BREADTH)
     if reason is not None:
@@ -173,7 +175,7 @@ def run(case: opinfo.OpinfoCase, seed: int, rel: float) -> str:
         with strict_numerics(backends.get("cpu").tf32):
             opinfo.run_case(info, case, "cpu", limit, case_seed, elements)
     except AssertionError as error:
-        return "fail: " + str(error).splitlines()[0][:200]
+        return "fail: " + (str(error).strip() if whole else str(error).splitlines()[0][:200])
     except Exception as error:  # an error is a failure the line names, not the end of the sweep
         return f"fail: {type(error).__name__}: {str(error).splitlines()[0][:200]}"
     return "pass"
@@ -185,7 +187,7 @@ def sweep(case: opinfo.OpinfoCase, seeds: list[int], rel: float, verbose: bool) 
     hits: list[int] = []
     skipped = 0
     for seed in seeds:
-        outcome = run(case, seed, rel)
+        outcome = run(case, seed, rel, whole=verbose)
         if outcome.startswith("skip"):
             skipped += 1
             continue
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plant", type=float, default=0.0)
     parser.add_argument("--drop", action="append", default=[], metavar="KEY")
     parser.add_argument("--jobs", type=int, default=1, help="cases run in this many processes")
-    parser.add_argument("--verbose", action="store_true", help="print each failure's message")
+    parser.add_argument("--verbose", action="store_true", help="print each failure's whole message")
     args = parser.parse_args(argv)
     ids = [
         line.strip()
