@@ -32,11 +32,6 @@ import torch
 from accelkit.suite.opinfo.op_db import DTYPES
 from accelkit.suite.opinfo.records import ExceptionKind, ListedException, by_key, entry_for
 
-_ATTENTION_OPS = (
-    "nn.functional.scaled_dot_product_attention",
-    "torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
-)
-
 EXCEPTIONS: tuple[ListedException, ...] = (
     ListedException(
         op="nn.functional.ctc_loss",
@@ -71,23 +66,6 @@ EXCEPTIONS: tuple[ListedException, ...] = (
             ("grid_sampler_3d", "3.12x"),
             ("nn.functional.grid_sample", "4.09x"),
         )
-    ),
-    *(
-        ListedException(
-            op=op,
-            dtype=dtype,
-            grad=True,
-            kind="normwise",
-            factor=4.0,
-            measured=f"{worst} the normwise bound, {dtype}",
-            backend="cpu",
-            reason=(
-                f"attention's backward in {dtype}: a softmax over logits of order 100 and its "
-                "product with dO round at the logits' size"
-            ),
-        )
-        for op in _ATTENTION_OPS
-        for dtype, worst in (("float16", "1.13x"), ("bfloat16", "1.4x"))
     ),
     ListedException(
         op="aten::special_i1e",

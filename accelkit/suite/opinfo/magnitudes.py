@@ -51,11 +51,15 @@ function each, which read best side by side.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import torch
+from torch._ops import OpOverloadPacket
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.overrides import TorchFunctionMode
 from torch.utils import _pytree as pytree
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -849,18 +853,70 @@ class Graph(NamedTuple):
     decomposition stood in for an algorithm the graph does not know."""
 
 
+class _Decomposed(TorchFunctionMode):
+    """Above autograd, so that a backward is the primitives': an aten op the sample calls
+    itself (OpInfo's torch.ops.aten entries) runs its decomposition (`torch._decomp`; an
+    output the op does not differentiate, the flash attention's logsumexp, is detached), and
+    scaled_dot_product_attention its math backend, PyTorch's own decomposition of it. The
+    CPU flash attention's backward kernel has none. Each stands in for a backend kernel
+    (`kernels`), whose own algorithm may round otherwise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.kernels: set[str] = set()
+
+    def __torch_function__(
+        self, func: Any, types: Any, args: tuple[Any, ...] = (), kwargs: Any = None
+    ) -> Any:
+        kwargs = kwargs or {}
+        if func is torch.nn.functional.scaled_dot_product_attention:
+            self.kernels.add("scaled_dot_product_attention")
+            with sdpa_kernel([SDPBackend.MATH]):
+                return func(*args, **kwargs)
+        overload = getattr(func, "default", None) if isinstance(func, OpOverloadPacket) else func
+        table: dict[Any, Any] = torch._decomp.decomposition_table
+        decomposition = table.get(overload)
+        if decomposition is None:
+            return func(*args, **kwargs)
+        own = pytree.tree_leaves(func(*args, **kwargs))
+        leaves, spec = pytree.tree_flatten(decomposition(*args, **kwargs))
+        if len(leaves) != len(own):
+            return func(*args, **kwargs)
+        self.kernels.add(_pack(overload))
+        kept = [
+            y.detach() if isinstance(y, torch.Tensor) and not getattr(o, "requires_grad", 0) else y
+            for y, o in zip(leaves, own, strict=True)
+        ]
+        return pytree.tree_unflatten(kept, spec)
+
+
 def propagate(
-    run: Callable[[], Any], dtype: torch.dtype, inputs: list[torch.Tensor]
+    run: Callable[[], Any],
+    dtype: torch.dtype,
+    inputs: list[torch.Tensor],
+    *,
+    backward: bool = False,
 ) -> Graph | None:
     """`run()`'s result with each floating tensor replaced by its slack: the first-order
     bound on what dtype's roundings leave in it, less its own last rounding (which rtol
     covers), and the graph's largest intermediate; None where the graph cannot be measured
-    (an op without a rule) or its inputs are too large."""
+    (an op without a rule) or its inputs are too large. `backward`: `run` differentiates;
+    where a kernel of its backward has no rule and no decomposition (the CPU flash
+    attention's), it runs again with its ops decomposed above autograd (`_Decomposed`)."""
     if sum(x.numel() for x in inputs) > MAX_ELEMENTS:
         return None
+    graph = _propagate(run, dtype, None)
+    if graph is None and backward:
+        graph = _propagate(run, dtype, _Decomposed())
+    return graph
+
+
+def _propagate(
+    run: Callable[[], Any], dtype: torch.dtype, decomposed: _Decomposed | None
+) -> Graph | None:
     mode = _Propagate(dtype)
     try:
-        with mode:
+        with decomposed or contextlib.nullcontext(), mode:
             result = run()
     except Unmeasured:
         return None
@@ -873,4 +929,5 @@ def propagate(
         e = mode.error(y) - mode.own(y)
         return e.detach().clamp_min(0.0).nan_to_num(0.0, posinf=math.inf)
 
-    return Graph(pytree.tree_map(slack, result), mode.largest, frozenset(mode.kernels))
+    kernels = frozenset(mode.kernels | (decomposed.kernels if decomposed else set()))
+    return Graph(pytree.tree_map(slack, result), mode.largest, kernels)

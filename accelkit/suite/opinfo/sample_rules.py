@@ -399,7 +399,7 @@ def _propagated_bracket(
     the graph cannot be measured."""
     leaves = pytree.tree_leaves((ref.input, ref.args, ref.kwargs))
     tensors = [x for x in leaves if isinstance(x, torch.Tensor)]
-    graph = propagate(_graph_run(op, ref, weights), dtype, tensors)
+    graph = propagate(_graph_run(op, ref, weights), dtype, tensors, backward=True)
     if graph is None:
         return None
     slack = graph.slack[index]
@@ -593,7 +593,7 @@ def graph_rules(
         if isinstance(x, torch.Tensor)
     ]
     run = _graph_run(op, ref, weights)
-    graph = propagate(run, least, inputs)
+    graph = propagate(run, least, inputs, backward=weights is not None)
     if weights is None:
         found = graph.slack if graph is not None else None
     else:

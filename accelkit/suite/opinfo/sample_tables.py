@@ -266,8 +266,10 @@ SAMPLE_CONDITION = by_key(
             "samples' head_dim 8 and values up to 9): their absolute rounding errors, eps "
             "times that, are relative errors of the weights, which the backward carries into "
             "every gradient (up to 0.24 eps * kappa * magnitude measured, 6.4e-5 absolute). "
-            "Kept: the CPU flash attention's backward has no decomposition, so the graph does "
-            "not measure it"
+            "Kept: without it the graph, which runs the math attention in the flash "
+            "kernel's place, judged seeds 0-40 but two: the key's gradient under is_causal "
+            "was 5.0e-5 off where 1e-5 was allowed (seed 1; 2.6e-5 at seed 25), a cause not "
+            "yet written down (the flash kernel's blocked softmax is the suspect)"
         ),
     ),
     *(
@@ -290,19 +292,6 @@ SAMPLE_CONDITION = by_key(
             ),
         )
         for op in ("linalg.norm", "linalg.matrix_norm", "linalg.vector_norm")
-    ),
-    SampleCondition(
-        op="torch.ops.aten._scaled_dot_product_flash_attention_for_cpu",
-        dtype="float32",
-        grad=True,
-        kind="normwise",
-        factor=0.75,
-        kappa=measure.sdpa_condition,
-        reason=(
-            "as scaled_dot_product_attention's backward: logits up to scale * max||q|| * "
-            "max||k|| (4.7e-5 absolute measured); kept: the graph does not measure its "
-            "backward (no decomposition)"
-        ),
     ),
     *(
         SampleCondition(

@@ -319,3 +319,33 @@ def test_a_factory_that_reads_a_tensors_shape_is_exact() -> None:
     x = torch.tensor([1.5, -2.0], dtype=torch.float64).requires_grad_(True)
     (slack,) = _slack(lambda: torch.autograd.grad((x * 1.1).sum(), x), torch.bfloat16, x)
     assert torch.equal(slack, torch.zeros_like(slack))
+
+
+def test_a_backward_kernel_without_a_decomposition_runs_the_forwards_decomposition() -> None:
+    """The CPU flash attention's backward kernel has no rule and no decomposition: below
+    autograd the gradient's graph cannot be measured, so it runs again with the op
+    decomposed above autograd (scaled_dot_product_attention's math backend; the aten op's
+    torch._decomp entry), a stand-in for the kernel that the graph names."""
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(1, 2, 3, 8, dtype=torch.float64) for _ in range(3))
+    weight = torch.randn(1, 2, 3, 8, dtype=torch.float64)
+
+    def grads(attention: Callable[..., Any]) -> Callable[[], Any]:
+        def run() -> Any:
+            leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+            out = attention(*leaves)
+            out = out[0] if isinstance(out, tuple) else out
+            return torch.autograd.grad(out, leaves, weight)
+
+        return run
+
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+    for attention, stand_in in (
+        (torch.nn.functional.scaled_dot_product_attention, "scaled_dot_product_attention"),
+        (flash, "_scaled_dot_product_flash_attention_for_cpu"),
+    ):
+        run = grads(attention)
+        assert magnitudes.propagate(run, torch.float16, [q, k, v]) is None  # a forward's view
+        graph = magnitudes.propagate(run, torch.float16, [q, k, v], backward=True)
+        assert graph is not None and stand_in in graph.kernels
+        assert all(float(s.max()) > 0 for s in graph.slack)  # every gradient's roundings
