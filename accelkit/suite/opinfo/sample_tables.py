@@ -73,20 +73,17 @@ SAMPLE_TERMS = by_key(
         )
         for dtype in ("float16", "bfloat16")
     ),
-    *(
-        SampleTerms(
-            op=f"mvlgamma.mvlgamma_p_{p}",
-            factor=1.5,
-            terms=measure.mvlgamma_terms,
-            reason=(
-                "mvlgamma is the composite lgamma(x.unsqueeze(-1) - arange(p) / 2).sum(-1) + "
-                "C: each lgamma term rounds to the dtype before the sum, and the sum and C "
-                "round again (bfloat16: 0.162 absolute measured on 20.46, 0.79% relative "
-                "where 0.78% was allowed, seed 1 sample 1: 0.34 of this bound, the most "
-                "over seeds 0-11). Kept: an elementwise op, which the graph does not re-check"
-            ),
-        )
-        for p in (1, 3, 5)
+    SampleTerms(
+        op="mvlgamma",  # its variants' generic name: p = 1, 3 and 5
+        factor=1.5,
+        terms=measure.mvlgamma_terms,
+        reason=(
+            "mvlgamma is the composite lgamma(x.unsqueeze(-1) - arange(p) / 2).sum(-1) + "
+            "C: each lgamma term rounds to the dtype before the sum, and the sum and C "
+            "round again (bfloat16: 0.162 absolute measured on 20.46, 0.79% relative "
+            "where 0.78% was allowed, seed 1 sample 1: 0.34 of this bound, the most "
+            "over seeds 0-11). Kept: an elementwise op, which the graph does not re-check"
+        ),
     ),
     SampleTerms(
         op="nn.functional.nll_loss",
@@ -222,23 +219,20 @@ SAMPLE_CONDITION = by_key(
             "has one, is judged by it)"
         ),
     ),
-    *(
-        SampleCondition(
-            op=op,
-            grad=True,
-            kind="normwise",
-            factor=6.0,
-            kappa=measure.linalg_condition_squared,
-            reason=(
-                "least squares' gradient goes through A^+ twice and, for a wide or tall A, "
-                "through the projectors I - A A^+ and I - A^+ A: the linear algebra rule's "
-                "n * kappa ** 2 with a constant of 1 was exceeded 3.0-fold (complex64 "
-                "grad_oriented at seed 10, sample 3: 4.5e-5 absolute on a gradient of 23, "
-                "gelsy on a 2 x 3 matrix); up to 3.05 times measured over seeds 0-29 in "
-                "complex64 and float32"
-            ),
-        )
-        for op in ("linalg.lstsq", "linalg.lstsq.grad_oriented")
+    SampleCondition(
+        op="linalg.lstsq",  # and its variant grad_oriented, by their generic name
+        grad=True,
+        kind="normwise",
+        factor=6.0,
+        kappa=measure.linalg_condition_squared,
+        reason=(
+            "least squares' gradient goes through A^+ twice and, for a wide or tall A, "
+            "through the projectors I - A A^+ and I - A^+ A: the linear algebra rule's "
+            "n * kappa ** 2 with a constant of 1 was exceeded 3.0-fold (complex64 "
+            "grad_oriented at seed 10, sample 3: 4.5e-5 absolute on a gradient of 23, "
+            "gelsy on a 2 x 3 matrix); up to 3.05 times measured over seeds 0-29 in "
+            "complex64 and float32"
+        ),
     ),
     SampleCondition(
         op="linalg.pinv.hermitian",
