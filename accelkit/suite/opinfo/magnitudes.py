@@ -878,13 +878,16 @@ class _Decomposed(TorchFunctionMode):
         decomposition = table.get(overload)
         if decomposition is None:
             return func(*args, **kwargs)
-        own = pytree.tree_leaves(func(*args, **kwargs))
+        original = func(*args, **kwargs)
+        own = pytree.tree_leaves(original)
         leaves, spec = pytree.tree_flatten(decomposition(*args, **kwargs))
         if len(leaves) != len(own):
-            return func(*args, **kwargs)
+            return original
         self.kernels.add(_pack(overload))
         kept = [
-            y.detach() if isinstance(y, torch.Tensor) and not getattr(o, "requires_grad", 0) else y
+            y.detach()
+            if isinstance(y, torch.Tensor) and not getattr(o, "requires_grad", False)
+            else y
             for y, o in zip(leaves, own, strict=True)
         ]
         return pytree.tree_unflatten(kept, spec)

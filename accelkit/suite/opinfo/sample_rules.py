@@ -226,14 +226,16 @@ def grad_brackets(
         for kind in ("kernel_ulps", "condition")
     )
     run = functools.partial(reference_grads, op, ref, weights)
-    plain = measure_graph(run, sensitivity=False, conditions=conditions)
     one_node = (
         uses is not None
         and least not in CHAINED_ROUNDING_DTYPES
         and op_name not in CANCELLING_GRAD_OPS
         and not ("result" in uses and ("inputs" in uses or len(inputs) > 1 or complex_result))
-        and not plain.weighted  # a kernel that owes more than its rounding: the graph weighs it
     )
+    # the one node's graph: its largest value, and whether a kernel that owes more than its
+    # rounding runs in it (then the graph weighs that kernel)
+    plain = measure_graph(run, sensitivity=False, conditions=conditions) if one_node else None
+    one_node = plain is not None and not plain.weighted
     if not one_node and len(outputs) != 1:
         return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
@@ -266,7 +268,8 @@ def grad_brackets(
         if g.is_complex():  # the kernel's error may lie in any direction
             low, high = _square_box(g, low, high)
         brackets.append((low.detach(), high.detach()))
-    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(plain.largest, least))
+    largest = plain.largest if plain is not None else 0.0
+    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(largest, least))
 
 
 def _overflows(largest: float, dtype: torch.dtype) -> bool:
