@@ -12,8 +12,10 @@ in a gradient case (an identity whose backward scales what flows through it, app
 op's outputs), in every call with an input outside the reference's float64 and complex128.
 
 `--drop KEY` runs without a table entry (`sample_tables`: "cov/complex64/grad", as
-`records.case_keys` spells it) or a listed exception (`exceptions`: "pow/complex64/grad"),
-so that one command gives the before and after of removing it.
+`records.case_keys` spells it), a listed exception (`exceptions`: "pow/complex64/grad") or
+a known skip (`skips.KNOWN_SKIPS`: "logcumsumexp/float32/grad", op[/dtype][/grad or
+forward] as the entry names them), so that one command gives the before and after of
+removing it.
 
 Prints one line per case: the seeds that failed (or, planted, that passed), then the
 counts; a case listed in `suite/expectations/cpu.yaml` says so (its failures are known).
@@ -126,9 +128,25 @@ def drop_entries(keys: list[str]) -> None:
         found |= set(keys) & set(table)
         kept_kinds[kind] = MappingProxyType({k: v for k, v in table.items() if k not in keys})
     exceptions._TABLES = MappingProxyType(kept_kinds)
+    # the known skips ("logcumsumexp/float32/grad": op[/dtype][/grad or forward])
+    from accelkit.suite.opinfo import skips
+
+    table = skips.KNOWN_SKIPS
+    kept_skips = MappingProxyType({k: v for k, v in table.items() if skip_key(v) not in keys})
+    found |= set(keys) & {skip_key(v) for v in table.values()}
+    for module in list(sys.modules.values()):
+        if (module.__name__ or "").startswith("accelkit") and getattr(
+            module, "KNOWN_SKIPS", None
+        ) is table:
+            module.KNOWN_SKIPS = kept_skips  # type: ignore[attr-defined]
     if set(keys) - found:
         raise SystemExit(f"error: --drop: no table entry {sorted(set(keys) - found)}")
     _DROPPED.update(keys)
+
+
+def skip_key(skip: Any) -> str:
+    """A known skip as `--drop` names it: op[/dtype][/grad or forward]."""
+    return "/".join(p for p in (skip.op, skip.dtype, skip.kind) if p)
 
 
 _DROPPED: set[str] = set()

@@ -44,6 +44,26 @@ def test_a_dropped_entry_is_gone_from_every_module_that_read_it(sweep: ModuleTyp
         sweep._DROPPED.clear()
 
 
+def test_a_dropped_known_skip_lets_its_case_run(sweep: ModuleType) -> None:
+    from accelkit.suite.opinfo import planning, skips
+
+    case = sweep.parse_case("logit/float32")  # any case; the skip below is what is dropped
+    key = "nn.functional.multi_head_attention_forward/bfloat16/forward"
+    table = skips.KNOWN_SKIPS
+    assert any(sweep.skip_key(s) == key for s in table.values())
+    try:
+        sweep.drop_entries([key])
+        dropped = planning.KNOWN_SKIPS
+        assert len(dropped) == len(table) - 1
+        assert not any(sweep.skip_key(s) == key for s in dropped.values())
+        assert sweep.run(case, 0, 0.0) == "pass"
+    finally:
+        for module in list(sys.modules.values()):
+            if getattr(module, "KNOWN_SKIPS", None) is planning.KNOWN_SKIPS:
+                setattr(module, "KNOWN_SKIPS", table)
+        sweep._DROPPED.clear()
+
+
 def test_bad_input_is_one_line_and_exits(sweep: ModuleType) -> None:
     with pytest.raises(SystemExit, match="expected ranges like 0-40"):
         sweep.parse_seeds("0-x")
