@@ -39,10 +39,7 @@ from accelkit.suite.opinfo.sample_tables import (
     SAMPLE_TERMS,
     SQUARED,
 )
-from accelkit.suite.opinfo.scales import (
-    CANCELLING_GRAD_OPS,
-    RECURRENCE_OPS,
-)
+from accelkit.suite.opinfo.scales import RECURRENCE_OPS
 from accelkit.suite.opinfo.tolerances import (
     CONDITION_EPS,
     Rules,
@@ -148,22 +145,12 @@ def condition_bracket(
 
 #: The dtypes whose elementwise gradients are compared element by element. A complex one
 #: gets a square box (the kernel's error may lie in any direction: atanh's
-#: w / conj(1 - z ** 2) near z = -1, seed 59); a backward that reads a complex result takes
-#: the graph's roundings, each part of the result rounded by up to u |y| (tanh's
-#: w * conj(1 - y ** 2), expm1's, tan's were several units of |y| off in a component, more
-#: than the one rounding of |y| `_result_sensitivity` stands for).
+#: w / conj(1 - z ** 2) near z = -1, seed 59), and each part of a complex intermediate
+#: rounds by up to u |v| (`roundings`: tanh's w * conj(1 - y ** 2) was several units of |y|
+#: off in a component).
 GRAD_BRACKET_DTYPES = frozenset(
     {torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.complex64, torch.complex128}
 )
-
-#: A 16-bit backward is a chain of aten ops that each round to the dtype (atan's
-#: grad / (1 + x**2) rounds three times), which no perturbation of the inputs stands for:
-#: these take the graph's roundings (`_graph_brackets`) even for a backward of one node.
-CHAINED_ROUNDING_DTYPES = frozenset({torch.bfloat16, torch.float16})
-
-# The relative step of the finite difference that measures how a gradient moves with the
-# saved result (float64: about 1e-10 relative accuracy).
-_RESULT_STEP = 1e-6
 
 
 class GradBrackets(NamedTuple):
@@ -188,88 +175,52 @@ def grad_brackets(
     """An elementwise op's gradients compared element by element: per differentiable input,
     (low, high) or None where that gradient stays normwise.
 
-    A gradient of an elementwise op is w * df/dx at each element, one backward node whose
-    formula uses the inputs or the forward's result. The bracket is the reference gradient's
-    range over the inputs moved by CONDITION_EPS units of the precision the kernel computes
-    in (as the forward's, `condition_bracket`), and where the formula uses the result (saved
-    in the dtype: exp's w * y, tanh's w * (1 - y**2)), widened by the result's rounding:
-    eps * |y| * |dg/dy|, dg/dy by a float64 finite difference. An input that broadcasts has
-    a gradient that sums K elements' terms: the sums of their brackets (a complex term's
-    square box), widened by sqrt(K) * eps * sum |g| (`_summed_bracket`). A backward of more
-    than one node, or one that reads both the result and the inputs, widens the range by the
-    roundings of all its intermediates instead (`_graph_brackets`; in float32 each
-    intermediate of a kernel with a listed error in ulps, `exceptions.kernel_exceptions`,
-    counts that many roundings, and one of a kernel with a listed "condition" error moves by
-    its factor times |a f'(a)| too: a backward that runs one is measured so), as does every
-    16-bit backward (CHAINED_ROUNDING_DTYPES)
-    and every backward of `scales.CANCELLING_GRAD_OPS` (a formula whose terms cancel). None
-    (normwise) outside GRAD_BRACKET_DTYPES and for an op of several outputs whose backward
-    is not one node.
+    A gradient of an elementwise op is w * df/dx at each element, computed by a short chain
+    of aten ops that each round to the dtype (atan's grad / (1 + x**2) rounds three times,
+    exp's w * y reads the result the forward rounded, sinc's cos(x)/x - sin(x)/x**2 cancels).
+    The bracket is the reference gradient's range over the inputs moved by CONDITION_EPS
+    units of the precision the kernel computes in (as the forward's, `condition_bracket`),
+    widened by CONDITION_EPS * eps(d) times what the roundings of every intermediate of the
+    forward and backward move it (`roundings.measure_graph`, `_graph_brackets`): where the
+    formula's terms cancel, that is the size of the terms, not of their difference. In
+    float32 each intermediate of a kernel with a listed error in ulps
+    (`exceptions.kernel_exceptions`) counts that many roundings, and one of a kernel with a
+    listed "condition" error moves by its factor times |a f'(a)| too. An input that
+    broadcasts has a gradient that sums K elements' terms: the sums of their brackets (a
+    complex term's square box), widened by sqrt(K) * eps * sum |g| (`_summed_bracket`).
+    None (normwise) outside GRAD_BRACKET_DTYPES, for an op of several outputs, and where the
+    graph cannot be measured.
 
     With `GradBrackets.may_overflow`: whether an intermediate of the forward and backward
     leaves the range of the dtype the sample computes in (`roundings.leaves_range`; the
     margin: the CONDITION_EPS roundings of every intermediate before it): inf or NaN are
     then right where the gradient is finite (`Rules.may_overflow`), as BACKWARD_OVERFLOW's
-    entries make them for other ops. The graph runs once more for that, or not at all where
-    its roundings are measured (that run finds its largest intermediate too)."""
+    entries make them for other ops."""
     least = least_precise(dtype, *([rules.inputs_dtype] if rules.inputs_dtype else []))
     inputs = differentiable((ref.input, ref.args, ref.kwargs))
     if least not in GRAD_BRACKET_DTYPES or not inputs:
         return GradBrackets((), False)
     outputs = reference_outputs(op, ref)
-    uses = _saved(outputs)  # before the backward below frees what the node saved
-    # a complex result's rounding (its parts apart) is the graph's to measure
-    complex_result = any(y.is_complex() for y in outputs)
+    if len(outputs) != 1:
+        return GradBrackets((), False)
     kernels = kernel_exceptions(least)
     ulps, conditions = (
         {n: e.factor for n, e in kernels.items() if e.kind == kind}
         for kind in ("kernel_ulps", "condition")
     )
-    run = functools.partial(reference_grads, op, ref, weights)
-    one_node = (
-        uses is not None
-        and least not in CHAINED_ROUNDING_DTYPES
-        and op_name not in CANCELLING_GRAD_OPS
-        and not ("result" in uses and ("inputs" in uses or len(inputs) > 1 or complex_result))
-    )
-    # the one node's graph: its largest value, and whether a kernel that owes more than its
-    # rounding runs in it (then the graph weighs that kernel)
-    plain = measure_graph(run, sensitivity=False, conditions=conditions) if one_node else None
-    one_node = plain is not None and not plain.weighted
-    if not one_node and len(outputs) != 1:
-        return GradBrackets((), False)
     compute = ACCUMULATION_DTYPE.get(least, least)
     grads = weighted_grads(outputs, inputs, weights)
     variants = [
         reference_grads(op, p, weights)
         for p in perturbed(ref, compute, "relative", numbers=True, factor=CONDITION_EPS)
     ]
-    if not one_node:
-        tiny = torch.finfo(least).tiny
-        found = measure_graph(run, ulps=ulps, conditions=conditions, floor=tiny)
-        graph = _graph_brackets(
-            op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
-        )
-        listed = tuple(kernels[name] for name in found.weighted) if graph else ()
-        return GradBrackets(graph, bool(graph) and _overflows(found.largest, least), listed)
-    brackets: list[tuple[Any, Any] | None] = []
-    summed = functools.cache(lambda: _broadcast_terms(op, compute, ref, weights, outputs[0].shape))
-    for i, (x, g) in enumerate(zip(inputs, grads, strict=True)):
-        if g is None:
-            brackets.append(None)
-            continue
-        if x.shape != outputs[0].shape:  # broadcast: the gradient sums its elements' terms
-            brackets.append(_broadcast_bracket(op, least, ref, weights, i, x, g, summed))
-            continue
-        low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
-        if uses and "result" in uses:
-            slack = torch.finfo(dtype).eps * _result_sensitivity(op, ref, weights, outputs[0])
-            low, high = low - slack, high + slack
-        if g.is_complex():  # the kernel's error may lie in any direction
-            low, high = _square_box(g, low, high)
-        brackets.append((low.detach(), high.detach()))
-    largest = plain.largest if plain is not None else 0.0
-    return GradBrackets(tuple(brackets), bool(brackets) and _overflows(largest, least))
+    run = functools.partial(reference_grads, op, ref, weights)
+    found = measure_graph(run, ulps=ulps, conditions=conditions, floor=torch.finfo(least).tiny)
+    graph = _graph_brackets(
+        op, least, compute, ref, weights, (inputs, grads, variants, found), outputs[0].shape
+    )
+    listed = tuple(kernels[name] for name in found.weighted) if graph else ()
+    return GradBrackets(graph, bool(graph) and _overflows(found.largest, least), listed)
 
 
 def _overflows(largest: float, dtype: torch.dtype) -> bool:
@@ -289,22 +240,20 @@ def _graph_brackets(
     found: tuple[list[torch.Tensor], tuple[Any, ...], list[tuple[Any, ...]], Roundings],
     shape: torch.Size,
 ) -> tuple[tuple[Any, Any] | None, ...]:
-    """The gradients of a backward of several nodes (or one reading both the result and the
-    inputs, or of a 16-bit dtype), from `found`: the inputs, their reference gradients,
-    those over the moved inputs and the graph's `roundings.measure_graph`. Each gradient's range
-    over the moved inputs, widened by CONDITION_EPS * eps(d) * S, S the sum of
-    |dg / d ln v| over the graph's rounding intermediates v. An input that broadcasts sums
-    terms: the same for each term (`_broadcast_terms`), then their sum's rounding
-    (`_summed_bracket`). () where the graph cannot be measured."""
+    """An elementwise op's gradients (`grad_brackets`) from `found`: the inputs, their
+    reference gradients, those over the moved inputs and the graph's
+    `roundings.measure_graph`. Each gradient's range over the moved inputs, widened by
+    CONDITION_EPS * eps(d) * S, S the sum of |dg / d ln v| over the graph's rounding
+    intermediates v. An input that broadcasts sums terms: the same for each term
+    (`_broadcast_terms`), then their sum's rounding (`_summed_bracket`). () where the graph
+    cannot be measured."""
     inputs, grads, variants, roundings = found
     sensitivity = roundings.terms
     if sensitivity is None:
         return ()
     eps = torch.finfo(dtype).eps
     brackets: list[tuple[Any, Any] | None] = []
-    summed = functools.cache(
-        lambda: _broadcast_terms(op, compute, ref, weights, shape, rounding=dtype)
-    )
+    summed = functools.cache(lambda: _broadcast_terms(op, compute, dtype, ref, weights, shape))
     for i, (x, g, s) in enumerate(zip(inputs, grads, sensitivity, strict=True)):
         if g is None or s is None:
             brackets.append(None)
@@ -323,17 +272,16 @@ def _graph_brackets(
 def _broadcast_terms(
     op: Any,
     compute: torch.dtype,
+    rounding: torch.dtype,
     ref: Any,
     weights: list[torch.Tensor],
     shape: torch.Size,
-    *,
-    rounding: torch.dtype | None = None,
 ) -> list[tuple[Any, Any, Any] | None]:
     """Per differentiable input, the (low, high, |g|) of its gradient's terms before the
     broadcast sums them: the gradient with every such input expanded to the output's
-    `shape`, over the same moved inputs as `grad_brackets`, and with `rounding` (the dtype)
-    each term's range widened by its graph's roundings as `_graph_brackets` does; [] where
-    the op cannot take the expanded inputs (or its graph cannot be measured)."""
+    `shape`, over the same moved inputs as `grad_brackets`, each term's range widened by
+    its graph's roundings in `rounding` (the dtype) as `_graph_brackets` does; [] where the
+    op cannot take the expanded inputs or its graph cannot be measured."""
 
     def expand(x: Any) -> Any:
         if isinstance(x, torch.Tensor) and x.requires_grad:
@@ -350,13 +298,10 @@ def _broadcast_terms(
         ]
     except RuntimeError:
         return []
-    sensitivity: tuple[Any, ...] = (None,) * len(grads)
-    if rounding is not None:
-        tiny = torch.finfo(rounding).tiny
-        measured = rounding_sensitivity(lambda: reference_grads(op, full, weights), tiny)
-        if measured is None:
-            return []
-        sensitivity = measured
+    tiny = torch.finfo(rounding).tiny
+    sensitivity = rounding_sensitivity(lambda: reference_grads(op, full, weights), tiny)
+    if sensitivity is None:
+        return []
     terms: list[tuple[Any, Any, Any] | None] = []
     for i, (g, s) in enumerate(zip(grads, sensitivity, strict=True)):
         if g is None or g.shape != shape:
@@ -365,7 +310,7 @@ def _broadcast_terms(
         low, high = reference_bracket(g, [v[i] for v in variants if v[i] is not None])
         if g.is_complex():  # each term's error may lie in any direction
             low, high = _square_box(g, low, high)
-        if rounding is not None and s is not None:
+        if s is not None:
             slack = _half_side(CONDITION_EPS * torch.finfo(rounding).eps * s, g)
             low, high = low - slack, high + slack
         terms.append((low, high, g.abs()))
@@ -459,43 +404,6 @@ def weighted_grads(
         [w.to(REFERENCE_DTYPE.get(w.dtype, w.dtype)) for w in weights],
         allow_unused=True,
     )
-
-
-def _saved(outputs: list[torch.Tensor]) -> set[str] | None:
-    """What the backward of a one-node graph keeps: "result", "inputs" (tensors saved from
-    the forward's output or from its arguments); None for another graph."""
-    if len(outputs) != 1 or outputs[0].grad_fn is None:
-        return None
-    node = outputs[0].grad_fn
-    if any(f is not None and type(f).__name__ != "AccumulateGrad" for f, _ in node.next_functions):
-        return None
-    uses = set()
-    for name in dir(node):
-        if name.startswith("_saved_") and isinstance(getattr(node, name), torch.Tensor):
-            uses.add("result" if name.startswith("_saved_result") else "inputs")
-    return uses
-
-
-def _result_sensitivity(
-    op: Any, ref: Any, weights: list[torch.Tensor], result: torch.Tensor
-) -> torch.Tensor:
-    """|y| * |dg/dy| per element, for a one-input op whose backward reads only its result
-    y: the input moved by +-_RESULT_STEP relative, the gradient's change over the result's.
-    0 where the result does not move in float64 (the reference reads the same y there)."""
-    moved = perturbed(
-        ref, torch.float64, "relative", factor=_RESULT_STEP / torch.finfo(torch.float64).eps
-    )
-    ends = []
-    for sample in (moved[0], moved[-1]):  # every input down, every input up
-        (y,) = reference_outputs(op, sample)
-        (g,) = weighted_grads(
-            [y], differentiable((sample.input, sample.args, sample.kwargs)), weights
-        )
-        ends.append((y.detach(), g))
-    (y_down, g_down), (y_up, g_up) = ends
-    dy, dg = y_up - y_down, g_up - g_down
-    slope = torch.where(dy != 0, dg / dy, torch.zeros_like(dg)).nan_to_num(0.0, 0.0, 0.0)
-    return result.detach().abs() * slope.abs()
 
 
 def _half_side(radius: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

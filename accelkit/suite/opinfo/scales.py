@@ -1,7 +1,6 @@
-"""What the OpInfo bounds read by op name, beyond the rule tables: the sets that choose a rule.
+"""What the OpInfo bounds read by op name, beyond the rule tables: the set that chooses a rule.
 
-- `RECURRENCE_OPS`: elementwise ops that keep the normwise atol;
-- `CANCELLING_GRAD_OPS`: elementwise ops whose gradients take the graph's roundings.
+- `RECURRENCE_OPS`: elementwise ops that keep the normwise atol.
 
 The constant widenings that remain are listed exceptions (`exceptions.EXCEPTIONS`).
 """
@@ -31,22 +30,5 @@ RECURRENCE_OPS = frozenset(
             "laguerre_polynomial_l",
             "legendre_polynomial_p",
         )
-    }
-)
-
-# Elementwise ops whose backward formula cancels: an element's error is relative to terms
-# far larger than its gradient, which no perturbation of the inputs stands for, so every
-# dtype's gradient takes the graph's roundings (`sample_rules._graph_brackets`: each
-# intermediate's rounding at its own size), as 16-bit backwards do, not the one-node bracket.
-CANCELLING_GRAD_OPS = frozenset(
-    {
-        # (cos(pi x) pi x - sin(pi x)) / (pi x ** 2): both terms ~ pi x, their difference
-        # ~ (pi x) ** 3 / 3 for small x (1.1e-5 and 1.3e-4 relative measured in float32,
-        # seeds 5 and 16 of 20, under the one-node bracket; float16 at seed 0: 0 where
-        # 0.023 is exact)
-        "sinc",
-        # i1e(x) - sgn(x) i0e(x): both ~ 1 / sqrt(2 pi |x|), their difference ~ i0e(x) /
-        # (2 |x|) (float32 at seed 42, x = -7.7: 1.35e-6 relative under the one-node bracket)
-        "special.i0e",
     }
 )

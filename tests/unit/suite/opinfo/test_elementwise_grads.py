@@ -3,9 +3,9 @@
 Before, an elementwise op's gradient had the normwise atol 2 * eps * max|x, y|: exp's
 float32 gradient on OpInfo's samples (inputs up to 9, so |y| up to 8103) had atol 1.9e-3, and
 a 1e-4 relative error passed wherever |w * exp(x)| < 19. Now each element gets its own range:
-the reference gradient over the inputs' rounding, widened by the rounding of the saved result
-where the backward reads it. Checked on constructed samples, and by fault injection in a
-subprocess (`tests/grad_faults.py`).
+the reference gradient over the inputs' rounding, widened by the roundings of the forward's
+and the backward's intermediates (the saved result's among them). Checked on constructed
+samples, and by fault injection in a subprocess (`tests/grad_faults.py`).
 """
 
 from __future__ import annotations
@@ -37,16 +37,11 @@ def _leaf(values: list[float]) -> torch.Tensor:
     return torch.tensor(values, dtype=torch.float64, requires_grad=True)
 
 
-def test_what_a_backward_reads_decides_the_rule() -> None:
-    x = _leaf([0.5, 1.0])
-    assert sample_rules._saved([torch.exp(x)]) == {"result"}  # exp's w * y
-    assert sample_rules._saved([torch.sin(x)]) == {"inputs"}  # sin's w * cos(x)
-    assert sample_rules._saved([torch.exp(2 * x)]) is None  # two nodes: normwise
-
-
 def test_a_result_read_by_the_backward_widens_by_its_rounding() -> None:
     # tanh's gradient w * (1 - y**2) reads y, saved in float32: at x = 3 the rounding of
     # y = 0.995 moves 1 - y**2 = 0.0099 by 2 * |y|**2 * eps, far more than x's rounding does.
+    # Every rounding of the graph counts (`roundings.measure_graph`), CONDITION_EPS (2) times
+    # on each side: y's, |y| * |dg/dy|, and tanh_backward's own, |g|.
     x = _leaf([3.0, -0.25])
     weights = [torch.tensor([1.0, -2.0])]
     (found,) = sample_rules.grad_brackets(
@@ -57,14 +52,17 @@ def test_a_result_read_by_the_backward_widens_by_its_rounding() -> None:
     xd, w = x.detach(), weights[0].double()
     y = torch.tanh(xd)
     # x's rounding (+-2 eps) moves g by |dg/dx| * 4 eps |x| = |2 w y (1 - y**2)| * 4 eps |x|;
-    # y's rounding adds eps * |y| * |dg/dy| = eps * |y| * |2 w y| on each side.
+    # y's rounding adds 2 eps * |y| * |dg/dy| = 2 eps * |y| * |2 w y| on each side, the
+    # backward's own 2 eps |g|.
     moved_x = (2 * w * y * (1 - y**2)).abs() * 4 * EPS32 * xd.abs()
-    rounded_y = EPS32 * y.abs() * (2 * w * y).abs()
-    assert (high - low).tolist() == pytest.approx((moved_x + 2 * rounded_y).tolist(), rel=1e-3)
+    rounded_y = 2 * EPS32 * y.abs() * (2 * w * y).abs()
+    rounded_g = 2 * EPS32 * (w * (1 - y**2)).abs()
+    width = moved_x + 2 * (rounded_y + rounded_g)
+    assert (high - low).tolist() == pytest.approx(width.tolist(), rel=1e-3)
     assert float(rounded_y[0]) > 5 * float(moved_x[0])  # at x = 3 the result's rounding rules
 
 
-def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
+def test_a_gradient_from_the_inputs_gets_their_rounding_and_its_kernels() -> None:
     x = _leaf([2.0, -0.5])
     weights = [torch.tensor([1.0, 1.0])]
     (found,) = sample_rules.grad_brackets(
@@ -72,9 +70,10 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
     ).brackets
     assert found is not None
     low, high = found
-    # cos(x * (1 +- 2 eps)): a width of 4 * eps * |x sin(x)| around cos(x).
+    # cos(x * (1 +- 2 eps)): a width of 4 * eps * |x sin(x)| around cos(x), and the
+    # backward's two roundings (cos, then the product with w) 2 eps |g| each on each side.
     xd = x.detach()
-    width = 4 * EPS32 * (xd * torch.sin(xd)).abs()
+    width = 4 * EPS32 * (xd * torch.sin(xd)).abs() + 8 * EPS32 * torch.cos(xd).abs()
     assert (high - low).tolist() == pytest.approx(width.tolist(), rel=1e-3)
     assert bool(((low <= torch.cos(xd)) & (torch.cos(xd) <= high)).all())
 
@@ -82,7 +81,7 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_only() -> None:
 def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
     # atanh's w / conj(1 - z ** 2) near z = -1 (seed 59): z's rounding moves 1 - z ** 2 by
     # 2 |z| ** 2 * 2 eps of its size 0.0094, so the box is about 400 eps of |g| wide, where
-    # an element far from the pole gets a few eps.
+    # an element far from the pole gets its kernels' roundings, each part by eps |v|.
     z = torch.tensor([-0.9962181449 + 0.0028294041j, 0.3 + 0.2j], dtype=torch.complex128)
     z.requires_grad_()
     weights = [torch.tensor([1.0 + 0.5j, -1.0 + 0.0j], dtype=torch.complex64)]
@@ -97,7 +96,7 @@ def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
         assert side.tolist() == pytest.approx(half.tolist(), rel=1e-6)
     relative = (half / g.abs()).tolist()
     assert 100 * EPS32 < relative[0] < 1000 * EPS32
-    assert relative[1] < 5 * EPS32
+    assert relative[1] < 20 * EPS32
     # A complex backward that reads the result (tanh's w * conj(1 - y ** 2)) is the graph's:
     # the result's parts round apart (`test_a_complex_gradient_that_reads_the_result_...`).
     (tanh,) = sample_rules.grad_brackets(
@@ -108,8 +107,9 @@ def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
 
 def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     # mul(x, z) with z broadcast over x: z's gradient is sum_i w_i x_i, K = 3 terms. Each
-    # term's range is w_i x_i (1 +- 2 eps); the terms' rounding to float32 adds eps * T and
-    # the sum's rounding sqrt(3) * eps * T.
+    # term's range is w_i x_i (1 +- 2 eps), widened by its product's rounding, 2 eps |w_i x_i|
+    # (the graph's); the terms' rounding to float32 adds eps * T and the sum's rounding
+    # sqrt(3) * eps * T.
     x, z = _leaf([1.0, 2.0, -3.0]), _leaf([0.5])
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
@@ -119,7 +119,7 @@ def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     low, high = brackets[1]
     terms = (weights[0].double() * x.detach()).abs().sum()  # T = 1 + 2 + 6
     exact = float((weights[0].double() * x.detach()).sum())  # -7
-    half = 2 * EPS32 * terms + EPS32 * terms + 3**0.5 * EPS32 * terms
+    half = 2 * EPS32 * terms + 2 * EPS32 * terms + EPS32 * terms + 3**0.5 * EPS32 * terms
     assert float(low) == pytest.approx(exact - float(half), rel=1e-9)
     assert float(high) == pytest.approx(exact + float(half), rel=1e-9)
 
@@ -321,7 +321,7 @@ def test_a_broadcast_input_the_op_cannot_take_expanded_gets_its_graphs_bracket()
 # (op, dtype, seed, relative error planted, passes?): the error is planted in the elements
 # of a float32 gradient below 1e-4 of its largest (these samples have such elements). 1e-3
 # there passed the normwise bound in every one of these runs (checked before each change:
-# one-node backwards exp .. mul, then the deeper graphs pow .. special.ndtr); every clean
+# the backwards of one node exp .. mul, then the deeper graphs pow .. special.ndtr); every clean
 # case passes. (The planted error spares float64 and complex128, the reference's dtypes.)
 OPS = ("exp", "tanh", "sigmoid", "mul", "pow", "__rdiv__", "ldexp", "special.ndtr")
 FAULTED = (
