@@ -573,7 +573,8 @@ def stable_slack(
 ) -> Any:
     """What a backward-stable kernel may leave in the sample's outputs (`stability.slack`),
     or with `weights` in its gradient `index`: the map from the sample's floating tensors
-    (and the weights) to them, differentiated by autograd in float64."""
+    (and the weights) to them, differentiated by autograd in float64 (the outputs of an op
+    without a derivative, as ldl_factor_ex, by central differences)."""
     leaves, spec = pytree.tree_flatten((ref.input, ref.args, ref.kwargs))
     where = [i for i, x in enumerate(leaves) if _floating(x)]
     wanted = [i for i in where if leaves[i].requires_grad]
@@ -601,7 +602,7 @@ def stable_slack(
 
     tensors = [leaves[i].detach() for i in where]
     if weights is None:
-        return stability.slack(forward, tensors, dtype)
+        return stability.slack(forward, tensors, dtype, differences=True)
     if index is None:
         return None
     found = stability.slack(backward, [*tensors, *(w.detach() for w in weights)], dtype)

@@ -14,8 +14,11 @@ element): the op's own condition at this sample, computed, not written per op (a
 reflectors far from unitary, an eigenvector's 1 / gap, a solve's kappa all come out of it).
 For a gradient the map is (inputs, the outputs' weights) -> the gradients, whose Jacobian
 needs the op's second derivative. Complex tensors are taken as pairs of reals, e bounding
-each part. None where autograd cannot differentiate the map, or it has more than
-MAX_OUTPUTS output elements (cost).
+each part. Where autograd has no derivative for the op (ldl_factor_ex's factor), and the
+caller allows it (`differences`), the Jacobian is taken by central differences in float64
+instead, one pair of runs per input element: at most MAX_DIFFERENCED_INPUTS elements. None
+where the Jacobian cannot be taken, or the map has more than MAX_OUTPUTS output elements
+(cost).
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ import torch
 MAX_OUTPUTS = 4096
 """Maps with more output elements than this are not measured (one backward pass each)."""
 
+MAX_DIFFERENCED_INPUTS = 512
+"""Maps without a derivative with more input elements than this are not measured."""
+
+DIFFERENCE_STEP = 1e-6
+"""The central difference's step, relative to each input's largest element (float64)."""
+
 
 def _real(x: torch.Tensor) -> torch.Tensor:
     return torch.view_as_real(x) if x.is_complex() else x
@@ -36,10 +45,13 @@ def slack(
     run: Callable[..., Sequence[torch.Tensor | None]],
     inputs: Sequence[torch.Tensor],
     dtype: torch.dtype,
+    *,
+    differences: bool = False,
 ) -> list[torch.Tensor | None] | None:
     """Per output of `run(*inputs)` (float64 or complex128 tensors; None for one it leaves
     out), e of each element (for a complex output, of each part), or None for the whole map
-    where its Jacobian cannot be taken."""
+    where its Jacobian cannot be taken (by autograd, or with `differences` by central
+    differences where autograd has no derivative)."""
     if not inputs:
         return None
     u = torch.finfo(dtype).eps / 2
@@ -63,9 +75,14 @@ def slack(
             ]
         if sum(y.numel() for y in shapes if y is not None) > MAX_OUTPUTS:
             return None
-        jacobian = torch.autograd.functional.jacobian(  # type: ignore[no-untyped-call]
-            real_map, reals, strict=False
-        )
+        try:
+            jacobian = torch.autograd.functional.jacobian(  # type: ignore[no-untyped-call]
+                real_map, reals, strict=False
+            )
+        except (RuntimeError, NotImplementedError):  # no derivative
+            if not differences or sum(x.numel() for x in reals) > MAX_DIFFERENCED_INPUTS:
+                return None
+            jacobian = _differenced(real_map, reals)
     except (RuntimeError, NotImplementedError, TypeError, ValueError, IndexError):
         return None
     kept = iter(range(len(shapes)))
@@ -82,4 +99,28 @@ def slack(
             e = e + part.nan_to_num(0.0, posinf=torch.inf) * largest[j]
         e = size * u * e.reshape(_real(y).shape)
         found.append(e.amax(-1) if y.is_complex() else e)  # the box: both parts' largest
+    return found
+
+
+def _differenced(
+    real_map: Callable[..., tuple[torch.Tensor, ...]], reals: tuple[torch.Tensor, ...]
+) -> list[list[torch.Tensor]]:
+    """The Jacobian of `real_map` at `reals` by central differences, laid out as autograd's
+    (`jacobian[k][j]`: output k by input j, flattened): each input element moved by
+    DIFFERENCE_STEP times its input's largest element, up and down."""
+    outputs = real_map(*reals)
+    found = [
+        [torch.zeros(y.numel(), x.numel(), dtype=torch.float64) for x in reals] for y in outputs
+    ]
+    for j, x in enumerate(reals):
+        step = DIFFERENCE_STEP * max(float(x.abs().max()) if x.numel() else 0.0, 1.0)
+        for i in range(x.numel()):
+            ends = []
+            for sign in (1.0, -1.0):
+                moved = list(reals)
+                moved[j] = x.clone()
+                moved[j].view(-1)[i] += sign * step
+                ends.append(real_map(*moved))
+            for k, (up, down) in enumerate(zip(*ends, strict=True)):
+                found[k][j][:, i] = ((up - down) / (2 * step)).reshape(-1).to(torch.float64)
     return found

@@ -63,6 +63,39 @@ def test_a_map_too_large_or_not_differentiable_is_not_measured() -> None:
     assert stability.slack(broken, [big[:3]], torch.float32) is None
 
 
+def test_an_op_without_a_derivative_is_differenced_where_the_caller_allows() -> None:
+    # ldl_factor_ex has no derivative (seed 868686's finding: a pivot of 0.0064 moved the
+    # float32 factor past the generic bound, and no re-check could run). Central differences
+    # give autograd's Jacobian where both exist (a solve), and a bound for the factor.
+    a = torch.tensor([[4.0, 1.0], [0.0, 0.5]], dtype=torch.float64)
+    b = torch.tensor([[1.0], [-3.0]], dtype=torch.float64)
+
+    def solve(m: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor]:
+        return (torch.linalg.solve(m, v),)
+
+    exact = torch.autograd.functional.jacobian(solve, (a, b))
+    differenced = stability._differenced(solve, (a, b))
+    for j, x in enumerate((a, b)):
+        autograd = exact[0][j].reshape(2, x.numel())
+        assert torch.allclose(differenced[0][j], autograd, rtol=1e-8, atol=1e-10)
+    m = torch.tensor([[5.6, -4.8, 0.1], [-4.8, 5.45, 0.7], [0.1, 0.7, 3.4]], dtype=torch.float64)
+
+    def factor(x: torch.Tensor) -> tuple[torch.Tensor]:
+        return (torch.linalg.ldl_factor_ex(x)[0],)
+
+    assert stability.slack(factor, [m], torch.float32) is None  # autograd alone: no bound
+    (ld,) = stability.slack(factor, [m], torch.float32, differences=True)
+    assert ld.shape == m.shape and bool(torch.isfinite(ld).all()) and float(ld.max()) > 0
+    big = torch.eye(stability.MAX_DIFFERENCED_INPUTS + 1, dtype=torch.float64)[0]
+    outer = stability.slack(
+        lambda x: (torch.linalg.ldl_factor_ex(x[:3].reshape(3, 1) @ x[:3].reshape(1, 3))[0],),
+        [big],
+        torch.float32,
+        differences=True,
+    )
+    assert outer is None  # more input elements than it differences
+
+
 def test_a_gradients_bound_takes_the_ops_second_derivative() -> None:
     # eigh's gradient moves with 1 / gap**2 at second order: a close pair of eigenvalues
     # widens it, which no formula per op has to say.
