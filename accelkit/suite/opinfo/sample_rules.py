@@ -97,7 +97,7 @@ def sample_rules(
                 exceptions=(*rules.exceptions, *([widen] if widen else [])),
             )
         else:
-            graph = grad_brackets(op, base, dtype, ref, rules, weights)
+            graph = grad_brackets(op, dtype, ref, rules, weights)
             rules = dataclasses.replace(
                 rules,
                 input_brackets=graph.brackets,
@@ -166,7 +166,6 @@ class GradBrackets(NamedTuple):
 
 def grad_brackets(
     op: Any,
-    op_name: str,
     dtype: torch.dtype,
     ref: Any,
     rules: Rules,

@@ -45,7 +45,7 @@ def test_a_result_read_by_the_backward_widens_by_its_rounding() -> None:
     x = _leaf([3.0, -0.25])
     weights = [torch.tensor([1.0, -2.0])]
     (found,) = sample_rules.grad_brackets(
-        _op(torch.tanh), "tanh", torch.float32, _sample(x), Rules(), weights
+        _op(torch.tanh), torch.float32, _sample(x), Rules(), weights
     ).brackets
     assert found is not None
     low, high = found
@@ -66,7 +66,7 @@ def test_a_gradient_from_the_inputs_gets_their_rounding_and_its_kernels() -> Non
     x = _leaf([2.0, -0.5])
     weights = [torch.tensor([1.0, 1.0])]
     (found,) = sample_rules.grad_brackets(
-        _op(torch.sin), "sin", torch.float32, _sample(x), Rules(), weights
+        _op(torch.sin), torch.float32, _sample(x), Rules(), weights
     ).brackets
     assert found is not None
     low, high = found
@@ -86,7 +86,7 @@ def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
     z.requires_grad_()
     weights = [torch.tensor([1.0 + 0.5j, -1.0 + 0.0j], dtype=torch.complex64)]
     (found,) = sample_rules.grad_brackets(
-        _op(torch.atanh), "atanh", torch.complex64, _sample(z), Rules(), weights
+        _op(torch.atanh), torch.complex64, _sample(z), Rules(), weights
     ).brackets
     assert found is not None
     low, high = found
@@ -100,7 +100,7 @@ def test_a_complex_gradient_from_the_inputs_gets_a_square_box() -> None:
     # A complex backward that reads the result (tanh's w * conj(1 - y ** 2)) is the graph's:
     # the result's parts round apart (`test_a_complex_gradient_that_reads_the_result_...`).
     (tanh,) = sample_rules.grad_brackets(
-        _op(torch.tanh), "tanh", torch.complex64, _sample(z), Rules(), weights
+        _op(torch.tanh), torch.complex64, _sample(z), Rules(), weights
     ).brackets
     assert tanh is not None
 
@@ -113,7 +113,7 @@ def test_a_broadcast_input_sums_its_terms_brackets_and_their_rounding() -> None:
     x, z = _leaf([1.0, 2.0, -3.0]), _leaf([0.5])
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
-        _op(torch.mul), "mul", torch.float32, _sample(x, args=(z,)), Rules(), weights
+        _op(torch.mul), torch.float32, _sample(x, args=(z,)), Rules(), weights
     ).brackets
     assert brackets[0] is not None and brackets[1] is not None
     low, high = brackets[1]
@@ -134,7 +134,7 @@ def test_a_complex_broadcast_input_sums_its_terms_square_boxes() -> None:
     x.requires_grad_()
     weights = [torch.tensor([1.0 + 0.5j, -1.0 + 0.0j, 0.5j], dtype=torch.complex64)]
     brackets = sample_rules.grad_brackets(
-        _op(torch.logaddexp), "logaddexp", torch.complex64, _sample(x, args=(z,)), Rules(), weights
+        _op(torch.logaddexp), torch.complex64, _sample(x, args=(z,)), Rules(), weights
     ).brackets
     assert brackets[1] is not None
     low, high = brackets[1]
@@ -155,7 +155,6 @@ def test_a_complex_gradient_that_reads_the_result_gets_its_graphs_square_box() -
     weights = [torch.tensor([1.0 + 0.5j, -1.0 + 0.0j, 0.25j], dtype=torch.complex64)]
     (found,) = sample_rules.grad_brackets(
         _op(torch.exp),
-        "exp",
         torch.complex64,
         _sample(z.clone().requires_grad_()),
         Rules(),
@@ -190,9 +189,7 @@ def test_polars_float16_gradient_at_a_subnormal_result_is_within_its_graphs_brac
     w = torch.tensor([1.25 - 0.646j, 0.3 + 1.0j, -2.0 + 0.5j], dtype=torch.complex128)
     a64 = size.double().requires_grad_()
     ref = _sample(a64, args=(angle.double().requires_grad_(),))
-    found = sample_rules.grad_brackets(
-        _op(torch.polar), "polar", torch.float16, ref, Rules(), [w]
-    ).brackets
+    found = sample_rules.grad_brackets(_op(torch.polar), torch.float16, ref, Rules(), [w]).brackets
     assert found and found[0] is not None
     a = size.clone().requires_grad_()
     (kernel,) = torch.autograd.grad(torch.polar(a, angle), a, w.to(torch.complex32))
@@ -216,7 +213,7 @@ def test_polars_float16_angle_that_broadcasts_sums_its_rounded_terms() -> None:
     t64 = angle.double().requires_grad_()
     ref = _sample(size.double().requires_grad_(), args=(t64,))
     found = sample_rules.grad_brackets(
-        _op(torch.polar), "polar", torch.float16, ref, Rules(), [w16.to(torch.complex128)]
+        _op(torch.polar), torch.float16, ref, Rules(), [w16.to(torch.complex128)]
     ).brackets
     assert len(found) == 2 and found[1] is not None
     t = angle.clone().requires_grad_()
@@ -241,7 +238,7 @@ def test_a_16_bit_gradient_takes_the_rounding_of_every_result(dtype: torch.dtype
     x = _leaf([1.0, 2.0, -3.0])
     weights = [torch.tensor([1.0, -1.0, 0.5])]
     (found,) = sample_rules.grad_brackets(
-        _op(torch.exp), "exp", dtype, _sample(x), Rules(), weights
+        _op(torch.exp), dtype, _sample(x), Rules(), weights
     ).brackets
     assert found is not None
     low, high = found
@@ -259,7 +256,7 @@ def test_a_deeper_graph_widens_by_every_intermediates_rounding() -> None:
     x = _leaf([0.5, -1.0, 2.0])
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     (found,) = sample_rules.grad_brackets(
-        _op(lambda t: torch.exp(2 * t)), "exp2x", torch.float32, _sample(x), Rules(), weights
+        _op(lambda t: torch.exp(2 * t)), torch.float32, _sample(x), Rules(), weights
     ).brackets
     assert found is not None
     low, high = found
@@ -278,7 +275,7 @@ def test_a_broadcast_input_of_a_deeper_graph_sums_its_terms_ranges() -> None:
     x, z = _leaf([0.5, 2.0, 3.0]), _leaf([1.5])
     weights = [torch.tensor([1.0, -1.0, 2.0])]
     brackets = sample_rules.grad_brackets(
-        _op(torch.pow), "pow", torch.float32, _sample(x, args=(z,)), Rules(), weights
+        _op(torch.pow), torch.float32, _sample(x, args=(z,)), Rules(), weights
     ).brackets
     assert len(brackets) == 2 and brackets[1] is not None
     low, high = brackets[1]
@@ -302,7 +299,6 @@ def test_a_broadcast_input_the_op_cannot_take_expanded_gets_its_graphs_bracket()
     a = _leaf(0.0).reshape(())
     brackets = sample_rules.grad_brackets(
         _op(torch.nn.functional.prelu),
-        "nn.functional.prelu",
         torch.float16,
         _sample(x, args=(a,)),
         Rules(),
