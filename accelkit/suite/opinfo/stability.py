@@ -34,7 +34,7 @@ MAX_DIFFERENCED_INPUTS = 512
 """Maps without a derivative with more input elements than this are not measured."""
 
 DIFFERENCE_STEP = 1e-6
-"""The central difference's step, relative to each input's largest element (float64)."""
+"""The central difference's step, relative to each input's largest magnitude (float64)."""
 
 
 def _real(x: torch.Tensor) -> torch.Tensor:
@@ -82,7 +82,7 @@ def slack(
         except (RuntimeError, NotImplementedError):  # no derivative
             if not differences or sum(x.numel() for x in reals) > MAX_DIFFERENCED_INPUTS:
                 return None
-            jacobian = _differenced(real_map, reals)
+            jacobian = _differenced(real_map, reals, largest)
     except (RuntimeError, NotImplementedError, TypeError, ValueError, IndexError):
         return None
     kept = iter(range(len(shapes)))
@@ -103,17 +103,20 @@ def slack(
 
 
 def _differenced(
-    real_map: Callable[..., tuple[torch.Tensor, ...]], reals: tuple[torch.Tensor, ...]
+    real_map: Callable[..., tuple[torch.Tensor, ...]],
+    reals: tuple[torch.Tensor, ...],
+    largest: Sequence[float],
 ) -> list[list[torch.Tensor]]:
     """The Jacobian of `real_map` at `reals` by central differences, laid out as autograd's
-    (`jacobian[k][j]`: output k by input j, flattened): each input element moved by
-    DIFFERENCE_STEP times its input's largest element, up and down."""
+    (`jacobian[k][j]`: output k by input j, flattened): each element of input j moved by
+    DIFFERENCE_STEP times `largest[j]`, its largest magnitude (1 for an input of zeros), up
+    and down."""
     outputs = real_map(*reals)
     found = [
         [torch.zeros(y.numel(), x.numel(), dtype=torch.float64) for x in reals] for y in outputs
     ]
     for j, x in enumerate(reals):
-        step = DIFFERENCE_STEP * max(float(x.abs().max()) if x.numel() else 0.0, 1.0)
+        step = DIFFERENCE_STEP * (largest[j] or 1.0)
         for i in range(x.numel()):
             ends = []
             for sign in (1.0, -1.0):
