@@ -115,11 +115,7 @@ def drop_entries(keys: list[str]) -> None:
         table = getattr(sample_tables, name)
         kept = MappingProxyType({k: v for k, v in table.items() if k not in keys})
         found |= set(keys) & set(table)
-        for module in list(sys.modules.values()):
-            if (module.__name__ or "").startswith("accelkit") and getattr(
-                module, name, None
-            ) is table:
-                setattr(module, name, kept)
+        _rebind(name, table, kept)
     # the listed exceptions ("pow/complex64/grad"), which `exception_for` reads by kind
     from accelkit.suite.opinfo import exceptions
 
@@ -134,14 +130,18 @@ def drop_entries(keys: list[str]) -> None:
     table = skips.KNOWN_SKIPS
     kept_skips = MappingProxyType({k: v for k, v in table.items() if skip_key(v) not in keys})
     found |= set(keys) & {skip_key(v) for v in table.values()}
-    for module in list(sys.modules.values()):
-        if (module.__name__ or "").startswith("accelkit") and getattr(
-            module, "KNOWN_SKIPS", None
-        ) is table:
-            module.KNOWN_SKIPS = kept_skips  # type: ignore[attr-defined]
+    _rebind("KNOWN_SKIPS", table, kept_skips)
     if set(keys) - found:
         raise SystemExit(f"error: --drop: no table entry {sorted(set(keys) - found)}")
     _DROPPED.update(keys)
+
+
+def _rebind(name: str, table: Any, kept: Any) -> None:
+    """Every accelkit module's `name` that is `table` made `kept` (each module that imported
+    the table holds its own reference)."""
+    for module in list(sys.modules.values()):
+        if (module.__name__ or "").startswith("accelkit") and getattr(module, name, None) is table:
+            setattr(module, name, kept)
 
 
 def skip_key(skip: Any) -> str:
